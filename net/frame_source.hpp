@@ -1,0 +1,32 @@
+// Where frames come from. A source is pulled by the engine, one frame at a time;
+// the frame's bytes stay valid until the next call to next() on that source.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "net/frame.hpp"
+
+namespace rdmasim::net {
+
+// Frames a source saw but could not hand over, by reason. They never reach a
+// port, so the simulator reports them beside the port counters.
+struct SourceCounters {
+    std::uint64_t frames = 0;            // frames handed over by next()
+    std::uint64_t bytes = 0;
+    std::uint64_t truncated_records = 0; // caplen < len: handed over, marked truncated()
+};
+
+class FrameSource {
+public:
+    virtual ~FrameSource() = default;
+    // Fills `out` and returns true, or returns false when no frame is available now.
+    virtual bool next(Frame& out) noexcept = 0;
+    // True once the source will never produce another frame (end of file).
+    [[nodiscard]] virtual bool exhausted() const noexcept = 0;
+    // A short human description ("pcap file traffic.pcap (EN10MB, fcs 0)").
+    [[nodiscard]] virtual std::string describe() const = 0;
+    [[nodiscard]] virtual const SourceCounters& counters() const noexcept = 0;
+};
+
+} // namespace rdmasim::net

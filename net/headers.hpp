@@ -1,0 +1,137 @@
+// Header views for Ethernet, 802.1Q, IPv4, IPv6, UDP and TCP, and the one-pass
+// parser the datapath uses. Every view is bounds-checked at construction: a
+// view exists only when all of its fixed header lies inside the buffer.
+// Multi-byte fields are returned in host order unless the name says "_be".
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+
+namespace rdmasim::net {
+
+using Bytes = std::span<const std::uint8_t>;
+
+inline constexpr std::uint16_t kEtherTypeIpv4 = 0x0800;
+inline constexpr std::uint16_t kEtherTypeIpv6 = 0x86dd;
+inline constexpr std::uint16_t kEtherTypeVlan = 0x8100; // 802.1Q C-tag TPID
+inline constexpr std::uint8_t kIpProtoTcp = 6;
+inline constexpr std::uint8_t kIpProtoUdp = 17;
+inline constexpr std::size_t kEthHeaderLen = 14;
+inline constexpr std::size_t kVlanTagLen = 4;
+inline constexpr std::size_t kFcsLen = 4;
+
+class EthernetView {
+public:
+    static std::optional<EthernetView> at(Bytes frame) noexcept;
+    [[nodiscard]] const std::uint8_t* dst_mac() const noexcept { return p_; }
+    [[nodiscard]] const std::uint8_t* src_mac() const noexcept { return p_ + 6; }
+    [[nodiscard]] std::uint16_t ether_type() const noexcept; // the field after the source MAC
+private:
+    explicit EthernetView(const std::uint8_t* p) noexcept : p_(p) {}
+    const std::uint8_t* p_;
+};
+
+// The 4 bytes after TPID 0x8100: TCI, then the inner ether type.
+class VlanView {
+public:
+    static std::optional<VlanView> at(Bytes frame, std::size_t offset) noexcept; // offset of the TCI
+    [[nodiscard]] std::uint16_t tci() const noexcept;
+    [[nodiscard]] std::uint16_t vid() const noexcept { return tci() & 0x0fff; }
+    [[nodiscard]] std::uint8_t pcp() const noexcept { return static_cast<std::uint8_t>(tci() >> 13); }
+    [[nodiscard]] bool dei() const noexcept { return (tci() >> 12) & 1; }
+    [[nodiscard]] std::uint16_t inner_ether_type() const noexcept;
+private:
+    explicit VlanView(const std::uint8_t* p) noexcept : p_(p) {}
+    const std::uint8_t* p_;
+};
+
+class Ipv4View {
+public:
+    // Requires version 4, IHL >= 5 and IHL*4 bytes inside the buffer.
+    static std::optional<Ipv4View> at(Bytes frame, std::size_t offset) noexcept;
+    [[nodiscard]] std::size_t header_len() const noexcept;
+    [[nodiscard]] std::uint16_t total_len() const noexcept;
+    [[nodiscard]] std::uint8_t tos() const noexcept;
+    [[nodiscard]] std::uint8_t ttl() const noexcept;
+    [[nodiscard]] std::uint8_t protocol() const noexcept;
+    [[nodiscard]] std::uint8_t flags() const noexcept; // the 3 flag bits
+    [[nodiscard]] bool is_fragment() const noexcept;   // MF set or fragment offset != 0
+    [[nodiscard]] const std::uint8_t* src_addr() const noexcept { return p_ + 12; } // 4 bytes, network order
+    [[nodiscard]] const std::uint8_t* dst_addr() const noexcept { return p_ + 16; }
+    [[nodiscard]] bool header_checksum_ok() const noexcept;
+    [[nodiscard]] const std::uint8_t* data() const noexcept { return p_; }
+private:
+    explicit Ipv4View(const std::uint8_t* p) noexcept : p_(p) {}
+    const std::uint8_t* p_;
+};
+
+class Ipv6View {
+public:
+    static std::optional<Ipv6View> at(Bytes frame, std::size_t offset) noexcept; // version 6, 40 bytes
+    [[nodiscard]] std::uint8_t traffic_class() const noexcept;
+    [[nodiscard]] std::uint32_t flow_label() const noexcept; // 20 bits
+    [[nodiscard]] std::uint16_t payload_len() const noexcept;
+    [[nodiscard]] std::uint8_t next_header() const noexcept;
+    [[nodiscard]] std::uint8_t hop_limit() const noexcept;
+    [[nodiscard]] const std::uint8_t* src_addr() const noexcept { return p_ + 8; } // 16 bytes
+    [[nodiscard]] const std::uint8_t* dst_addr() const noexcept { return p_ + 24; }
+private:
+    explicit Ipv6View(const std::uint8_t* p) noexcept : p_(p) {}
+    const std::uint8_t* p_;
+};
+
+class UdpView {
+public:
+    static std::optional<UdpView> at(Bytes frame, std::size_t offset) noexcept; // 8 bytes
+    [[nodiscard]] std::uint16_t src_port() const noexcept;
+    [[nodiscard]] std::uint16_t dst_port() const noexcept;
+    [[nodiscard]] std::uint16_t length() const noexcept;
+    [[nodiscard]] std::uint16_t checksum() const noexcept;
+private:
+    explicit UdpView(const std::uint8_t* p) noexcept : p_(p) {}
+    const std::uint8_t* p_;
+};
+
+class TcpView {
+public:
+    static std::optional<TcpView> at(Bytes frame, std::size_t offset) noexcept; // 20 bytes
+    [[nodiscard]] std::uint16_t src_port() const noexcept;
+    [[nodiscard]] std::uint16_t dst_port() const noexcept;
+    [[nodiscard]] std::uint8_t data_offset_words() const noexcept;
+    [[nodiscard]] std::uint16_t checksum() const noexcept;
+private:
+    explicit TcpView(const std::uint8_t* p) noexcept : p_(p) {}
+    const std::uint8_t* p_;
+};
+
+enum class L3Kind : std::uint8_t { none, ipv4, ipv6 };
+enum class L4Kind : std::uint8_t { none, tcp, udp };
+
+// What one pass over a frame learns: enough for steering, RSS and offloads.
+// Offsets are from the start of the frame. The parser looks through exactly
+// one 802.1Q tag directly after the source MAC.
+struct ParsedFrame {
+    bool has_vlan = false;
+    std::uint16_t vlan_tci = 0;   // full TCI (PCP, DEI, VID) when has_vlan
+    std::uint16_t ether_type = 0; // after the tag when has_vlan
+    std::uint16_t l3_offset = 0;  // 14, or 18 when tagged
+    L3Kind l3 = L3Kind::none;
+    bool ip_fragment = false;     // IPv4 MF / offset: no L4 ports are read
+    std::uint8_t ip_proto = 0;    // IPv4 protocol / IPv6 next header (no extension walking)
+    std::uint16_t l4_offset = 0;
+    L4Kind l4 = L4Kind::none;     // set only when the L4 header lies inside the frame
+    std::uint16_t src_port = 0;   // host order, when l4 != none
+    std::uint16_t dst_port = 0;
+};
+
+// Never fails: fields it cannot see stay at their "none" values. An input
+// shorter than an Ethernet header gives ether_type 0 and l3 none.
+[[nodiscard]] ParsedFrame parse_frame(Bytes frame) noexcept;
+
+// IP checksum offload verdict: true when the frame is IPv4 with a good header
+// checksum and, for TCP or UDP (non-fragmented), a good L4 checksum (a UDP
+// checksum of 0 counts as good). False for anything else.
+[[nodiscard]] bool ip_checksums_ok(Bytes frame, const ParsedFrame& parsed) noexcept;
+
+} // namespace rdmasim::net
