@@ -11,6 +11,10 @@
 #include "net/frame_source.hpp"
 #include "net/result.hpp"
 
+// libpcap's handles, declared at global scope so the members below name them
+// (an unqualified `struct pcap*` member would declare rdmasim::net::pcap).
+struct pcap;
+
 namespace rdmasim::net {
 
 class PcapFileSource final : public FrameSource {

@@ -8,6 +8,11 @@
 
 #include "net/result.hpp"
 
+// libpcap's handles, declared at global scope so the members below name them
+// (an unqualified `struct pcap*` member would declare rdmasim::net::pcap).
+struct pcap;
+struct pcap_dumper;
+
 namespace rdmasim::net {
 
 class PcapWriter {

@@ -1,0 +1,71 @@
+// Frame accounting. Every frame offered to a port ends in exactly one outcome:
+// delivered, or one of the named drops. Counters have a single writer at a
+// time (the engine, or the program thread pumping the inline engine under the
+// port lock) and may be read from any thread.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <string_view>
+
+namespace rdmasim::datapath {
+
+class Counter {
+public:
+    void add(std::uint64_t n = 1) noexcept {
+        v_.store(v_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    }
+    [[nodiscard]] std::uint64_t get() const noexcept { return v_.load(std::memory_order_relaxed); }
+    void reset() noexcept { v_.store(0, std::memory_order_relaxed); }
+
+private:
+    std::atomic<std::uint64_t> v_{0};
+};
+
+// Why a frame was not delivered. Names are the JSON / stats keys.
+enum class Drop : std::uint8_t {
+    steering_miss,       // no flow rule matched
+    truncated_capture,   // the source lost bytes (caplen < len)
+    wq_not_ready,        // steered to a WQ that is not in RDY
+    out_of_buffer,       // no WQE posted and no delay drop (rx_out_of_buffer)
+    delay_drop_timeout,  // held for a WQE that did not come in time
+    delay_drop_overflow, // held-frame storage full
+    length_error,        // frame longer than the WQE (IBV_WC_LOC_LEN_ERR)
+    protection_error,    // an SGE failed the MR check (IBV_WC_LOC_PROT_ERR)
+    cq_overflow,         // the CQ had no room; the WQE stays posted
+    fault_injected,      // dropped by the fault plan
+    discarded,           // held or queued when its WQ, QP or device went away
+    count_
+};
+inline constexpr std::size_t kDropKinds = static_cast<std::size_t>(Drop::count_);
+
+[[nodiscard]] constexpr std::string_view drop_name(Drop d) noexcept {
+    constexpr std::array<std::string_view, kDropKinds> names{
+        "steering_miss",       "truncated_capture", "wq_not_ready",  "rx_out_of_buffer",
+        "delay_drop_timeouts", "delay_drop_overflow", "length_errors", "protection_errors",
+        "cq_overflow",         "fault_drops",        "discarded"};
+    return names[static_cast<std::size_t>(d)];
+}
+
+struct RxCounters {
+    Counter frames;          // frames that reached this point (port: offered)
+    Counter bytes;           // their wire bytes
+    Counter delivered;       // successful completions
+    Counter delivered_bytes; // byte_len summed over them
+    std::array<Counter, kDropKinds> drops;
+    // Observations, not outcomes:
+    Counter delay_drop_waits; // frames that had to wait for a WQE
+    Counter fcs_bad;          // frames whose carried FCS does not match their bytes
+    Counter flushed_wqes;     // WQEs completed with IBV_WC_WR_FLUSH_ERR
+    Counter sniffer_copies;   // extra copies delivered to sniffer flows
+
+    void drop(Drop d) noexcept { drops[static_cast<std::size_t>(d)].add(); }
+    [[nodiscard]] std::uint64_t drops_total() const noexcept {
+        std::uint64_t n = 0;
+        for (const auto& c : drops) n += c.get();
+        return n;
+    }
+};
+
+} // namespace rdmasim::datapath

@@ -1,0 +1,74 @@
+// A completion queue's ring. Single producer (the engine, or a flush, always
+// under the port lock), single consumer (the program, serialised by the CQ's
+// poll lock). Full means full: the producer checks room() before it consumes
+// a WQE, so a completion is never overwritten or lost.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+namespace rdmasim::datapath {
+
+struct Cqe {
+    std::uint64_t wr_id = 0;
+    std::uint64_t timestamp_ns = 0;
+    std::uint32_t byte_len = 0;
+    std::uint32_t qp_num = 0; // WQ number for WQ completions
+    std::uint32_t wc_flags = 0;
+    std::uint32_t vendor_err = 0;
+    std::uint16_t cvlan = 0;  // stripped TCI, host order; 0 when nothing was stripped
+    std::uint8_t status = 0;  // enum ibv_wc_status
+    std::uint8_t opcode = 0;  // enum ibv_wc_opcode
+};
+
+class CqRing {
+public:
+    void init(std::uint32_t min_entries); // allocates; set-up only
+
+    [[nodiscard]] std::uint32_t capacity() const noexcept { return mask_ + 1; }
+    [[nodiscard]] bool room() const noexcept {
+        return head_.load(std::memory_order_relaxed) - tail_.load(std::memory_order_acquire) <=
+               mask_;
+    }
+    // Producer: returns false (and marks the overflow) when full.
+    bool push(const Cqe& cqe) noexcept {
+        if (!room()) [[unlikely]] {
+            overflowed_.store(true, std::memory_order_release);
+            return false;
+        }
+        const auto h = head_.load(std::memory_order_relaxed);
+        entries_[h & mask_] = cqe;
+        head_.store(h + 1, std::memory_order_release);
+        return true;
+    }
+    // Marks an overflow the producer avoided by not consuming (see room()).
+    void mark_overflow() noexcept { overflowed_.store(true, std::memory_order_release); }
+    // True once after an overflow: whoever reports IBV_EVENT_CQ_ERR takes it.
+    [[nodiscard]] bool take_overflow() noexcept {
+        return overflowed_.exchange(false, std::memory_order_acq_rel);
+    }
+
+    // Consumer.
+    [[nodiscard]] bool empty() const noexcept {
+        return tail_.load(std::memory_order_relaxed) == head_.load(std::memory_order_acquire);
+    }
+    [[nodiscard]] const Cqe& front() const noexcept {
+        return entries_[tail_.load(std::memory_order_relaxed) & mask_];
+    }
+    void pop() noexcept {
+        tail_.store(tail_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+    }
+    [[nodiscard]] std::uint32_t size() const noexcept {
+        return head_.load(std::memory_order_acquire) - tail_.load(std::memory_order_acquire);
+    }
+
+private:
+    std::vector<Cqe> entries_;
+    std::uint32_t mask_ = 0;
+    std::atomic<bool> overflowed_{false};
+    alignas(64) std::atomic<std::uint32_t> head_{0};
+    alignas(64) std::atomic<std::uint32_t> tail_{0};
+};
+
+} // namespace rdmasim::datapath

@@ -1,0 +1,93 @@
+#include "datapath/flow_rule.hpp"
+
+#include <cstddef>
+
+namespace rdmasim::datapath {
+
+namespace {
+
+template <class T> bool under_mask(T got, T value, T mask) noexcept {
+    return ((got ^ value) & mask) == 0;
+}
+
+template <std::size_t N>
+bool bytes_under_mask(const std::uint8_t* got, const std::array<std::uint8_t, N>& value,
+                      const std::array<std::uint8_t, N>& mask) noexcept {
+    for (std::size_t i = 0; i < N; ++i)
+        if (((got[i] ^ value[i]) & mask[i]) != 0) return false;
+    return true;
+}
+
+template <std::size_t N> bool all_zero(const std::array<std::uint8_t, N>& a) noexcept {
+    for (const std::uint8_t b : a)
+        if (b != 0) return false;
+    return true;
+}
+
+bool eth_matches(const FlowRule& rule, net::Bytes frame, const net::ParsedFrame& parsed) noexcept {
+    const EthMatch& v = rule.eth_value;
+    const EthMatch& m = rule.eth_mask;
+    if (!all_zero(m.dst_mac) || !all_zero(m.src_mac)) {
+        const auto eth = net::EthernetView::at(frame);
+        if (!eth) return false;
+        if (!bytes_under_mask(eth->dst_mac(), v.dst_mac, m.dst_mac)) return false;
+        if (!bytes_under_mask(eth->src_mac(), v.src_mac, m.src_mac)) return false;
+    }
+    if (!under_mask(parsed.ether_type, v.ether_type, m.ether_type)) return false;
+    if (m.vlan_tci != 0 &&
+        (!parsed.has_vlan || !under_mask(parsed.vlan_tci, v.vlan_tci, m.vlan_tci)))
+        return false;
+    return true;
+}
+
+bool ipv4_matches(const FlowRule& rule, net::Bytes frame, const net::ParsedFrame& parsed) noexcept {
+    if (parsed.l3 != net::L3Kind::ipv4) return false;
+    const auto ip = net::Ipv4View::at(frame, parsed.l3_offset);
+    if (!ip) return false;
+    const Ipv4Match& v = rule.ipv4_value;
+    const Ipv4Match& m = rule.ipv4_mask;
+    return bytes_under_mask(ip->src_addr(), v.src, m.src) &&
+           bytes_under_mask(ip->dst_addr(), v.dst, m.dst) &&
+           under_mask(ip->protocol(), v.proto, m.proto) && under_mask(ip->tos(), v.tos, m.tos) &&
+           under_mask(ip->ttl(), v.ttl, m.ttl) && under_mask(ip->flags(), v.flags, m.flags);
+}
+
+bool ipv6_matches(const FlowRule& rule, net::Bytes frame, const net::ParsedFrame& parsed) noexcept {
+    if (parsed.l3 != net::L3Kind::ipv6) return false;
+    const auto ip = net::Ipv6View::at(frame, parsed.l3_offset);
+    if (!ip) return false;
+    const Ipv6Match& v = rule.ipv6_value;
+    const Ipv6Match& m = rule.ipv6_mask;
+    return bytes_under_mask(ip->src_addr(), v.src, m.src) &&
+           bytes_under_mask(ip->dst_addr(), v.dst, m.dst) &&
+           under_mask(ip->flow_label(), v.flow_label, m.flow_label) &&
+           under_mask(ip->next_header(), v.next_hdr, m.next_hdr) &&
+           under_mask(ip->traffic_class(), v.traffic_class, m.traffic_class) &&
+           under_mask(ip->hop_limit(), v.hop_limit, m.hop_limit);
+}
+
+} // namespace
+
+bool flow_matches(const FlowRule& rule, net::Bytes frame, const net::ParsedFrame& parsed) noexcept {
+    if (rule.has_eth && !eth_matches(rule, frame, parsed)) return false;
+    switch (rule.l3) {
+    case net::L3Kind::none:
+        break;
+    case net::L3Kind::ipv4:
+        if (!ipv4_matches(rule, frame, parsed)) return false;
+        break;
+    case net::L3Kind::ipv6:
+        if (!ipv6_matches(rule, frame, parsed)) return false;
+        break;
+    }
+    if (rule.l4 != net::L4Kind::none) {
+        // A TCP/UDP spec needs the ports: an IP fragment never matches it.
+        if (parsed.l4 != rule.l4 || parsed.ip_fragment) return false;
+        if (!under_mask(parsed.src_port, rule.l4_value.src_port, rule.l4_mask.src_port) ||
+            !under_mask(parsed.dst_port, rule.l4_value.dst_port, rule.l4_mask.dst_port))
+            return false;
+    }
+    return true;
+}
+
+} // namespace rdmasim::datapath

@@ -1,0 +1,46 @@
+#include "datapath/mr_table.hpp"
+
+namespace rdmasim::datapath {
+
+MrTable::MrTable(std::uint32_t max_entries)
+    : slots_(std::make_unique<Slot[]>(max_entries)), capacity_(max_entries) {}
+
+std::uint32_t MrTable::add(const MrEntry& entry) noexcept {
+    std::lock_guard lock(mu_);
+    for (std::uint32_t n = 0; n < capacity_; ++n) {
+        const std::uint32_t i = (next_free_hint_ + n) % capacity_;
+        Slot& s = slots_[i];
+        if (s.lkey.load(std::memory_order_relaxed) != 0) continue;
+        s.entry = entry;
+        s.generation = static_cast<std::uint8_t>(s.generation + 1);
+        if (s.generation == 0) s.generation = 1; // keep lkey 0 meaning "none"
+        const std::uint32_t lkey = (i + 1) << 8 | s.generation;
+        s.lkey.store(lkey, std::memory_order_release);
+        next_free_hint_ = (i + 1) % capacity_;
+        return lkey;
+    }
+    return 0;
+}
+
+void MrTable::remove(std::uint32_t lkey) noexcept {
+    std::lock_guard lock(mu_);
+    const std::uint32_t i = (lkey >> 8) - 1;
+    if ((lkey >> 8) == 0 || i >= capacity_) return;
+    std::uint32_t expected = lkey;
+    slots_[i].lkey.compare_exchange_strong(expected, 0, std::memory_order_acq_rel);
+}
+
+std::uint8_t* MrTable::translate(std::uint32_t lkey, const void* pd, std::uint64_t addr,
+                                 std::uint32_t length, bool write) const noexcept {
+    const std::uint32_t i = (lkey >> 8) - 1;
+    if ((lkey >> 8) == 0 || i >= capacity_) return nullptr;
+    const Slot& s = slots_[i];
+    if (s.lkey.load(std::memory_order_acquire) != lkey) return nullptr;
+    const MrEntry& e = s.entry;
+    if (e.pd != pd || (write && !e.local_write) || addr < e.addr || length > e.length ||
+        addr - e.addr > e.length - length)
+        return nullptr;
+    return reinterpret_cast<std::uint8_t*>(e.host + (addr - e.addr));
+}
+
+} // namespace rdmasim::datapath

@@ -1,0 +1,53 @@
+// Receive offloads as pure functions over one frame and a WQ's settings,
+// decided in SPEC.md section 4 order: CVLAN strip, scatter FCS, (delay drop
+// is the queue's business), scatter with end padding, completion.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+
+#include "net/frame.hpp"
+#include "net/headers.hpp"
+
+namespace rdmasim::datapath {
+
+// A WQ's offload switches, fixed at creation except strip_cvlan (ibv_modify_wq).
+struct WqSettings {
+    bool strip_cvlan = false;
+    bool scatter_fcs = false;
+    bool delay_drop = false;
+    bool end_padding = false;
+    bool ip_csum = false;         // report IBV_WC_IP_CSUM_OK (device capability)
+    std::uint32_t pad_align = 64; // cache line for end padding: 64 or 128
+};
+
+// The bytes a completion delivers, as up to three pieces to be written in
+// order: the frame around a stripped tag, and the FCS.
+struct RxImage {
+    std::array<std::span<const std::uint8_t>, 3> pieces{};
+    std::uint32_t byte_len = 0;
+    std::uint16_t cvlan = 0; // TCI stripped, host order
+    bool stripped = false;
+    bool fcs_bad = false;    // the frame carried an FCS that does not match its bytes
+    std::array<std::uint8_t, 4> fcs{};
+};
+
+// Builds the delivered image of `frame` (whose parse is `parsed`). The image
+// points into `frame` and into its own fcs array: keep both alive while used.
+void build_rx_image(const net::Frame& frame, const net::ParsedFrame& parsed,
+                    const WqSettings& settings, RxImage& image) noexcept;
+
+// End padding: how many bytes after a write that ends at address `end` may be
+// padded, given that the SGE ends at `sge_end`: up to the next multiple of
+// `align`, never past the SGE.
+[[nodiscard]] inline std::uint64_t end_padding_len(std::uint64_t end, std::uint64_t sge_end,
+                                                   std::uint32_t align) noexcept {
+    const std::uint64_t rem = end % align;
+    if (rem == 0) return 0;
+    const std::uint64_t want = align - rem;
+    const std::uint64_t room = sge_end > end ? sge_end - end : 0;
+    return want < room ? want : room;
+}
+
+} // namespace rdmasim::datapath

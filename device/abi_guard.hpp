@@ -1,0 +1,40 @@
+// Every C entry point (exported function or ops-table slot) runs its body
+// through one of these: no exception crosses into the program's C code;
+// std::bad_alloc becomes ENOMEM, anything else EIO.
+#pragma once
+
+#include <cerrno>
+#include <new>
+
+namespace rdmasim::device {
+
+// For calls that return 0 or a positive errno.
+template <class F> int guard_errno(F&& body) noexcept {
+    try {
+        return body();
+    } catch (const std::bad_alloc&) {
+        return ENOMEM;
+    } catch (...) {
+        return EIO;
+    }
+}
+
+// For calls that return a pointer, or NULL with errno set.
+template <class T, class F> T* guard_ptr(F&& body) noexcept {
+    try {
+        return body();
+    } catch (const std::bad_alloc&) {
+        errno = ENOMEM;
+    } catch (...) {
+        errno = EIO;
+    }
+    return nullptr;
+}
+
+// Sets errno and returns NULL: the libibverbs way for pointer-returning calls.
+template <class T = void> inline T* fail(int err) noexcept {
+    errno = err;
+    return nullptr;
+}
+
+} // namespace rdmasim::device

@@ -1,0 +1,56 @@
+// Capabilities: what an emulated device reports and allows. A profile is a
+// Capabilities value; configuration can turn any offload off so that a
+// program's fallback paths can be tested (SPEC.md section 2).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+namespace rdmasim::device {
+
+struct Capabilities {
+    // Offloads (raw_packet_caps, device_cap_flags_ex).
+    bool cvlan_stripping = true;
+    bool scatter_fcs = true;
+    bool ip_csum = true;
+    bool delay_drop = true;
+    bool pci_write_end_padding = true;
+    // Strict profile: IBV_WQ_FLAGS_DELAY_DROP needs CAP_SYS_RAWIO (EPERM).
+    bool delay_drop_needs_rawio = false;
+
+    std::uint32_t pad_align = 64;                        // end padding cache line, 64 or 128
+    std::uint64_t delay_drop_timeout_ns = 100'000'000;   // 100 us steps, at most 100 ms
+    bool delay_drop_rearm = true;                        // the driver re-arms after a timeout
+    std::uint32_t hold_frames = 256;                     // delay-drop storage per WQ
+    std::uint32_t hold_bytes = 1u << 20;
+
+    // Limits (every one non-zero).
+    std::uint32_t max_wq = 1024;
+    std::uint32_t max_wr = 32768;
+    std::uint32_t max_sge = 16;
+    std::uint32_t max_cq = 4096;
+    std::uint32_t max_cqe = 1u << 22;
+    std::uint32_t max_pd = 4096;
+    std::uint32_t max_mr = 16384;
+    std::uint64_t max_mr_size = 1ull << 40;
+    std::uint32_t max_qp = 4096;
+    std::uint32_t max_qp_wr = 32768;
+    std::uint32_t max_rwq_indirection_tables = 1024;
+    std::uint32_t max_rwq_indirection_table_size = 1u << 16; // entries
+    std::uint32_t max_flows = 65536;
+    std::uint32_t num_comp_vectors = 4;
+    std::uint32_t max_raw_frame = 9216 + 18;                  // jumbo + header and tag
+};
+
+// Identity of one emulated device, fixed at creation.
+struct DeviceIdentity {
+    std::string name;                     // "rdmasim0"
+    std::uint32_t index = 0;
+    std::uint64_t node_guid = 0;          // network order, as verbs reports it
+    std::array<std::uint8_t, 6> mac{};    // port MAC; GID 0 derives from it
+    std::uint32_t vendor_id = 0x1af4;     // reported in ibv_device_attr
+    std::uint32_t vendor_part_id = 0x5253; // "RS"
+};
+
+} // namespace rdmasim::device

@@ -1,0 +1,272 @@
+#include "device/context.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "device/abi_guard.hpp"
+#include "device/cq.hpp"
+#include "device/flow.hpp"
+#include "device/qp.hpp"
+#include "device/wq.hpp"
+
+namespace rdmasim::device {
+
+namespace {
+
+int query_port_op(ibv_context* context, uint8_t port_num, ibv_port_attr* attr, size_t len) {
+    return query_port(context, port_num, attr, len);
+}
+
+void fill_device_attr(const Device& dev, ibv_device_attr& a) noexcept {
+    const Capabilities& c = dev.caps;
+    std::memset(&a, 0, sizeof a);
+    std::snprintf(a.fw_ver, sizeof a.fw_ver, "rdmasim-0.1.0");
+    a.node_guid = dev.identity.node_guid;
+    a.sys_image_guid = dev.identity.node_guid;
+    a.max_mr_size = c.max_mr_size;
+    a.page_size_cap = 0xfffff000;
+    a.vendor_id = dev.identity.vendor_id;
+    a.vendor_part_id = dev.identity.vendor_part_id;
+    a.hw_ver = 1;
+    a.max_qp = static_cast<int>(c.max_qp);
+    a.max_qp_wr = static_cast<int>(c.max_qp_wr);
+    a.device_cap_flags = IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_RAW_IP_CSUM * c.ip_csum;
+    a.max_sge = static_cast<int>(c.max_sge);
+    a.max_sge_rd = 1;
+    a.max_cq = static_cast<int>(c.max_cq);
+    a.max_cqe = static_cast<int>(c.max_cqe);
+    a.max_mr = static_cast<int>(c.max_mr);
+    a.max_pd = static_cast<int>(c.max_pd);
+    // RDMA reads, atomics, SRQs, multicast and AHs are not emulated; their
+    // limits are reported non-zero as the specification asks, and creating
+    // such objects answers EOPNOTSUPP.
+    a.max_qp_rd_atom = 1;
+    a.max_ee_rd_atom = 1;
+    a.max_res_rd_atom = 1;
+    a.max_qp_init_rd_atom = 1;
+    a.max_ee_init_rd_atom = 1;
+    a.atomic_cap = IBV_ATOMIC_NONE;
+    a.max_ee = 1;
+    a.max_rdd = 1;
+    a.max_mw = 1;
+    a.max_raw_ipv6_qp = 1;
+    a.max_raw_ethy_qp = static_cast<int>(c.max_qp);
+    a.max_mcast_grp = 1;
+    a.max_mcast_qp_attach = 1;
+    a.max_total_mcast_qp_attach = 1;
+    a.max_ah = 1;
+    a.max_fmr = 1;
+    a.max_map_per_fmr = 1;
+    a.max_srq = 1;
+    a.max_srq_wr = 1;
+    a.max_srq_sge = 1;
+    a.max_pkeys = 1;
+    a.local_ca_ack_delay = 16;
+    a.phys_port_cnt = 1;
+}
+
+} // namespace
+
+ibv_context* open_device(ibv_device* device) noexcept {
+    return guard_ptr<ibv_context>([&]() -> ibv_context* {
+        if (device == nullptr) return fail<ibv_context>(EINVAL);
+        Device& dev = *from_verbs(device);
+        int fds[2];
+        if (::pipe2(fds, O_CLOEXEC) != 0) return nullptr;
+        auto ctx = std::make_unique<Context>();
+        std::memset(&ctx->vctx, 0, sizeof ctx->vctx);
+        ctx->device = &dev;
+        ctx->events.read_fd = fds[0];
+        ctx->events.write_fd = fds[1];
+        verbs_context& v = ctx->vctx;
+        v.sz = sizeof(verbs_context);
+        ibv_context& c = v.context;
+        c.device = device;
+        c.cmd_fd = -1;
+        c.async_fd = fds[0];
+        c.num_comp_vectors = static_cast<int>(dev.caps.num_comp_vectors);
+        c.abi_compat = __VERBS_ABI_IS_EXTENDED;
+        pthread_mutex_init(&c.mutex, nullptr);
+        c.ops.poll_cq = poll_cq;
+        c.ops.req_notify_cq = req_notify_cq;
+        c.ops.post_send = post_send;
+        c.ops.post_recv = post_recv;
+        v.query_port = query_port_op;
+        v.query_device_ex = query_device_ex;
+        v.create_cq_ex = create_cq_ex;
+        v.create_wq = create_wq;
+        v.modify_wq = modify_wq;
+        v.destroy_wq = destroy_wq;
+        v.create_rwq_ind_table = create_rwq_ind_table;
+        v.destroy_rwq_ind_table = destroy_rwq_ind_table;
+        v.create_qp_ex = create_qp_ex;
+        v.ibv_create_flow = create_flow;
+        v.ibv_destroy_flow = destroy_flow;
+        dev.live_contexts.fetch_add(1);
+        return &ctx.release()->vctx.context;
+    });
+}
+
+int close_device(ibv_context* context) noexcept {
+    if (context == nullptr) return EINVAL;
+    Context* ctx = from_verbs(context);
+    if (ctx->live_objects.load() != 0) return EBUSY;
+    ::close(ctx->events.read_fd);
+    ::close(ctx->events.write_fd);
+    pthread_mutex_destroy(&context->mutex);
+    ctx->device->live_contexts.fetch_sub(1);
+    delete ctx;
+    return 0;
+}
+
+int query_device(ibv_context* context, ibv_device_attr* attr) noexcept {
+    if (context == nullptr || attr == nullptr) return EINVAL;
+    fill_device_attr(*from_verbs(context)->device, *attr);
+    return 0;
+}
+
+int query_device_ex(ibv_context* context, const ibv_query_device_ex_input* input,
+                    ibv_device_attr_ex* attr, size_t attr_size) noexcept {
+    if (context == nullptr || attr == nullptr) return EINVAL;
+    if (input != nullptr && input->comp_mask != 0) return EINVAL;
+    if (attr_size < sizeof(ibv_device_attr)) return EINVAL;
+    const Device& dev = *from_verbs(context)->device;
+    const Capabilities& c = dev.caps;
+    ibv_device_attr_ex a;
+    std::memset(&a, 0, sizeof a);
+    fill_device_attr(dev, a.orig_attr);
+    a.completion_timestamp_mask = ~0ull;
+    a.hca_core_clock = 1'000'000; // kHz: completion timestamps are nanoseconds
+    a.device_cap_flags_ex = a.orig_attr.device_cap_flags;
+    if (c.pci_write_end_padding) a.device_cap_flags_ex |= IBV_DEVICE_PCI_WRITE_END_PADDING;
+    if (c.scatter_fcs) a.device_cap_flags_ex |= IBV_DEVICE_RAW_SCATTER_FCS;
+    a.rss_caps.supported_qpts = 1u << IBV_QPT_RAW_PACKET;
+    a.rss_caps.max_rwq_indirection_tables = c.max_rwq_indirection_tables;
+    a.rss_caps.max_rwq_indirection_table_size = c.max_rwq_indirection_table_size;
+    a.rss_caps.rx_hash_fields_mask = IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4 |
+                                     IBV_RX_HASH_SRC_IPV6 | IBV_RX_HASH_DST_IPV6 |
+                                     IBV_RX_HASH_SRC_PORT_TCP | IBV_RX_HASH_DST_PORT_TCP |
+                                     IBV_RX_HASH_SRC_PORT_UDP | IBV_RX_HASH_DST_PORT_UDP;
+    a.rss_caps.rx_hash_function = IBV_RX_HASH_FUNC_TOEPLITZ;
+    a.max_wq_type_rq = c.max_wq;
+    a.raw_packet_caps = (c.cvlan_stripping ? IBV_RAW_PACKET_CAP_CVLAN_STRIPPING : 0) |
+                        (c.scatter_fcs ? IBV_RAW_PACKET_CAP_SCATTER_FCS : 0) |
+                        (c.ip_csum ? IBV_RAW_PACKET_CAP_IP_CSUM : 0) |
+                        (c.delay_drop ? IBV_RAW_PACKET_CAP_DELAY_DROP : 0);
+    a.phys_port_cnt_ex = 1;
+    std::memcpy(attr, &a, std::min(attr_size, sizeof a));
+    return 0;
+}
+
+int query_port(ibv_context* context, uint8_t port_num, ibv_port_attr* attr,
+               size_t attr_len) noexcept {
+    if (context == nullptr || attr == nullptr) return EINVAL;
+    if (port_num != 1) return EINVAL;
+    ibv_port_attr a;
+    std::memset(&a, 0, sizeof a);
+    a.state = IBV_PORT_ACTIVE;
+    a.max_mtu = IBV_MTU_4096;
+    a.active_mtu = IBV_MTU_1024;
+    a.gid_tbl_len = 1;
+    a.port_cap_flags = 0;
+    a.max_msg_sz = 1u << 30;
+    a.pkey_tbl_len = 1;
+    a.max_vl_num = 1;
+    a.active_width = 2;  // 4x
+    a.active_speed = 32; // 25 Gb/s (EDR lane)
+    a.phys_state = 5;    // LinkUp
+    a.link_layer = IBV_LINK_LAYER_ETHERNET;
+    std::memcpy(attr, &a, std::min(attr_len, sizeof a));
+    return 0;
+}
+
+ibv_gid port_gid(const Device& dev) noexcept {
+    ibv_gid gid;
+    std::memset(&gid, 0, sizeof gid);
+    const auto& m = dev.identity.mac;
+    gid.raw[0] = 0xfe;
+    gid.raw[1] = 0x80;
+    gid.raw[8] = m[0] ^ 0x02;
+    gid.raw[9] = m[1];
+    gid.raw[10] = m[2];
+    gid.raw[11] = 0xff;
+    gid.raw[12] = 0xfe;
+    gid.raw[13] = m[3];
+    gid.raw[14] = m[4];
+    gid.raw[15] = m[5];
+    return gid;
+}
+
+int query_gid(ibv_context* context, uint8_t port_num, int index, ibv_gid* gid) noexcept {
+    if (context == nullptr || gid == nullptr || port_num != 1 || index != 0) return EINVAL;
+    *gid = port_gid(*from_verbs(context)->device);
+    return 0;
+}
+
+int query_pkey(ibv_context* context, uint8_t port_num, int index, __be16* pkey) noexcept {
+    if (context == nullptr || pkey == nullptr || port_num != 1 || index != 0) return EINVAL;
+    *pkey = htobe16(0xffff);
+    return 0;
+}
+
+int get_async_event(ibv_context* context, ibv_async_event* event) noexcept {
+    if (context == nullptr || event == nullptr) {
+        errno = EINVAL;
+        return -1;
+    }
+    Context& ctx = *from_verbs(context);
+    char byte;
+    if (::read(ctx.events.read_fd, &byte, 1) != 1) return -1; // EAGAIN when non-blocking
+    std::lock_guard lock(ctx.events.lock);
+    if (ctx.events.queue.empty()) {
+        errno = EAGAIN;
+        return -1;
+    }
+    *event = ctx.events.queue.front();
+    ctx.events.queue.pop_front();
+    return 0;
+}
+
+void ack_async_event(ibv_async_event* event) noexcept {
+    if (event == nullptr) return;
+    switch (event->event_type) {
+    case IBV_EVENT_CQ_ERR: {
+        ibv_cq* cq = event->element.cq;
+        pthread_mutex_lock(&cq->mutex);
+        ++cq->async_events_completed;
+        pthread_cond_signal(&cq->cond);
+        pthread_mutex_unlock(&cq->mutex);
+        break;
+    }
+    case IBV_EVENT_WQ_FATAL: {
+        ibv_wq* wq = event->element.wq;
+        pthread_mutex_lock(&wq->mutex);
+        ++wq->events_completed;
+        pthread_cond_signal(&wq->cond);
+        pthread_mutex_unlock(&wq->mutex);
+        break;
+    }
+    case IBV_EVENT_QP_FATAL:
+    case IBV_EVENT_QP_REQ_ERR:
+    case IBV_EVENT_QP_ACCESS_ERR:
+    case IBV_EVENT_COMM_EST:
+    case IBV_EVENT_SQ_DRAINED:
+    case IBV_EVENT_PATH_MIG:
+    case IBV_EVENT_PATH_MIG_ERR:
+    case IBV_EVENT_QP_LAST_WQE_REACHED: {
+        ibv_qp* qp = event->element.qp;
+        pthread_mutex_lock(&qp->mutex);
+        ++qp->events_completed;
+        pthread_cond_signal(&qp->cond);
+        pthread_mutex_unlock(&qp->mutex);
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+} // namespace rdmasim::device

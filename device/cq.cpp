@@ -1,0 +1,301 @@
+#include "device/cq.hpp"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+
+#include "device/abi_guard.hpp"
+#include "device/device.hpp"
+
+namespace rdmasim::device {
+
+namespace {
+
+Cq* cq_of(ibv_cq_ex* c) { return from_verbs(c); }
+
+void pump(Cq& cq) noexcept {
+    if (cq.device->hooks) cq.device->hooks->on_poll(*cq.device);
+}
+
+// ibv_cq_ex read_* accessors over the entry start_poll / next_poll exposes.
+ibv_wc_opcode read_opcode(ibv_cq_ex* c) { return static_cast<ibv_wc_opcode>(cq_of(c)->current.opcode); }
+uint32_t read_vendor_err(ibv_cq_ex* c) { return cq_of(c)->current.vendor_err; }
+uint32_t read_byte_len(ibv_cq_ex* c) { return cq_of(c)->current.byte_len; }
+__be32 read_imm_data(ibv_cq_ex*) { return 0; }
+uint32_t read_qp_num(ibv_cq_ex* c) { return cq_of(c)->current.qp_num; }
+uint32_t read_src_qp(ibv_cq_ex*) { return 0; }
+unsigned int read_wc_flags(ibv_cq_ex* c) { return cq_of(c)->current.wc_flags; }
+uint32_t read_slid(ibv_cq_ex*) { return 0; }
+uint8_t read_sl(ibv_cq_ex*) { return 0; }
+uint8_t read_dlid_path_bits(ibv_cq_ex*) { return 0; }
+uint64_t read_completion_ts(ibv_cq_ex* c) { return cq_of(c)->current.timestamp_ns; }
+uint16_t read_cvlan(ibv_cq_ex* c) { return cq_of(c)->current.cvlan; }
+uint32_t read_flow_tag(ibv_cq_ex*) { return 0; }
+void read_tm_info(ibv_cq_ex*, ibv_wc_tm_info* info) { std::memset(info, 0, sizeof *info); }
+uint64_t read_wallclock_ns(ibv_cq_ex* c) { return cq_of(c)->current.timestamp_ns; }
+
+void expose(Cq& cq) noexcept {
+    cq.current = cq.ring.front();
+    cq.have_current = true;
+    cq.cqx.wr_id = cq.current.wr_id;
+    cq.cqx.status = static_cast<ibv_wc_status>(cq.current.status);
+}
+
+int start_poll(ibv_cq_ex* c, ibv_poll_cq_attr* attr) noexcept {
+    if (attr == nullptr || attr->comp_mask != 0) return EINVAL;
+    Cq& cq = *cq_of(c);
+    pump(cq);
+    cq.poll_lock.lock(); // held until end_poll, as rdma-core providers do
+    if (cq.ring.empty()) {
+        cq.poll_lock.unlock();
+        return ENOENT;
+    }
+    expose(cq);
+    return 0;
+}
+
+int next_poll(ibv_cq_ex* c) noexcept {
+    Cq& cq = *cq_of(c);
+    if (cq.have_current) {
+        cq.ring.pop();
+        cq.have_current = false;
+    }
+    if (cq.ring.empty()) return ENOENT;
+    expose(cq);
+    return 0;
+}
+
+void end_poll(ibv_cq_ex* c) noexcept {
+    Cq& cq = *cq_of(c);
+    if (cq.have_current) {
+        cq.ring.pop();
+        cq.have_current = false;
+    }
+    cq.poll_lock.unlock();
+}
+
+void install_readers(Cq& cq) noexcept {
+    ibv_cq_ex& x = cq.cqx;
+    const auto f = cq.wc_flags;
+    x.start_poll = start_poll;
+    x.next_poll = next_poll;
+    x.end_poll = end_poll;
+    x.read_opcode = read_opcode;
+    x.read_vendor_err = read_vendor_err;
+    x.read_byte_len = (f & IBV_WC_EX_WITH_BYTE_LEN) ? read_byte_len : nullptr;
+    x.read_imm_data = (f & IBV_WC_EX_WITH_IMM) ? read_imm_data : nullptr;
+    x.read_qp_num = (f & IBV_WC_EX_WITH_QP_NUM) ? read_qp_num : nullptr;
+    x.read_src_qp = (f & IBV_WC_EX_WITH_SRC_QP) ? read_src_qp : nullptr;
+    x.read_wc_flags = read_wc_flags; // always available: verbs has no flag for it
+    x.read_slid = (f & IBV_WC_EX_WITH_SLID) ? read_slid : nullptr;
+    x.read_sl = (f & IBV_WC_EX_WITH_SL) ? read_sl : nullptr;
+    x.read_dlid_path_bits = (f & IBV_WC_EX_WITH_DLID_PATH_BITS) ? read_dlid_path_bits : nullptr;
+    x.read_completion_ts = (f & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP) ? read_completion_ts : nullptr;
+    x.read_cvlan = (f & IBV_WC_EX_WITH_CVLAN) ? read_cvlan : nullptr;
+    x.read_flow_tag = (f & IBV_WC_EX_WITH_FLOW_TAG) ? read_flow_tag : nullptr;
+    x.read_tm_info = (f & IBV_WC_EX_WITH_TM_INFO) ? read_tm_info : nullptr;
+    x.read_completion_wallclock_ns =
+        (f & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK) ? read_wallclock_ns : nullptr;
+}
+
+// Shared by both creation paths. NULL + errno on failure.
+Cq* make_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel,
+            int comp_vector, std::uint64_t wc_flags, bool extended) {
+    if (context == nullptr) return fail<Cq>(EINVAL);
+    Context& ctx = *from_verbs(context);
+    Device& dev = *ctx.device;
+    if (cqe < 1 || static_cast<std::uint32_t>(cqe) > dev.caps.max_cqe) return fail<Cq>(EINVAL);
+    if (comp_vector < 0 || static_cast<std::uint32_t>(comp_vector) >= dev.caps.num_comp_vectors)
+        return fail<Cq>(EINVAL);
+    if (channel != nullptr && channel->context != context) return fail<Cq>(EINVAL);
+
+    auto cq = std::make_unique<Cq>();
+    std::memset(&cq->cqx, 0, sizeof cq->cqx);
+    cq->device = &dev;
+    cq->ctx = &ctx;
+    cq->ring.init(std::bit_ceil(static_cast<std::uint32_t>(cqe)));
+    cq->wc_flags = wc_flags;
+    cq->extended = extended;
+    ibv_cq_ex& x = cq->cqx;
+    x.context = context;
+    x.channel = channel;
+    x.cq_context = cq_context;
+    x.handle = dev.next_handle.fetch_add(1);
+    x.cqe = static_cast<int>(cq->ring.capacity());
+    pthread_mutex_init(&x.mutex, nullptr);
+    pthread_cond_init(&x.cond, nullptr);
+    install_readers(*cq);
+    if (channel != nullptr) {
+        cq->channel = from_verbs(channel);
+        cq->channel->cqs.fetch_add(1);
+    }
+    {
+        std::lock_guard lock(dev.port.lock);
+        dev.cqs.push_back(cq.get());
+    }
+    ctx.live_objects.fetch_add(1);
+    return cq.release();
+}
+
+} // namespace
+
+ibv_cq* create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel,
+                  int comp_vector) noexcept {
+    return guard_ptr<ibv_cq>([&]() -> ibv_cq* {
+        Cq* cq = make_cq(context, cqe, cq_context, channel, comp_vector,
+                         IBV_WC_STANDARD_FLAGS, false);
+        return cq ? to_verbs_cq(cq) : nullptr;
+    });
+}
+
+ibv_cq_ex* create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr) noexcept {
+    return guard_ptr<ibv_cq_ex>([&]() -> ibv_cq_ex* {
+        if (attr == nullptr) return fail<ibv_cq_ex>(EINVAL);
+        if (attr->comp_mask & ~static_cast<std::uint32_t>(IBV_CQ_INIT_ATTR_MASK_FLAGS |
+                                                           IBV_CQ_INIT_ATTR_MASK_PD))
+            return fail<ibv_cq_ex>(EINVAL);
+        if (attr->wc_flags & ~static_cast<std::uint64_t>(IBV_CREATE_CQ_SUP_WC_FLAGS))
+            return fail<ibv_cq_ex>(EOPNOTSUPP);
+        if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+            (attr->flags & ~static_cast<std::uint32_t>(IBV_CREATE_CQ_ATTR_SINGLE_THREADED |
+                                                      IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN)))
+            return fail<ibv_cq_ex>(EOPNOTSUPP);
+        if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) &&
+            (attr->parent_domain == nullptr || attr->parent_domain->context != context))
+            return fail<ibv_cq_ex>(EINVAL);
+        Cq* cq = make_cq(context, static_cast<int>(std::min<std::uint32_t>(attr->cqe, 1u << 30)),
+                         attr->cq_context, attr->channel, static_cast<int>(attr->comp_vector),
+                         attr->wc_flags, true);
+        return cq ? &cq->cqx : nullptr;
+    });
+}
+
+int destroy_cq(ibv_cq* c) noexcept {
+    return guard_errno([&] {
+        if (c == nullptr) return EINVAL;
+        Cq* cq = from_verbs(c);
+        if (cq->users.load() != 0) return EBUSY;
+        Device& dev = *cq->device;
+        {
+            std::lock_guard lock(dev.port.lock);
+            std::erase(dev.cqs, cq);
+        }
+        if (cq->channel) {
+            std::lock_guard lock(cq->channel->lock);
+            std::erase(cq->channel->fired, cq);
+            cq->channel->cqs.fetch_sub(1);
+        }
+        cq->ctx->live_objects.fetch_sub(1);
+        pthread_cond_destroy(&cq->cqx.cond);
+        pthread_mutex_destroy(&cq->cqx.mutex);
+        delete cq;
+        return 0;
+    });
+}
+
+int poll_cq(ibv_cq* c, int num_entries, ibv_wc* wc) noexcept {
+    if (c == nullptr || num_entries < 0 || (num_entries > 0 && wc == nullptr)) return -EINVAL;
+    Cq& cq = *from_verbs(c);
+    pump(cq);
+    std::lock_guard lock(cq.poll_lock);
+    int n = 0;
+    for (; n < num_entries && !cq.ring.empty(); ++n) {
+        const datapath::Cqe& e = cq.ring.front();
+        ibv_wc& w = wc[n];
+        std::memset(&w, 0, sizeof w);
+        w.wr_id = e.wr_id;
+        w.status = static_cast<ibv_wc_status>(e.status);
+        w.opcode = static_cast<ibv_wc_opcode>(e.opcode);
+        w.vendor_err = e.vendor_err;
+        w.byte_len = e.byte_len;
+        w.qp_num = e.qp_num;
+        w.wc_flags = e.wc_flags;
+        cq.ring.pop();
+    }
+    return n;
+}
+
+int req_notify_cq(ibv_cq* c, int /*solicited_only*/) noexcept {
+    if (c == nullptr) return EINVAL;
+    Cq& cq = *from_verbs(c);
+    if (cq.channel == nullptr) return EINVAL;
+    cq.armed.store(true, std::memory_order_release);
+    pump(cq); // lets an inline engine fire the notification it may owe
+    return 0;
+}
+
+void cq_after_burst(Cq& cq) noexcept {
+    if (cq.channel && !cq.ring.empty() && cq.armed.exchange(false, std::memory_order_acq_rel)) {
+        std::lock_guard lock(cq.channel->lock);
+        try {
+            cq.channel->fired.push_back(&cq);
+            const std::uint64_t one = 1;
+            if (::write(cq.channel->ibch.fd, &one, sizeof one) != sizeof one)
+                cq.channel->fired.pop_back();
+        } catch (...) {
+        }
+    }
+    if (cq.ring.take_overflow()) {
+        ibv_async_event ev{};
+        ev.element.cq = to_verbs_cq(&cq);
+        ev.event_type = IBV_EVENT_CQ_ERR;
+        raise_async_event(*cq.ctx, ev);
+    }
+}
+
+ibv_comp_channel* create_comp_channel(ibv_context* context) noexcept {
+    return guard_ptr<ibv_comp_channel>([&]() -> ibv_comp_channel* {
+        if (context == nullptr) return fail<ibv_comp_channel>(EINVAL);
+        const int fd = ::eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
+        if (fd < 0) return nullptr; // errno from eventfd
+        auto ch = std::make_unique<CompChannel>();
+        ch->ibch.context = context;
+        ch->ibch.fd = fd;
+        ch->ibch.refcnt = 0;
+        from_verbs(context)->live_objects.fetch_add(1);
+        return &ch.release()->ibch;
+    });
+}
+
+int destroy_comp_channel(ibv_comp_channel* channel) noexcept {
+    if (channel == nullptr) return EINVAL;
+    CompChannel* ch = from_verbs(channel);
+    if (ch->cqs.load() != 0) return EBUSY;
+    ::close(ch->ibch.fd);
+    from_verbs(ch->ibch.context)->live_objects.fetch_sub(1);
+    delete ch;
+    return 0;
+}
+
+int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) noexcept {
+    if (channel == nullptr || cq == nullptr || cq_context == nullptr) {
+        errno = EINVAL;
+        return -1;
+    }
+    CompChannel& ch = *from_verbs(channel);
+    std::uint64_t value = 0;
+    if (::read(ch.ibch.fd, &value, sizeof value) != sizeof value) return -1; // errno: EAGAIN...
+    std::lock_guard lock(ch.lock);
+    if (ch.fired.empty()) {
+        errno = EAGAIN;
+        return -1;
+    }
+    Cq* c = ch.fired.front();
+    ch.fired.pop_front();
+    *cq = to_verbs_cq(c);
+    *cq_context = c->cqx.cq_context;
+    return 0;
+}
+
+void ack_cq_events(ibv_cq* c, unsigned int nevents) noexcept {
+    if (c == nullptr) return;
+    pthread_mutex_lock(&c->mutex);
+    c->comp_events_completed += nevents;
+    pthread_cond_signal(&c->cond);
+    pthread_mutex_unlock(&c->mutex);
+}
+
+} // namespace rdmasim::device

@@ -1,0 +1,112 @@
+#include "device/device.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <limits>
+
+#include "datapath/rss.hpp"
+#include "device/cq.hpp"
+
+namespace rdmasim::device {
+
+std::unique_ptr<Device> make_device(const DeviceIdentity& identity, const Capabilities& caps) {
+    auto dev = std::make_unique<Device>();
+    std::memset(&dev->ibdev, 0, sizeof dev->ibdev);
+    dev->ibdev.node_type = IBV_NODE_CA;
+    dev->ibdev.transport_type = IBV_TRANSPORT_IB;
+    std::snprintf(dev->ibdev.name, sizeof dev->ibdev.name, "%s", identity.name.c_str());
+    std::snprintf(dev->ibdev.dev_name, sizeof dev->ibdev.dev_name, "uverbs-%s", identity.name.c_str());
+    std::snprintf(dev->ibdev.dev_path, sizeof dev->ibdev.dev_path, "/rdmasim/uverbs/%s",
+                  identity.name.c_str());
+    std::snprintf(dev->ibdev.ibdev_path, sizeof dev->ibdev.ibdev_path, "/rdmasim/ibdev/%s",
+                  identity.name.c_str());
+    dev->identity = identity;
+    dev->caps = caps;
+    dev->mrs = std::make_unique<datapath::MrTable>(caps.max_mr);
+    return dev;
+}
+
+namespace {
+
+void deliver_to_qp(Device& dev, Qp& qp, const net::Frame& frame, const net::ParsedFrame& parsed,
+                   std::uint64_t now_ns, bool primary) noexcept {
+    const bool armed = dev.port.delay_drop_armed;
+    if (!qp.rss) {
+        qp.rx.receive(frame, parsed, now_ns, armed, primary);
+        return;
+    }
+    const auto hash = datapath::rss_hash(*qp.toeplitz, qp.hash_fields, frame.payload(), parsed);
+    Wq* wq = qp.table->entries[datapath::rss_entry(hash, qp.table->log_size)];
+    wq->rx.receive(frame, parsed, now_ns, armed, primary);
+}
+
+} // namespace
+
+void port_ingress(Device& dev, const net::Frame& frame, std::uint64_t now_ns,
+                  const Qp* exclude) noexcept {
+    Port& port = dev.port;
+    port.now_ns = now_ns;
+    port.counters.frames.add();
+    port.counters.bytes.add(frame.len);
+    if (frame.truncated() || frame.len < frame.fcs_len) [[unlikely]] {
+        port.counters.drop(datapath::Drop::truncated_capture);
+        return;
+    }
+    const auto bytes = frame.payload();
+    const auto parsed = net::parse_frame(bytes);
+    for (Flow* f : port.sniffers) {
+        if (f->qp != exclude && datapath::flow_matches(f->rule, bytes, parsed)) {
+            deliver_to_qp(dev, *f->qp, frame, parsed, now_ns, false);
+            port.counters.sniffer_copies.add();
+        }
+    }
+    for (Flow* f : port.flows) {
+        if (f->qp != exclude && datapath::flow_matches(f->rule, bytes, parsed)) {
+            deliver_to_qp(dev, *f->qp, frame, parsed, now_ns, true);
+            return;
+        }
+    }
+    port.counters.drop(datapath::Drop::steering_miss);
+}
+
+void port_service(Device& dev, std::uint64_t now_ns) noexcept {
+    Port& port = dev.port;
+    if (now_ns > port.now_ns) port.now_ns = now_ns;
+    for (datapath::RxQueue* q : dev.queues) {
+        if (!q->has_held()) continue;
+        q->release_held(port.now_ns);
+        // Hardware leaves delay-drop mode on a timeout; the driver re-arms it at once.
+        if (q->expire_held(port.now_ns, dev.caps.delay_drop_timeout_ns) && !dev.caps.delay_drop_rearm)
+            port.delay_drop_armed = false;
+    }
+    for (Cq* cq : dev.cqs) cq_after_burst(*cq);
+}
+
+std::uint64_t port_next_deadline(const Device& dev) noexcept {
+    std::uint64_t next = std::numeric_limits<std::uint64_t>::max();
+    for (const datapath::RxQueue* q : dev.queues)
+        if (q->has_held() && q->oldest_held_ns() + dev.caps.delay_drop_timeout_ns < next)
+            next = q->oldest_held_ns() + dev.caps.delay_drop_timeout_ns;
+    return next;
+}
+
+std::uint64_t port_held_frames(const Device& dev) noexcept {
+    std::uint64_t n = 0;
+    for (const datapath::RxQueue* q : dev.queues) n += q->held();
+    return n;
+}
+
+void raise_async_event(Context& ctx, const ibv_async_event& event) noexcept {
+    std::lock_guard lock(ctx.events.lock);
+    try {
+        ctx.events.queue.push_back(event);
+    } catch (...) {
+        return; // out of memory: the event is lost, the program is not harmed
+    }
+    const char byte = 1;
+    if (::write(ctx.events.write_fd, &byte, 1) != 1) ctx.events.queue.pop_back();
+}
+
+} // namespace rdmasim::device

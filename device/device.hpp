@@ -1,0 +1,37 @@
+// Creating devices, and the port's engine-facing entry points: frames in,
+// time passing, frames out. The runtime calls these; programs never do.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "device/objects.hpp"
+
+namespace rdmasim::device {
+
+[[nodiscard]] std::unique_ptr<Device> make_device(const DeviceIdentity& identity,
+                                                  const Capabilities& caps);
+
+// One frame arriving on the port: steering, RSS, the queue's pipeline.
+// Caller holds dev.port.lock. `exclude` is a sending QP that must not see its
+// own frame looped back.
+void port_ingress(Device& dev, const net::Frame& frame, std::uint64_t now_ns,
+                  const Qp* exclude = nullptr) noexcept;
+
+// After a burst, or when time passes: releases held frames to new WQEs,
+// expires delay-drop waits, fires CQ notifications and overflow events.
+// Caller holds dev.port.lock.
+void port_service(Device& dev, std::uint64_t now_ns) noexcept;
+
+// The earliest time at which port_service has a delay-drop timeout to fire,
+// or UINT64_MAX. Caller holds dev.port.lock.
+[[nodiscard]] std::uint64_t port_next_deadline(const Device& dev) noexcept;
+
+// Frames held for delay drop across the port's queues. Caller holds the lock.
+[[nodiscard]] std::uint64_t port_held_frames(const Device& dev) noexcept;
+
+// Queues an asynchronous event on a context (pollable through async_fd).
+void raise_async_event(Context& ctx, const ibv_async_event& event) noexcept;
+
+} // namespace rdmasim::device

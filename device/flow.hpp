@@ -1,0 +1,11 @@
+// Flow steering rules (SPEC.md section 6).
+#pragma once
+
+#include "device/objects.hpp"
+
+namespace rdmasim::device {
+
+ibv_flow* create_flow(ibv_qp* qp, ibv_flow_attr* attr) noexcept;
+int destroy_flow(ibv_flow* flow) noexcept;
+
+} // namespace rdmasim::device

@@ -1,0 +1,28 @@
+// The parser behind ibv_create_flow: an ibv_flow_attr and the specs packed
+// after it, compiled into a datapath::FlowRule.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include "datapath/flow_rule.hpp"
+
+namespace rdmasim::device {
+
+// Parses `attr` and the attr.num_of_specs specs that follow it in memory, laid
+// out as verbs defines (each spec starts with its type and size; attr.size
+// counts the attribute and all specs). Reads nothing past the attribute itself
+// and the first attr.size bytes from &attr: the caller guarantees only those.
+// Returns 0 and replaces `rule`, or an errno and leaves `rule` untouched:
+//   EINVAL     comp_mask != 0, port != 1, unknown attribute type, attr.size
+//              below sizeof(ibv_flow_attr), a spec running past attr.size or
+//              smaller than its type's struct, a second spec of a kind, two L3
+//              or two L4 specs;
+//   EOPNOTSUPP unknown flag bits (DONT_TRAP and EGRESS are known), a spec type
+//              other than ETH, IPV4, IPV4_EXT, IPV6, TCP, UDP (inner, tunnel,
+//              MPLS, ESP, actions).
+// Verbs values are network order; the rule gets host-order integers and
+// addresses as bytes. Every value is reduced to its mask (value &= mask).
+// The attribute type, priority and flags are the caller's to read.
+[[nodiscard]] int parse_flow_attr(const ibv_flow_attr& attr, datapath::FlowRule& rule) noexcept;
+
+} // namespace rdmasim::device

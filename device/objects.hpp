@@ -1,0 +1,222 @@
+// The HCA model. Each object embeds its public verbs.h struct as its first
+// member, so the pointer a program holds converts back with from_verbs()
+// (the rxe to_rcq() habit); every such type is standard-layout, and checked.
+//
+// Locking: the port lock guards steering and everything the engine touches
+// (it is taken once per burst, never per frame by the program); each WQ/QP
+// has a post lock for program threads posting; each CQ a poll lock for
+// program threads polling. There is no device-wide lock.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <type_traits>
+#include <vector>
+
+#include "datapath/counters.hpp"
+#include "datapath/cq_ring.hpp"
+#include "datapath/flow_rule.hpp"
+#include "datapath/mr_table.hpp"
+#include "datapath/rx_queue.hpp"
+#include "datapath/toeplitz.hpp"
+#include "device/caps.hpp"
+#include "net/frame.hpp"
+
+namespace rdmasim::device {
+
+struct Device;
+struct Context;
+struct Cq;
+struct Qp;
+struct Flow;
+
+// What the runtime (sim/) plugs in; device/ never starts threads or does I/O
+// of its own. All calls may come from any program thread.
+class EngineHooks {
+public:
+    virtual ~EngineHooks() = default;
+    // A program is about to poll a CQ of `dev` (the inline engine pulls frames here).
+    virtual void on_poll(Device& dev) noexcept = 0;
+    // A program posted receive WQEs (held frames may now be delivered).
+    virtual void on_post(Device& dev) noexcept = 0;
+    // A flow rule was attached (a replay may start).
+    virtual void on_flow_attached(Device& dev) noexcept = 0;
+    // A frame left the port (ibv_post_send on a raw-packet QP), after loopback.
+    virtual void on_transmit(Device& dev, std::span<const std::uint8_t> frame) noexcept = 0;
+};
+
+// A spinlock for program-side object locks (post, poll): short critical sections only.
+class SpinLock {
+public:
+    void lock() noexcept {
+        while (flag_.test_and_set(std::memory_order_acquire))
+            while (flag_.test(std::memory_order_relaxed)) {
+            }
+    }
+    void unlock() noexcept { flag_.clear(std::memory_order_release); }
+
+private:
+    std::atomic_flag flag_;
+};
+
+struct Port {
+    std::mutex lock;                  // steering, queues' engine side, CQ producers
+    std::vector<Flow*> flows;         // NORMAL / defaults, in match order
+    std::vector<Flow*> sniffers;      // SNIFFER flows: each gets a copy
+    datapath::RxCounters counters;    // the port's balance: frames = delivered + drops + held
+    bool delay_drop_armed = true;
+    std::uint64_t now_ns = 0;         // the engine clock at the last frame
+    std::uint64_t flow_seq = 0;
+};
+
+struct Device {
+    ibv_device ibdev;                           // what ibv_get_device_list hands out
+    const void* verbs_device_ops = nullptr;     // where rdma-core's verbs_device keeps its
+                                                // provider ops: NULL answers "not mine"
+    DeviceIdentity identity;
+    Capabilities caps;
+    Port port;
+    std::unique_ptr<datapath::MrTable> mrs;
+    EngineHooks* hooks = nullptr;               // set by the runtime; may stay null
+    std::atomic<std::uint32_t> next_qpn{0x100}; // WQ and QP numbers, unique per device
+    std::atomic<std::uint32_t> next_handle{1};
+    std::atomic<std::uint32_t> live_contexts{0};
+    // Under port.lock: what the engine visits after each burst.
+    std::vector<Cq*> cqs;                       // notifications, overflow events
+    std::vector<datapath::RxQueue*> queues;     // delay-drop release and timeouts
+};
+
+struct AsyncEvents {
+    std::mutex lock;
+    std::deque<ibv_async_event> queue;
+    int read_fd = -1; // the context's async_fd: one byte per queued event
+    int write_fd = -1;
+};
+
+struct Context {
+    verbs_context vctx; // programs see &vctx.context
+    Device* device = nullptr;
+    AsyncEvents events;
+    std::atomic<std::uint32_t> live_objects{0};
+};
+
+struct Pd {
+    ibv_pd ibpd;
+    std::atomic<std::uint32_t> users{0}; // MRs, WQs, QPs
+};
+
+struct Mr {
+    ibv_mr ibmr;
+    int access = 0;
+};
+
+struct CompChannel {
+    ibv_comp_channel ibch;
+    std::mutex lock;
+    std::deque<Cq*> fired; // CQs whose event has not been read yet
+    std::atomic<std::uint32_t> cqs{0};
+};
+
+struct Cq {
+    ibv_cq_ex cqx;          // a plain ibv_cq is its prefix
+    Device* device = nullptr;
+    Context* ctx = nullptr;
+    CompChannel* channel = nullptr;
+    datapath::CqRing ring;
+    std::uint64_t wc_flags = 0; // requested IBV_WC_EX_WITH_* (extended CQs)
+    bool extended = false;
+    std::mutex poll_lock;       // held from start_poll to end_poll
+    datapath::Cqe current;      // the entry start_poll / next_poll exposes
+    bool have_current = false;
+    std::atomic<bool> armed{false};
+    std::atomic<std::uint32_t> users{0}; // WQs and QPs
+};
+
+struct Wq {
+    ibv_wq ibwq;
+    Context* ctx = nullptr;
+    Cq* cq = nullptr;
+    Pd* pd = nullptr;
+    std::uint32_t create_flags = 0;
+    std::uint32_t max_sge = 1;
+    SpinLock post_lock;
+    datapath::RxQueue rx;
+    std::atomic<std::uint32_t> table_refs{0}; // indirection tables naming it
+};
+
+struct IndTable {
+    ibv_rwq_ind_table ibt;
+    std::uint32_t log_size = 0;
+    std::vector<Wq*> entries;
+    std::atomic<std::uint32_t> qp_refs{0};
+};
+
+struct Qp {
+    ibv_qp ibqp;
+    Context* ctx = nullptr;
+    Pd* pd = nullptr;
+    bool rss = false;
+    // RSS QP: hashes into an indirection table.
+    IndTable* table = nullptr;
+    std::unique_ptr<datapath::Toeplitz> toeplitz;
+    std::uint64_t hash_fields = 0;
+    // Plain raw-packet QP: its own receive queue and a send queue.
+    Cq* recv_cq = nullptr;
+    Cq* send_cq = nullptr;
+    std::uint32_t max_recv_sge = 1;
+    std::uint32_t max_send_wr = 0;
+    std::uint32_t max_send_sge = 1;
+    std::uint32_t max_inline = 0;
+    bool sq_sig_all = false;
+    SpinLock post_lock;
+    datapath::RxQueue rx;
+    ibv_qp_attr attr{}; // what ibv_query_qp reports
+    std::atomic<std::uint32_t> flows{0};
+};
+
+struct Flow {
+    ibv_flow ibflow;
+    Qp* qp = nullptr;
+    datapath::FlowRule rule;
+    ibv_flow_attr_type type = IBV_FLOW_ATTR_NORMAL;
+    std::uint16_t priority = 0;
+    std::uint64_t seq = 0;
+};
+
+static_assert(std::is_standard_layout_v<Device>);
+static_assert(std::is_standard_layout_v<Context>);
+static_assert(std::is_standard_layout_v<Pd>);
+static_assert(std::is_standard_layout_v<Mr>);
+static_assert(std::is_standard_layout_v<CompChannel>);
+static_assert(std::is_standard_layout_v<Cq>);
+static_assert(std::is_standard_layout_v<Wq>);
+static_assert(std::is_standard_layout_v<IndTable>);
+static_assert(std::is_standard_layout_v<Qp>);
+static_assert(std::is_standard_layout_v<Flow>);
+
+// Back from the verbs pointer a program holds to the object around it.
+inline Device* from_verbs(ibv_device* d) noexcept { return reinterpret_cast<Device*>(d); }
+inline Context* from_verbs(ibv_context* c) noexcept {
+    auto* v = reinterpret_cast<verbs_context*>(reinterpret_cast<char*>(c) -
+                                               offsetof(verbs_context, context));
+    return reinterpret_cast<Context*>(v);
+}
+inline Pd* from_verbs(ibv_pd* p) noexcept { return reinterpret_cast<Pd*>(p); }
+inline Mr* from_verbs(ibv_mr* m) noexcept { return reinterpret_cast<Mr*>(m); }
+inline CompChannel* from_verbs(ibv_comp_channel* c) noexcept { return reinterpret_cast<CompChannel*>(c); }
+inline Cq* from_verbs(ibv_cq* c) noexcept { return reinterpret_cast<Cq*>(c); }
+inline Cq* from_verbs(ibv_cq_ex* c) noexcept { return reinterpret_cast<Cq*>(c); }
+inline Wq* from_verbs(ibv_wq* w) noexcept { return reinterpret_cast<Wq*>(w); }
+inline IndTable* from_verbs(ibv_rwq_ind_table* t) noexcept { return reinterpret_cast<IndTable*>(t); }
+inline Qp* from_verbs(ibv_qp* q) noexcept { return reinterpret_cast<Qp*>(q); }
+inline Flow* from_verbs(ibv_flow* f) noexcept { return reinterpret_cast<Flow*>(f); }
+
+inline ibv_cq* to_verbs_cq(Cq* c) noexcept { return reinterpret_cast<ibv_cq*>(&c->cqx); }
+
+} // namespace rdmasim::device

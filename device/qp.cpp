@@ -1,0 +1,334 @@
+#include "device/qp.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "device/abi_guard.hpp"
+#include "device/device.hpp"
+#include "device/wq.hpp"
+
+namespace rdmasim::device {
+
+namespace {
+
+constexpr std::uint64_t kIpv4Fields = IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4;
+constexpr std::uint64_t kIpv6Fields = IBV_RX_HASH_SRC_IPV6 | IBV_RX_HASH_DST_IPV6;
+constexpr std::uint64_t kTcpFields = IBV_RX_HASH_SRC_PORT_TCP | IBV_RX_HASH_DST_PORT_TCP;
+constexpr std::uint64_t kUdpFields = IBV_RX_HASH_SRC_PORT_UDP | IBV_RX_HASH_DST_PORT_UDP;
+constexpr std::uint32_t kMaxInline = 256;
+
+int validate_rss(const Device& dev, const ibv_qp_init_attr_ex& a, ibv_context* context) {
+    if (!(a.comp_mask & IBV_QP_INIT_ATTR_IND_TABLE) || !(a.comp_mask & IBV_QP_INIT_ATTR_RX_HASH))
+        return EINVAL;
+    if (a.rwq_ind_tbl == nullptr || a.rwq_ind_tbl->context != context) return EINVAL;
+    const ibv_rx_hash_conf& h = a.rx_hash_conf;
+    if (h.rx_hash_function != IBV_RX_HASH_FUNC_TOEPLITZ) return EOPNOTSUPP;
+    if (h.rx_hash_key_len != datapath::Toeplitz::kKeyLen || h.rx_hash_key == nullptr) return EINVAL;
+    const std::uint64_t f = h.rx_hash_fields_mask;
+    if (f & ~(kIpv4Fields | kIpv6Fields | kTcpFields | kUdpFields)) return EOPNOTSUPP;
+    if (f == 0 && from_verbs(a.rwq_ind_tbl)->log_size != 0) return EINVAL;
+    if ((f & kIpv4Fields) && (f & kIpv6Fields)) return EINVAL;
+    if ((f & kTcpFields) && (f & kUdpFields)) return EINVAL;
+    (void)dev;
+    return 0;
+}
+
+int validate_plain(const Device& dev, const ibv_qp_init_attr_ex& a, ibv_context* context) {
+    if (a.comp_mask & (IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH)) return EINVAL;
+    if (a.send_cq == nullptr || a.recv_cq == nullptr || a.send_cq->context != context ||
+        a.recv_cq->context != context)
+        return EINVAL;
+    if (a.srq != nullptr) return EOPNOTSUPP;
+    const ibv_qp_cap& c = a.cap;
+    if (c.max_send_wr > dev.caps.max_qp_wr || c.max_recv_wr > dev.caps.max_qp_wr ||
+        c.max_send_sge > dev.caps.max_sge || c.max_recv_sge > dev.caps.max_sge ||
+        c.max_inline_data > kMaxInline)
+        return EINVAL;
+    return 0;
+}
+
+} // namespace
+
+ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) noexcept {
+    return guard_ptr<ibv_qp>([&]() -> ibv_qp* {
+        if (context == nullptr || attr == nullptr) return fail<ibv_qp>(EINVAL);
+        Context& ctx = *from_verbs(context);
+        Device& dev = *ctx.device;
+        const std::uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS |
+                                    IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH |
+                                    IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+        if (attr->comp_mask & ~known) return fail<ibv_qp>(EOPNOTSUPP);
+        if (attr->qp_type != IBV_QPT_RAW_PACKET) return fail<ibv_qp>(EOPNOTSUPP);
+        if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || attr->pd == nullptr ||
+            attr->pd->context != context)
+            return fail<ibv_qp>(EINVAL);
+        if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) return fail<ibv_qp>(EOPNOTSUPP);
+        std::uint32_t create_flags = 0;
+        if (attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) {
+            create_flags = attr->create_flags;
+            const std::uint32_t supported = IBV_QP_CREATE_SCATTER_FCS |
+                                            IBV_QP_CREATE_CVLAN_STRIPPING |
+                                            IBV_QP_CREATE_PCI_WRITE_END_PADDING;
+            if (create_flags & ~supported) return fail<ibv_qp>(EOPNOTSUPP);
+            if (((create_flags & IBV_QP_CREATE_SCATTER_FCS) && !dev.caps.scatter_fcs) ||
+                ((create_flags & IBV_QP_CREATE_CVLAN_STRIPPING) && !dev.caps.cvlan_stripping) ||
+                ((create_flags & IBV_QP_CREATE_PCI_WRITE_END_PADDING) &&
+                 !dev.caps.pci_write_end_padding))
+                return fail<ibv_qp>(EOPNOTSUPP);
+        }
+        const bool rss = attr->comp_mask & (IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH);
+        if (int err = rss ? validate_rss(dev, *attr, context) : validate_plain(dev, *attr, context))
+            return fail<ibv_qp>(err);
+
+        auto qp = std::make_unique<Qp>();
+        std::memset(&qp->ibqp, 0, sizeof qp->ibqp);
+        qp->ctx = &ctx;
+        qp->pd = from_verbs(attr->pd);
+        qp->rss = rss;
+        ibv_qp& q = qp->ibqp;
+        q.context = context;
+        q.qp_context = attr->qp_context;
+        q.pd = attr->pd;
+        q.handle = dev.next_handle.fetch_add(1);
+        q.qp_num = dev.next_qpn.fetch_add(1);
+        q.state = IBV_QPS_RESET;
+        q.qp_type = IBV_QPT_RAW_PACKET;
+        pthread_mutex_init(&q.mutex, nullptr);
+        pthread_cond_init(&q.cond, nullptr);
+        if (rss) {
+            qp->table = from_verbs(attr->rwq_ind_tbl);
+            qp->hash_fields = attr->rx_hash_conf.rx_hash_fields_mask;
+            qp->toeplitz = std::make_unique<datapath::Toeplitz>(
+                std::span<const std::uint8_t, datapath::Toeplitz::kKeyLen>(
+                    attr->rx_hash_conf.rx_hash_key, datapath::Toeplitz::kKeyLen));
+            qp->table->qp_refs.fetch_add(1);
+        } else {
+            qp->send_cq = from_verbs(attr->send_cq);
+            qp->recv_cq = from_verbs(attr->recv_cq);
+            q.send_cq = attr->send_cq;
+            q.recv_cq = attr->recv_cq;
+            qp->max_recv_sge = std::max<std::uint32_t>(attr->cap.max_recv_sge, 1);
+            qp->max_send_wr = attr->cap.max_send_wr;
+            qp->max_send_sge = std::max<std::uint32_t>(attr->cap.max_send_sge, 1);
+            qp->max_inline = attr->cap.max_inline_data;
+            qp->sq_sig_all = attr->sq_sig_all;
+            datapath::RxQueueConfig rc;
+            rc.ring_entries = std::max<std::uint32_t>(attr->cap.max_recv_wr, 1);
+            rc.max_sge = qp->max_recv_sge;
+            rc.qp_num = q.qp_num;
+            rc.settings.strip_cvlan = create_flags & IBV_QP_CREATE_CVLAN_STRIPPING;
+            rc.settings.scatter_fcs = create_flags & IBV_QP_CREATE_SCATTER_FCS;
+            rc.settings.end_padding = create_flags & IBV_QP_CREATE_PCI_WRITE_END_PADDING;
+            rc.settings.ip_csum = dev.caps.ip_csum;
+            rc.settings.pad_align = dev.caps.pad_align;
+            qp->rx.init(rc, &qp->recv_cq->ring, dev.mrs.get(), qp->pd, &dev.port.counters);
+            qp->send_cq->users.fetch_add(1);
+            qp->recv_cq->users.fetch_add(1);
+            {
+                std::lock_guard lock(dev.port.lock);
+                dev.queues.push_back(&qp->rx);
+            }
+            attr->cap.max_recv_sge = qp->max_recv_sge;
+            attr->cap.max_send_sge = qp->max_send_sge;
+        }
+        qp->attr.qp_state = IBV_QPS_RESET;
+        qp->attr.cur_qp_state = IBV_QPS_RESET;
+        qp->attr.cap = attr->cap;
+        qp->attr.port_num = 1;
+        qp->pd->users.fetch_add(1);
+        ctx.live_objects.fetch_add(1);
+        return &qp.release()->ibqp;
+    });
+}
+
+ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) noexcept {
+    if (pd == nullptr || attr == nullptr) return fail<ibv_qp>(EINVAL);
+    ibv_qp_init_attr_ex ex;
+    std::memset(&ex, 0, sizeof ex);
+    ex.qp_context = attr->qp_context;
+    ex.send_cq = attr->send_cq;
+    ex.recv_cq = attr->recv_cq;
+    ex.srq = attr->srq;
+    ex.cap = attr->cap;
+    ex.qp_type = attr->qp_type;
+    ex.sq_sig_all = attr->sq_sig_all;
+    ex.comp_mask = IBV_QP_INIT_ATTR_PD;
+    ex.pd = pd;
+    ibv_qp* qp = create_qp_ex(pd->context, &ex);
+    if (qp) attr->cap = ex.cap;
+    return qp;
+}
+
+int modify_qp(ibv_qp* q, ibv_qp_attr* attr, int mask) noexcept {
+    return guard_errno([&] {
+        if (q == nullptr || attr == nullptr) return EINVAL;
+        Qp& qp = *from_verbs(q);
+        Device& dev = *qp.ctx->device;
+        const int known = IBV_QP_STATE | IBV_QP_CUR_STATE | IBV_QP_PORT | IBV_QP_PKEY_INDEX |
+                          IBV_QP_QKEY | IBV_QP_RATE_LIMIT;
+        if (mask & ~known) return EINVAL;
+        std::lock_guard port_lock(dev.port.lock);
+        std::lock_guard post_lock(qp.post_lock);
+        const ibv_qp_state cur = q->state;
+        if ((mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != cur) return EINVAL;
+        if ((mask & IBV_QP_PORT) && attr->port_num != 1) return EINVAL;
+        ibv_qp_state next = cur;
+        if (mask & IBV_QP_STATE) {
+            next = attr->qp_state;
+            const bool legal =
+                next == IBV_QPS_RESET || next == IBV_QPS_ERR ||
+                (cur == IBV_QPS_RESET && next == IBV_QPS_INIT) ||
+                (cur == IBV_QPS_INIT && (next == IBV_QPS_INIT || next == IBV_QPS_RTR)) ||
+                (cur == IBV_QPS_RTR && next == IBV_QPS_RTS) ||
+                (cur == IBV_QPS_RTS && next == IBV_QPS_RTS);
+            if (!legal) return EINVAL;
+        }
+        if (next != cur && !qp.rss) {
+            if (next == IBV_QPS_RESET) {
+                qp.rx.set_ready(false);
+                qp.rx.discard_held();
+                qp.rx.reset_ring();
+            } else if (next == IBV_QPS_ERR) {
+                qp.rx.set_ready(false);
+                qp.rx.flush();
+            } else {
+                qp.rx.set_ready(next == IBV_QPS_RTR || next == IBV_QPS_RTS);
+            }
+            port_service(dev, dev.port.now_ns);
+        }
+        q->state = next;
+        qp.attr.qp_state = next;
+        qp.attr.cur_qp_state = next;
+        if (mask & IBV_QP_PKEY_INDEX) qp.attr.pkey_index = attr->pkey_index;
+        if (mask & IBV_QP_QKEY) qp.attr.qkey = attr->qkey;
+        return 0;
+    });
+}
+
+int query_qp(ibv_qp* q, ibv_qp_attr* attr, int /*attr_mask*/, ibv_qp_init_attr* init) noexcept {
+    if (q == nullptr || attr == nullptr || init == nullptr) return EINVAL;
+    Qp& qp = *from_verbs(q);
+    *attr = qp.attr;
+    std::memset(init, 0, sizeof *init);
+    init->qp_context = q->qp_context;
+    init->send_cq = q->send_cq;
+    init->recv_cq = q->recv_cq;
+    init->cap = qp.attr.cap;
+    init->qp_type = q->qp_type;
+    init->sq_sig_all = qp.sq_sig_all;
+    return 0;
+}
+
+int destroy_qp(ibv_qp* q) noexcept {
+    return guard_errno([&] {
+        if (q == nullptr) return EINVAL;
+        Qp* qp = from_verbs(q);
+        if (qp->flows.load() != 0) return EBUSY;
+        Device& dev = *qp->ctx->device;
+        if (qp->rss) {
+            qp->table->qp_refs.fetch_sub(1);
+        } else {
+            {
+                std::lock_guard lock(dev.port.lock);
+                qp->rx.discard_held();
+                std::erase(dev.queues, &qp->rx);
+            }
+            qp->send_cq->users.fetch_sub(1);
+            qp->recv_cq->users.fetch_sub(1);
+        }
+        qp->pd->users.fetch_sub(1);
+        qp->ctx->live_objects.fetch_sub(1);
+        pthread_cond_destroy(&q->cond);
+        pthread_mutex_destroy(&q->mutex);
+        delete qp;
+        return 0;
+    });
+}
+
+int post_recv(ibv_qp* q, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept {
+    if (q == nullptr || bad_wr == nullptr) return EINVAL;
+    Qp& qp = *from_verbs(q);
+    if (qp.rss) {
+        *bad_wr = wr;
+        return EINVAL; // an RSS QP receives through its WQs
+    }
+    Device& dev = *qp.ctx->device;
+    int err;
+    {
+        std::lock_guard lock(qp.post_lock);
+        err = post_receive_list(qp.rx, qp.max_recv_sge, wr, bad_wr);
+    }
+    if (q->state == IBV_QPS_ERR) flush_posted(dev, qp.rx, qp.post_lock);
+    if (dev.hooks) dev.hooks->on_post(dev);
+    return err;
+}
+
+int post_send(ibv_qp* q, ibv_send_wr* wr, ibv_send_wr** bad_wr) noexcept {
+    if (q == nullptr || bad_wr == nullptr) return EINVAL;
+    Qp& qp = *from_verbs(q);
+    Device& dev = *qp.ctx->device;
+    if (qp.rss || q->state != IBV_QPS_RTS) {
+        *bad_wr = wr;
+        return EINVAL;
+    }
+    std::vector<std::uint8_t> frame;
+    try {
+        frame.reserve(dev.caps.max_raw_frame);
+    } catch (...) {
+        *bad_wr = wr;
+        return ENOMEM;
+    }
+    for (; wr != nullptr; wr = wr->next) {
+        if (wr->opcode != IBV_WR_SEND || wr->num_sge < 0 ||
+            static_cast<std::uint32_t>(wr->num_sge) > qp.max_send_sge ||
+            (wr->num_sge > 0 && wr->sg_list == nullptr)) {
+            *bad_wr = wr;
+            return EINVAL;
+        }
+        const bool inl = wr->send_flags & IBV_SEND_INLINE;
+        frame.clear();
+        ibv_wc_status status = IBV_WC_SUCCESS;
+        for (int i = 0; i < wr->num_sge; ++i) {
+            const ibv_sge& s = wr->sg_list[i];
+            if (frame.size() + s.length > dev.caps.max_raw_frame ||
+                (inl && frame.size() + s.length > qp.max_inline)) {
+                *bad_wr = wr;
+                return EINVAL;
+            }
+            const std::uint8_t* src =
+                inl ? reinterpret_cast<const std::uint8_t*>(s.addr)
+                    : dev.mrs->translate(s.lkey, qp.pd, s.addr, s.length, false);
+            if (src == nullptr) {
+                status = IBV_WC_LOC_PROT_ERR;
+                break;
+            }
+            frame.insert(frame.end(), src, src + s.length);
+        }
+        {
+            std::lock_guard lock(dev.port.lock);
+            if (status == IBV_WC_SUCCESS) {
+                net::Frame f;
+                f.data = frame.data();
+                f.len = f.wire_len = static_cast<std::uint32_t>(frame.size());
+                f.ts_ns = dev.port.now_ns;
+                port_ingress(dev, f, dev.port.now_ns, &qp);
+            }
+            if (qp.sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED) || status != IBV_WC_SUCCESS) {
+                datapath::Cqe cqe;
+                cqe.wr_id = wr->wr_id;
+                cqe.status = static_cast<std::uint8_t>(status);
+                cqe.opcode = IBV_WC_SEND;
+                cqe.qp_num = q->qp_num;
+                cqe.byte_len = static_cast<std::uint32_t>(frame.size());
+                cqe.timestamp_ns = dev.port.now_ns;
+                (void)qp.send_cq->ring.push(cqe);
+            }
+            port_service(dev, dev.port.now_ns);
+        }
+        if (status == IBV_WC_SUCCESS && dev.hooks) dev.hooks->on_transmit(dev, frame);
+    }
+    return 0;
+}
+
+} // namespace rdmasim::device

@@ -1,0 +1,283 @@
+#include "device/wq.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+
+#include "device/abi_guard.hpp"
+#include "device/device.hpp"
+
+namespace rdmasim::device {
+
+namespace {
+
+int validate_create_flags(const Device& dev, std::uint32_t flags) noexcept {
+    if (flags & ~static_cast<std::uint32_t>(IBV_WQ_FLAGS_RESERVED - 1)) return EOPNOTSUPP;
+    const Capabilities& c = dev.caps;
+    if ((flags & IBV_WQ_FLAGS_CVLAN_STRIPPING) && !c.cvlan_stripping) return EOPNOTSUPP;
+    if ((flags & IBV_WQ_FLAGS_SCATTER_FCS) && !c.scatter_fcs) return EOPNOTSUPP;
+    if ((flags & IBV_WQ_FLAGS_DELAY_DROP) && !c.delay_drop) return EOPNOTSUPP;
+    if ((flags & IBV_WQ_FLAGS_PCI_WRITE_END_PADDING) && !c.pci_write_end_padding) return EOPNOTSUPP;
+    return 0;
+}
+
+bool has_rawio() noexcept {
+    // CAP_SYS_RAWIO is capability 17 in the effective set of /proc/self/status.
+    FILE* f = std::fopen("/proc/self/status", "r");
+    if (f == nullptr) return false;
+    char line[256];
+    unsigned long long eff = 0;
+    while (std::fgets(line, sizeof line, f))
+        if (std::sscanf(line, "CapEff: %llx", &eff) == 1) break;
+    std::fclose(f);
+    return eff & (1ull << 17);
+}
+
+} // namespace
+
+ibv_wq* create_wq(ibv_context* context, ibv_wq_init_attr* attr) noexcept {
+    return guard_ptr<ibv_wq>([&]() -> ibv_wq* {
+        if (context == nullptr || attr == nullptr) return fail<ibv_wq>(EINVAL);
+        Context& ctx = *from_verbs(context);
+        Device& dev = *ctx.device;
+        if (attr->comp_mask & ~static_cast<std::uint32_t>(IBV_WQ_INIT_ATTR_RESERVED - 1))
+            return fail<ibv_wq>(EINVAL);
+        const std::uint32_t flags =
+            (attr->comp_mask & IBV_WQ_INIT_ATTR_FLAGS) ? attr->create_flags : 0;
+        if (int err = validate_create_flags(dev, flags)) return fail<ibv_wq>(err);
+        if ((flags & IBV_WQ_FLAGS_DELAY_DROP) && dev.caps.delay_drop_needs_rawio && !has_rawio())
+            return fail<ibv_wq>(EPERM);
+        if (attr->wq_type != IBV_WQT_RQ) return fail<ibv_wq>(EINVAL);
+        if (attr->pd == nullptr || attr->pd->context != context) return fail<ibv_wq>(EINVAL);
+        if (attr->cq == nullptr || attr->cq->context != context) return fail<ibv_wq>(EINVAL);
+        if (attr->max_wr == 0 || attr->max_wr > dev.caps.max_wr) return fail<ibv_wq>(EINVAL);
+        const std::uint32_t max_sge = std::max<std::uint32_t>(attr->max_sge, 1);
+        if (max_sge > dev.caps.max_sge) return fail<ibv_wq>(EINVAL);
+
+        auto wq = std::make_unique<Wq>();
+        std::memset(&wq->ibwq, 0, sizeof wq->ibwq);
+        wq->ctx = &ctx;
+        wq->cq = from_verbs(attr->cq);
+        wq->pd = from_verbs(attr->pd);
+        wq->create_flags = flags;
+        wq->max_sge = max_sge;
+        ibv_wq& w = wq->ibwq;
+        w.context = context;
+        w.pd = attr->pd;
+        w.cq = attr->cq;
+        w.wq_num = dev.next_qpn.fetch_add(1);
+        w.handle = dev.next_handle.fetch_add(1);
+        w.state = IBV_WQS_RESET;
+        w.wq_type = IBV_WQT_RQ;
+        w.post_recv = post_wq_recv;
+
+        datapath::RxQueueConfig rc;
+        rc.ring_entries = attr->max_wr;
+        rc.max_sge = max_sge;
+        rc.qp_num = w.wq_num;
+        rc.settings.strip_cvlan = flags & IBV_WQ_FLAGS_CVLAN_STRIPPING;
+        rc.settings.scatter_fcs = flags & IBV_WQ_FLAGS_SCATTER_FCS;
+        rc.settings.delay_drop = flags & IBV_WQ_FLAGS_DELAY_DROP;
+        rc.settings.end_padding = flags & IBV_WQ_FLAGS_PCI_WRITE_END_PADDING;
+        rc.settings.ip_csum = dev.caps.ip_csum;
+        rc.settings.pad_align = dev.caps.pad_align;
+        rc.hold_frames = dev.caps.hold_frames;
+        rc.hold_bytes = dev.caps.hold_bytes;
+        wq->rx.init(rc, &wq->cq->ring, dev.mrs.get(), wq->pd, &dev.port.counters);
+        {
+            std::lock_guard lock(dev.port.lock);
+            dev.queues.push_back(&wq->rx);
+        }
+        wq->cq->users.fetch_add(1);
+        wq->pd->users.fetch_add(1);
+        ctx.live_objects.fetch_add(1);
+        // The actual sizes, never below the request: the request itself, as hardware does.
+        attr->max_sge = max_sge;
+        return &wq.release()->ibwq;
+    });
+}
+
+int modify_wq(ibv_wq* w, ibv_wq_attr* attr) noexcept {
+    return guard_errno([&] {
+        if (w == nullptr || attr == nullptr) return EINVAL;
+        Wq& wq = *from_verbs(w);
+        Device& dev = *wq.ctx->device;
+        const std::uint32_t mask = attr->attr_mask;
+        if (mask == 0 || (mask & ~static_cast<std::uint32_t>(IBV_WQ_ATTR_RESERVED - 1)))
+            return EINVAL;
+
+        std::lock_guard port_lock(dev.port.lock); // the engine is out while we change state
+        std::lock_guard post_lock(wq.post_lock);
+        const ibv_wq_state cur = w->state;
+        if ((mask & IBV_WQ_ATTR_CURR_STATE) && attr->curr_wq_state != cur) return EINVAL;
+        ibv_wq_state next = cur;
+        if (mask & IBV_WQ_ATTR_STATE) {
+            next = attr->wq_state;
+            if (next < IBV_WQS_RESET || next >= IBV_WQS_UNKNOWN) return EINVAL;
+            const bool legal = next == cur || (cur == IBV_WQS_RESET && next == IBV_WQS_RDY) ||
+                               (cur == IBV_WQS_RDY && next == IBV_WQS_ERR) ||
+                               (cur == IBV_WQS_RDY && next == IBV_WQS_RESET) ||
+                               (cur == IBV_WQS_ERR && next == IBV_WQS_RESET);
+            if (!legal) return EINVAL;
+        }
+        if (mask & IBV_WQ_ATTR_FLAGS) {
+            const std::uint32_t fm = attr->flags_mask;
+            if (fm & ~static_cast<std::uint32_t>(IBV_WQ_FLAGS_RESERVED - 1)) return EOPNOTSUPP;
+            if (fm & ~static_cast<std::uint32_t>(IBV_WQ_FLAGS_CVLAN_STRIPPING)) return EOPNOTSUPP;
+            if ((fm & IBV_WQ_FLAGS_CVLAN_STRIPPING) && !dev.caps.cvlan_stripping) return EOPNOTSUPP;
+        }
+
+        // Validated: apply.
+        if (mask & IBV_WQ_ATTR_FLAGS && (attr->flags_mask & IBV_WQ_FLAGS_CVLAN_STRIPPING)) {
+            const bool on = attr->flags & IBV_WQ_FLAGS_CVLAN_STRIPPING;
+            wq.rx.set_strip_cvlan(on);
+            wq.create_flags = on ? (wq.create_flags | IBV_WQ_FLAGS_CVLAN_STRIPPING)
+                                 : (wq.create_flags & ~IBV_WQ_FLAGS_CVLAN_STRIPPING);
+        }
+        if (next != cur) {
+            if (next == IBV_WQS_RDY) {
+                wq.rx.reset_ring(); // what was posted in RESET is gone
+                wq.rx.set_ready(true);
+            } else if (next == IBV_WQS_ERR) {
+                wq.rx.set_ready(false);
+                wq.rx.discard_held();
+                wq.rx.flush();
+            } else { // RESET
+                wq.rx.set_ready(false);
+                wq.rx.discard_held();
+                wq.rx.reset_ring();
+            }
+            w->state = next;
+            port_service(dev, dev.port.now_ns); // notifications for flushed completions
+        }
+        return 0;
+    });
+}
+
+void wq_fatal(Wq& wq) noexcept {
+    Device& dev = *wq.ctx->device;
+    {
+        std::lock_guard port_lock(dev.port.lock);
+        std::lock_guard post_lock(wq.post_lock);
+        if (wq.ibwq.state == IBV_WQS_RDY) {
+            wq.rx.set_ready(false);
+            wq.rx.discard_held();
+            wq.rx.flush();
+            wq.ibwq.state = IBV_WQS_ERR;
+        }
+    }
+    ibv_async_event ev{};
+    ev.element.wq = &wq.ibwq;
+    ev.event_type = IBV_EVENT_WQ_FATAL;
+    raise_async_event(*wq.ctx, ev);
+}
+
+int destroy_wq(ibv_wq* w) noexcept {
+    return guard_errno([&] {
+        if (w == nullptr) return EINVAL;
+        Wq* wq = from_verbs(w);
+        if (wq->table_refs.load() != 0) return EBUSY;
+        Device& dev = *wq->ctx->device;
+        {
+            std::lock_guard lock(dev.port.lock);
+            wq->rx.discard_held();
+            std::erase(dev.queues, &wq->rx);
+        }
+        wq->cq->users.fetch_sub(1);
+        wq->pd->users.fetch_sub(1);
+        wq->ctx->live_objects.fetch_sub(1);
+        delete wq;
+        return 0;
+    });
+}
+
+int post_receive_list(datapath::RxQueue& rx, std::uint32_t max_sge, ibv_recv_wr* wr,
+                      ibv_recv_wr** bad_wr) noexcept {
+    datapath::RecvRing& ring = rx.ring();
+    for (; wr != nullptr; wr = wr->next) {
+        if (wr->num_sge < 0 || static_cast<std::uint32_t>(wr->num_sge) > max_sge ||
+            (wr->num_sge > 0 && wr->sg_list == nullptr)) {
+            *bad_wr = wr;
+            return EINVAL;
+        }
+        if (ring.full()) {
+            *bad_wr = wr;
+            return ENOMEM;
+        }
+        datapath::Wqe& wqe = ring.next_wqe();
+        datapath::Sge* sges = ring.next_sges();
+        wqe.wr_id = wr->wr_id;
+        wqe.num_sge = 0;
+        wqe.total_len = 0;
+        for (int i = 0; i < wr->num_sge; ++i) {
+            const ibv_sge& s = wr->sg_list[i];
+            if (s.length == 0) continue; // zero-length SGEs are skipped
+            sges[wqe.num_sge++] = {s.addr, s.length, s.lkey};
+            wqe.total_len += s.length;
+        }
+        ring.publish();
+    }
+    return 0;
+}
+
+void flush_posted(Device& dev, datapath::RxQueue& rx, SpinLock& post_lock) noexcept {
+    std::lock_guard port_lock(dev.port.lock); // lock order: port, then post
+    std::lock_guard lock(post_lock);
+    rx.flush();
+    port_service(dev, dev.port.now_ns);
+}
+
+int post_wq_recv(ibv_wq* w, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept {
+    if (w == nullptr || bad_wr == nullptr) return EINVAL;
+    Wq& wq = *from_verbs(w);
+    Device& dev = *wq.ctx->device;
+    int err;
+    {
+        std::lock_guard lock(wq.post_lock);
+        err = post_receive_list(wq.rx, wq.max_sge, wr, bad_wr);
+    }
+    if (w->state == IBV_WQS_ERR) flush_posted(dev, wq.rx, wq.post_lock); // posted in ERR: flushed
+    if (dev.hooks) dev.hooks->on_post(dev);
+    return err;
+}
+
+ibv_rwq_ind_table* create_rwq_ind_table(ibv_context* context,
+                                        ibv_rwq_ind_table_init_attr* attr) noexcept {
+    return guard_ptr<ibv_rwq_ind_table>([&]() -> ibv_rwq_ind_table* {
+        if (context == nullptr || attr == nullptr) return fail<ibv_rwq_ind_table>(EINVAL);
+        Context& ctx = *from_verbs(context);
+        Device& dev = *ctx.device;
+        if (attr->comp_mask != 0) return fail<ibv_rwq_ind_table>(EINVAL);
+        if (attr->log_ind_tbl_size >= 31 ||
+            (1u << attr->log_ind_tbl_size) > dev.caps.max_rwq_indirection_table_size)
+            return fail<ibv_rwq_ind_table>(EINVAL);
+        if (attr->ind_tbl == nullptr) return fail<ibv_rwq_ind_table>(EINVAL);
+        const std::uint32_t size = 1u << attr->log_ind_tbl_size;
+        for (std::uint32_t i = 0; i < size; ++i)
+            if (attr->ind_tbl[i] == nullptr || attr->ind_tbl[i]->context != context)
+                return fail<ibv_rwq_ind_table>(EINVAL);
+        auto t = std::make_unique<IndTable>();
+        t->log_size = attr->log_ind_tbl_size;
+        t->entries.reserve(size);
+        for (std::uint32_t i = 0; i < size; ++i) t->entries.push_back(from_verbs(attr->ind_tbl[i]));
+        for (Wq* wq : t->entries) wq->table_refs.fetch_add(1);
+        t->ibt.context = context;
+        t->ibt.ind_tbl_handle = static_cast<int>(dev.next_handle.fetch_add(1));
+        t->ibt.ind_tbl_num = t->ibt.ind_tbl_handle;
+        t->ibt.comp_mask = 0;
+        ctx.live_objects.fetch_add(1);
+        return &t.release()->ibt;
+    });
+}
+
+int destroy_rwq_ind_table(ibv_rwq_ind_table* table) noexcept {
+    if (table == nullptr) return EINVAL;
+    IndTable* t = from_verbs(table);
+    if (t->qp_refs.load() != 0) return EBUSY;
+    for (Wq* wq : t->entries) wq->table_refs.fetch_sub(1);
+    from_verbs(table->context)->live_objects.fetch_sub(1);
+    delete t;
+    return 0;
+}
+
+} // namespace rdmasim::device

@@ -1,0 +1,45 @@
+// Configuration: one set of names, three spellings. A TOML file
+// (RDMASIM_CONFIG), the environment (RDMASIM_<NAME>, dots as underscores,
+// upper case) and CLI flags all land in Config::set(name, value), which
+// validates and names the key and the value in every error.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "device/caps.hpp"
+#include "net/result.hpp"
+
+namespace rdmasim::sim {
+
+enum class EngineKind { inline_, thread };
+enum class StartTrigger { first_flow, now, delay };
+
+struct Config {
+    std::uint32_t devices = 1;
+    std::vector<std::string> pcap;          // per device index; "" = no source
+    EngineKind engine = EngineKind::thread;
+    StartTrigger start = StartTrigger::first_flow;
+    std::uint64_t start_delay_ns = 0;
+    double speed = 0;                       // 0 = topspeed, else a multiple of capture time
+    std::uint32_t burst = 32;               // frames per engine step
+    std::optional<int> source_fcs;          // force the source FCS length (0 or 4)
+    std::uint64_t idle_tick_ns = 10'000;    // inline engine: virtual time per idle poll
+    std::string log_level = "warn";
+    device::Capabilities caps;
+
+    // The names `set` accepts, with a one-line description each (for --help and docs).
+    static const std::vector<std::pair<std::string_view, std::string_view>>& keys();
+
+    Result<void> set(std::string_view key, std::string_view value);
+    // Applies RDMASIM_CONFIG (if set) and then every RDMASIM_* variable.
+    Result<void> apply_environment();
+    Result<void> apply_toml_file(const std::string& path);
+    // Checks the combination (e.g. a pcap for a device that does not exist).
+    Result<void> validate() const;
+};
+
+} // namespace rdmasim::sim

@@ -1,0 +1,23 @@
+#include "sim/engine.hpp"
+
+#include "sim/inline_engine.hpp"
+#include "sim/thread_engine.hpp"
+
+namespace rdmasim::sim {
+
+Engine::Engine(device::Device& dev, std::unique_ptr<net::FrameSource> source, const Config& config)
+    : dev_(dev), source_(std::move(source)), config_(config) {}
+
+void Engine::on_transmit(device::Device&, std::span<const std::uint8_t>) noexcept {
+    // Frames sent by programs have already looped back to the port; no wire
+    // sink is attached in this build (live interfaces come with the packet engine).
+}
+
+std::unique_ptr<Engine> make_engine(device::Device& dev, std::unique_ptr<net::FrameSource> source,
+                                    const Config& config) {
+    if (config.engine == EngineKind::inline_)
+        return std::make_unique<InlineEngine>(dev, std::move(source), config);
+    return std::make_unique<ThreadEngine>(dev, std::move(source), config);
+}
+
+} // namespace rdmasim::sim

@@ -1,0 +1,51 @@
+// Engines move frames from a source into a device port. Two kinds:
+//   InlineEngine  no thread; frames are pulled when the program polls, time
+//                 is virtual (capture timestamps): bit-identical reruns.
+//   ThreadEngine  one Boost.Asio io_context on its own thread, real time,
+//                 optional pacing to the capture's timestamps.
+// Both implement the device's EngineHooks.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+#include "device/objects.hpp"
+#include "net/frame_source.hpp"
+#include "sim/config.hpp"
+
+namespace rdmasim::sim {
+
+class Engine : public device::EngineHooks {
+public:
+    Engine(device::Device& dev, std::unique_ptr<net::FrameSource> source, const Config& config);
+    ~Engine() override = default;
+
+    virtual void start() = 0; // begins work (the thread engine spawns its thread)
+    virtual void stop() = 0;  // ends work; the engine can be destroyed afterwards
+
+    // True once the source is exhausted and no frame is held: every frame
+    // offered has its outcome.
+    [[nodiscard]] bool idle() const noexcept { return idle_.load(std::memory_order_acquire); }
+    // Waits until idle() or the timeout; the inline engine pumps instead of waiting.
+    virtual bool wait_idle(std::chrono::milliseconds timeout) = 0;
+    [[nodiscard]] bool started() const noexcept { return started_.load(std::memory_order_acquire); }
+    [[nodiscard]] const net::FrameSource& source() const noexcept { return *source_; }
+    // The frame sink for on_transmit (a capture of what programs send), optional.
+    void on_transmit(device::Device& dev, std::span<const std::uint8_t> frame) noexcept override;
+
+protected:
+    device::Device& dev_;
+    std::unique_ptr<net::FrameSource> source_;
+    Config config_;
+    std::atomic<bool> started_{false};
+    std::atomic<bool> idle_{false};
+};
+
+std::unique_ptr<Engine> make_engine(device::Device& dev, std::unique_ptr<net::FrameSource> source,
+                                    const Config& config);
+
+} // namespace rdmasim::sim

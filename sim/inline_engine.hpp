@@ -1,0 +1,27 @@
+// The deterministic engine: see engine.hpp.
+#pragma once
+
+#include "sim/engine.hpp"
+
+namespace rdmasim::sim {
+
+class InlineEngine final : public Engine {
+public:
+    using Engine::Engine;
+
+    void start() override;
+    void stop() override {}
+    bool wait_idle(std::chrono::milliseconds timeout) override;
+
+    // One step: up to `burst` frames in, then delay-drop release and timeouts.
+    void pump() noexcept;
+
+    void on_poll(device::Device&) noexcept override { pump(); }
+    void on_post(device::Device&) noexcept override;
+    void on_flow_attached(device::Device&) noexcept override;
+
+private:
+    std::uint64_t now_ns_ = 0; // virtual: the latest capture timestamp seen, plus idle ticks
+};
+
+} // namespace rdmasim::sim

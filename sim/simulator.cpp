@@ -1,0 +1,88 @@
+#include "sim/simulator.hpp"
+
+#include <endian.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "device/device.hpp"
+#include "device/registry.hpp"
+#include "net/memory_source.hpp"
+#include "net/pcap_file_source.hpp"
+#include "sim/logging.hpp"
+
+namespace rdmasim::sim {
+
+device::DeviceIdentity default_identity(std::uint32_t index) {
+    device::DeviceIdentity id;
+    id.name = fmt::format("rdmasim{}", index);
+    id.index = index;
+    id.mac = {0x02, 0x52, 0x44, 0x4d, 0x00, static_cast<std::uint8_t>(index)}; // "RDM"
+    // EUI-64 from the MAC (ff:fe in the middle), network order as verbs reports GUIDs.
+    std::uint64_t g = 0;
+    const std::uint8_t eui[8] = {id.mac[0], id.mac[1], id.mac[2], 0xff,
+                                 0xfe,      id.mac[3], id.mac[4], id.mac[5]};
+    for (std::uint8_t b : eui) g = g << 8 | b;
+    id.node_guid = htobe64(g);
+    return id;
+}
+
+Result<std::unique_ptr<Simulator>> Simulator::create(const Config& config) {
+    std::vector<std::unique_ptr<net::FrameSource>> sources(config.devices);
+    for (std::size_t i = 0; i < config.pcap.size() && i < config.devices; ++i) {
+        if (config.pcap[i].empty()) continue;
+        auto src = net::PcapFileSource::open(config.pcap[i], config.source_fcs);
+        if (!src) return src.error();
+        log().info("rdmasim{}: {}", i, src.value()->describe());
+        sources[i] = std::move(src.value());
+    }
+    return create(config, std::move(sources));
+}
+
+Result<std::unique_ptr<Simulator>> Simulator::create(
+    const Config& config, std::vector<std::unique_ptr<net::FrameSource>> sources) {
+    if (auto r = config.validate(); !r) return r.error();
+    std::unique_ptr<Simulator> sim(new Simulator);
+    sim->config_ = config;
+    sources.resize(config.devices);
+    for (std::uint32_t i = 0; i < config.devices; ++i) {
+        auto dev = device::make_device(default_identity(i), config.caps);
+        if (!sources[i]) {
+            auto empty = std::make_unique<net::MemorySource>();
+            empty->close();
+            sources[i] = std::move(empty);
+        }
+        auto engine = make_engine(*dev, std::move(sources[i]), config);
+        dev->hooks = engine.get();
+        sim->devices_.push_back(std::move(dev));
+        sim->engines_.push_back(std::move(engine));
+    }
+    for (auto& dev : sim->devices_) device::register_device(dev.get());
+    for (auto& engine : sim->engines_) engine->start();
+    return sim;
+}
+
+Simulator::~Simulator() {
+    for (auto& engine : engines_) engine->stop();
+    for (auto& dev : devices_) {
+        device::unregister_device(dev.get());
+        dev->hooks = nullptr;
+    }
+}
+
+bool Simulator::idle() const noexcept {
+    for (const auto& e : engines_)
+        if (!e->idle()) return false;
+    return true;
+}
+
+bool Simulator::wait_idle(std::chrono::milliseconds timeout) {
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    for (auto& e : engines_) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            until - std::chrono::steady_clock::now());
+        if (!e->wait_idle(left.count() > 0 ? left : std::chrono::milliseconds(0))) return false;
+    }
+    return true;
+}
+
+} // namespace rdmasim::sim

@@ -1,0 +1,49 @@
+// The runtime: devices built from a Config, each wired to a frame source
+// through an engine, and registered so that ibv_get_device_list sees them.
+// The same object serves the CLI, tests (in-process) and the drop-in library.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <vector>
+
+#include "device/objects.hpp"
+#include "net/frame_source.hpp"
+#include "net/result.hpp"
+#include "sim/config.hpp"
+#include "sim/engine.hpp"
+
+namespace rdmasim::sim {
+
+class Simulator {
+public:
+    // Sources from the configuration (pcap files); devices without one get an
+    // empty source (loopback of sends still works).
+    static Result<std::unique_ptr<Simulator>> create(const Config& config);
+    // Explicit sources, one per device (nullptr = empty), for tests and tools.
+    static Result<std::unique_ptr<Simulator>> create(
+        const Config& config, std::vector<std::unique_ptr<net::FrameSource>> sources);
+    ~Simulator();
+    Simulator(const Simulator&) = delete;
+    Simulator& operator=(const Simulator&) = delete;
+
+    [[nodiscard]] std::size_t device_count() const noexcept { return devices_.size(); }
+    [[nodiscard]] device::Device& device(std::size_t i) noexcept { return *devices_[i]; }
+    [[nodiscard]] Engine& engine(std::size_t i) noexcept { return *engines_[i]; }
+    [[nodiscard]] const Config& config() const noexcept { return config_; }
+
+    // Every engine idle: all sources exhausted, nothing held.
+    [[nodiscard]] bool idle() const noexcept;
+    bool wait_idle(std::chrono::milliseconds timeout);
+
+private:
+    Simulator() = default;
+    Config config_;
+    std::vector<std::unique_ptr<device::Device>> devices_;
+    std::vector<std::unique_ptr<Engine>> engines_;
+};
+
+// Identity of device `index`: rdmasimN, locally administered MAC, EUI-64 GUID.
+[[nodiscard]] device::DeviceIdentity default_identity(std::uint32_t index);
+
+} // namespace rdmasim::sim

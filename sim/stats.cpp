@@ -1,0 +1,28 @@
+#include "sim/stats.hpp"
+
+#include <string>
+
+namespace rdmasim::sim {
+
+nlohmann::json drops_json(const datapath::RxCounters& c) {
+    nlohmann::json drops = nlohmann::json::object();
+    for (std::size_t i = 0; i < datapath::kDropKinds; ++i)
+        drops[std::string(datapath::drop_name(static_cast<datapath::Drop>(i)))] = c.drops[i].get();
+    return drops;
+}
+
+nlohmann::json counters_json(const datapath::RxCounters& c) {
+    return {
+        {"frames", c.frames.get()},
+        {"bytes", c.bytes.get()},
+        {"delivered", c.delivered.get()},
+        {"delivered_bytes", c.delivered_bytes.get()},
+        {"drops", drops_json(c)},
+        {"delay_drop_waits", c.delay_drop_waits.get()},
+        {"fcs_bad", c.fcs_bad.get()},
+        {"flushed_wqes", c.flushed_wqes.get()},
+        {"sniffer_copies", c.sniffer_copies.get()},
+    };
+}
+
+} // namespace rdmasim::sim

@@ -1,0 +1,15 @@
+// Counters as JSON and as a human table: per port and per receive queue.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "datapath/counters.hpp"
+
+namespace rdmasim::sim {
+
+// {"frames", "bytes", "delivered", "delivered_bytes", "drops": {reason: n}, ...}
+[[nodiscard]] nlohmann::json counters_json(const datapath::RxCounters& c);
+// The drops object alone: every reason, zero or not, so the schema is stable.
+[[nodiscard]] nlohmann::json drops_json(const datapath::RxCounters& c);
+
+} // namespace rdmasim::sim

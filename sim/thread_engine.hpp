@@ -1,0 +1,47 @@
+// The real-time engine: see engine.hpp.
+#pragma once
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <thread>
+
+#include "sim/engine.hpp"
+
+namespace rdmasim::sim {
+
+class ThreadEngine final : public Engine {
+public:
+    ThreadEngine(device::Device& dev, std::unique_ptr<net::FrameSource> source, const Config& config);
+    ~ThreadEngine() override;
+
+    void start() override;
+    void stop() override;
+    bool wait_idle(std::chrono::milliseconds timeout) override;
+
+    void on_poll(device::Device&) noexcept override {}
+    void on_post(device::Device&) noexcept override;
+    void on_flow_attached(device::Device&) noexcept override;
+
+private:
+    void step();                // runs on the engine thread
+    void schedule(std::chrono::steady_clock::time_point when);
+    void post_step() noexcept;  // from any thread
+    std::uint64_t now_ns() const noexcept;
+
+    boost::asio::io_context io_;
+    boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
+    boost::asio::steady_timer timer_;
+    std::thread thread_;
+    std::chrono::steady_clock::time_point t0_;  // engine start (real)
+    std::chrono::steady_clock::time_point replay_t0_{};
+    std::uint64_t capture_t0_ns_ = 0;           // first frame's timestamp
+    bool have_t0_ = false;
+    net::Frame pending_;                        // pulled but not yet due
+    bool has_pending_ = false;
+    std::atomic<bool> step_queued_{false};
+    std::mutex idle_mu_;
+    std::condition_variable idle_cv_;
+};
+
+} // namespace rdmasim::sim

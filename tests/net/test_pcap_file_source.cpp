@@ -1,0 +1,398 @@
+// PcapFileSource: round trips through temporary files, hand-built classic pcap
+// and pcapng files (FCS declarations, truncation), and open errors.
+#include <catch2/catch.hpp>
+
+#include <cerrno>
+#include <cstdint>
+#include <filesystem>
+#include <vector>
+
+#include "net/pcap_file_source.hpp"
+#include "net/pcap_writer.hpp"
+#include "tests/net/temp_path.hpp"
+
+using namespace rdmasim::net;
+using rdmasim::net::test::TempPath;
+
+namespace {
+
+using Buf = std::vector<std::uint8_t>;
+
+// Appends integers in a chosen byte order.
+struct Out {
+    bool big_endian = false;
+    Buf b;
+    void u8(std::uint8_t v) { b.push_back(v); }
+    void u16(std::uint16_t v) {
+        if (big_endian)
+            b.insert(b.end(), {std::uint8_t(v >> 8), std::uint8_t(v)});
+        else
+            b.insert(b.end(), {std::uint8_t(v), std::uint8_t(v >> 8)});
+    }
+    void u32(std::uint32_t v) {
+        if (big_endian) {
+            u16(std::uint16_t(v >> 16));
+            u16(std::uint16_t(v));
+        } else {
+            u16(std::uint16_t(v));
+            u16(std::uint16_t(v >> 16));
+        }
+    }
+    void bytes(const Buf& v) { b.insert(b.end(), v.begin(), v.end()); }
+    void pad4() {
+        while (b.size() % 4)
+            b.push_back(0);
+    }
+};
+
+constexpr std::uint32_t kMagicMicro = 0xa1b2c3d4;
+constexpr std::uint32_t kMagicNano = 0xa1b23c4d;
+constexpr std::uint32_t kLinkEthernet = 1;
+constexpr std::uint32_t kLinkRaw = 101;     // LINKTYPE_RAW
+constexpr std::uint32_t kFcs4 = 0x24000000; // P bit 26, FCS length 2 x 16 bits in bits 28-31
+
+Buf frame(std::size_t n, std::uint8_t seed) {
+    Buf v(n);
+    for (std::size_t i = 0; i < n; ++i)
+        v[i] = static_cast<std::uint8_t>(seed ^ i);
+    return v;
+}
+
+struct ClassicRecord {
+    std::uint32_t sec;
+    std::uint32_t frac; // micro- or nanoseconds, as the magic says
+    Buf data;           // captured bytes
+    std::uint32_t len;  // wire length
+};
+
+Buf classic_pcap(bool big_endian, std::uint32_t magic, std::uint32_t linktype_field,
+                 const std::vector<ClassicRecord>& records, std::uint32_t snaplen = 65535) {
+    Out o{big_endian, {}};
+    o.u32(magic);
+    o.u16(2);
+    o.u16(4);
+    o.u32(0);
+    o.u32(0);
+    o.u32(snaplen);
+    o.u32(linktype_field);
+    for (const auto& r : records) {
+        o.u32(r.sec);
+        o.u32(r.frac);
+        o.u32(static_cast<std::uint32_t>(r.data.size()));
+        o.u32(r.len);
+        o.bytes(r.data);
+    }
+    return o.b;
+}
+
+// SHB, IDB (Ethernet, optional if_fcslen), then one EPB per frame (microsecond ticks).
+Buf pcapng(bool big_endian, std::optional<std::uint8_t> if_fcslen,
+           const std::vector<std::pair<std::uint64_t, Buf>>& frames) {
+    Out o{big_endian, {}};
+    o.u32(0x0a0d0d0a);
+    o.u32(28);
+    o.u32(0x1a2b3c4d);
+    o.u16(1);
+    o.u16(0);
+    o.u32(0xffffffff); // section length unknown
+    o.u32(0xffffffff);
+    o.u32(28);
+
+    const std::uint32_t idb_len = if_fcslen ? 32 : 20;
+    o.u32(1);
+    o.u32(idb_len);
+    o.u16(1); // LINKTYPE_ETHERNET
+    o.u16(0);
+    o.u32(65535);
+    if (if_fcslen) {
+        o.u16(13); // if_fcslen
+        o.u16(1);
+        o.u8(*if_fcslen);
+        o.pad4();
+        o.u16(0); // opt_endofopt
+        o.u16(0);
+    }
+    o.u32(idb_len);
+
+    for (const auto& [ts_us, data] : frames) {
+        const auto padded = static_cast<std::uint32_t>((data.size() + 3) / 4 * 4);
+        o.u32(6);
+        o.u32(32 + padded);
+        o.u32(0);
+        o.u32(static_cast<std::uint32_t>(ts_us >> 32));
+        o.u32(static_cast<std::uint32_t>(ts_us));
+        o.u32(static_cast<std::uint32_t>(data.size()));
+        o.u32(static_cast<std::uint32_t>(data.size()));
+        o.bytes(data);
+        o.pad4();
+        o.u32(32 + padded);
+    }
+    return o.b;
+}
+
+std::unique_ptr<PcapFileSource> open_ok(const TempPath& tmp, std::optional<int> force = {}) {
+    auto r = PcapFileSource::open(tmp.str(), force);
+    INFO((r.ok() ? std::string() : r.error().message));
+    REQUIRE(r.ok());
+    return std::move(r).value();
+}
+
+Buf bytes_of(const Frame& f) {
+    return {f.data, f.data + f.len};
+}
+
+} // namespace
+
+TEST_CASE("PcapWriter output reads back through PcapFileSource", "[net][pcap_file_source]") {
+    TempPath tmp(".pcap");
+    const Buf a = frame(60, 0x10), b = frame(1518, 0x20), c = frame(64, 0x30);
+    const std::uint64_t t0 = 1'650'000'000'000'000'001ull;
+    {
+        auto w = PcapWriter::open(tmp.str());
+        REQUIRE(w.ok());
+        w.value()->write(a, t0);
+        w.value()->write(b, t0 + 999'999'999);
+        w.value()->write(c, t0 + 1'000'000'000);
+        REQUIRE(w.value()->close().ok());
+    }
+    auto src = open_ok(tmp);
+    CHECK(src->fcs_len() == 0);
+    CHECK(src->describe() == "pcap file " + tmp.str() + " (EN10MB, fcs 0 bytes)");
+    CHECK_FALSE(src->exhausted());
+
+    Frame f;
+    REQUIRE(src->next(f));
+    CHECK(bytes_of(f) == a);
+    CHECK(f.wire_len == 60);
+    CHECK(f.fcs_len == 0);
+    CHECK(f.ts_ns == t0);
+    CHECK_FALSE(f.truncated());
+    REQUIRE(src->next(f));
+    CHECK(bytes_of(f) == b);
+    CHECK(f.ts_ns == t0 + 999'999'999);
+    REQUIRE(src->next(f));
+    CHECK(bytes_of(f) == c);
+    CHECK(f.ts_ns == t0 + 1'000'000'000);
+
+    CHECK_FALSE(src->next(f));
+    CHECK(src->exhausted());
+    CHECK_FALSE(src->next(f));
+    CHECK(src->read_error().empty());
+    CHECK(src->counters().frames == 3);
+    CHECK(src->counters().bytes == 60 + 1518 + 64);
+    CHECK(src->counters().truncated_records == 0);
+}
+
+TEST_CASE("classic pcap: FCS length from the link type field", "[net][pcap_file_source]") {
+    const Buf data = frame(64, 0x55);
+    const std::vector<ClassicRecord> recs = {{1, 500, data, 64}};
+
+    SECTION("little endian, microseconds, FCS 4") {
+        TempPath tmp(".pcap");
+        tmp.write(classic_pcap(false, kMagicMicro, kLinkEthernet | kFcs4, recs));
+        auto src = open_ok(tmp);
+        CHECK(src->fcs_len() == 4);
+        CHECK(src->describe() == "pcap file " + tmp.str() + " (EN10MB, fcs 4 bytes)");
+        Frame f;
+        REQUIRE(src->next(f));
+        CHECK(f.fcs_len == 4);
+        CHECK(f.payload().size() == 60);
+        CHECK(bytes_of(f) == data);
+        CHECK(f.ts_ns == 1'000'500'000ull); // microseconds scaled to ns
+    }
+    SECTION("big endian, nanoseconds, FCS 4") {
+        TempPath tmp(".pcap");
+        tmp.write(classic_pcap(true, kMagicNano, kLinkEthernet | kFcs4, recs));
+        auto src = open_ok(tmp);
+        CHECK(src->fcs_len() == 4);
+        Frame f;
+        REQUIRE(src->next(f));
+        CHECK(f.fcs_len == 4);
+        CHECK(bytes_of(f) == data);
+        CHECK(f.ts_ns == 1'000'000'500ull);
+    }
+    SECTION("length bits without the P flag mean no FCS") {
+        TempPath tmp(".pcap");
+        tmp.write(classic_pcap(false, kMagicMicro, kLinkEthernet | 0x20000000, recs));
+        CHECK(open_ok(tmp)->fcs_len() == 0);
+    }
+    SECTION("P flag with length 0 means no FCS") {
+        TempPath tmp(".pcap");
+        tmp.write(classic_pcap(false, kMagicMicro, kLinkEthernet | 0x04000000, recs));
+        CHECK(open_ok(tmp)->fcs_len() == 0);
+    }
+    SECTION("an FCS length other than 4 on Ethernet is refused") {
+        TempPath tmp(".pcap");
+        tmp.write(classic_pcap(false, kMagicMicro, kLinkEthernet | 0x14000000, recs)); // 2 bytes
+        auto r = PcapFileSource::open(tmp.str());
+        REQUIRE_FALSE(r.ok());
+        CHECK(r.error().code == EINVAL);
+        CHECK_THAT(r.error().message, Catch::Contains(tmp.str()));
+    }
+    SECTION("a record shorter than the FCS carries none") {
+        TempPath tmp(".pcap");
+        tmp.write(
+            classic_pcap(false, kMagicMicro, kLinkEthernet | kFcs4, {{0, 0, Buf{1, 2, 3}, 3}}));
+        auto src = open_ok(tmp);
+        Frame f;
+        REQUIRE(src->next(f));
+        CHECK(f.len == 3);
+        CHECK(f.fcs_len == 0);
+    }
+}
+
+TEST_CASE("force_fcs_len overrides the file", "[net][pcap_file_source]") {
+    const std::vector<ClassicRecord> recs = {{0, 0, frame(64, 1), 64}};
+    TempPath with_fcs(".pcap"), without_fcs(".pcap");
+    with_fcs.write(classic_pcap(false, kMagicMicro, kLinkEthernet | kFcs4, recs));
+    without_fcs.write(classic_pcap(false, kMagicMicro, kLinkEthernet, recs));
+
+    auto a = open_ok(with_fcs, 0);
+    CHECK(a->fcs_len() == 0);
+    Frame f;
+    REQUIRE(a->next(f));
+    CHECK(f.fcs_len == 0);
+
+    auto b = open_ok(without_fcs, 4);
+    CHECK(b->fcs_len() == 4);
+    REQUIRE(b->next(f));
+    CHECK(f.fcs_len == 4);
+
+    auto bad = PcapFileSource::open(without_fcs.str(), 3);
+    REQUIRE_FALSE(bad.ok());
+    CHECK(bad.error().code == EINVAL);
+}
+
+TEST_CASE("pcapng: FCS length from if_fcslen", "[net][pcap_file_source]") {
+    const Buf a = frame(68, 0x01), b = frame(61, 0x02); // 61: EPB padding
+    const std::vector<std::pair<std::uint64_t, Buf>> frames = {{1'600'000'000'000'001ull, a},
+                                                               {1'600'000'000'000'002ull, b}};
+    for (const bool big_endian : {false, true}) {
+        INFO("big endian: " << big_endian);
+        TempPath tmp(".pcapng");
+        tmp.write(pcapng(big_endian, 4, frames));
+        auto src = open_ok(tmp);
+        CHECK(src->fcs_len() == 4);
+        CHECK(src->describe() == "pcap file " + tmp.str() + " (EN10MB, fcs 4 bytes)");
+        Frame f;
+        REQUIRE(src->next(f));
+        CHECK(bytes_of(f) == a);
+        CHECK(f.fcs_len == 4);
+        CHECK(f.payload().size() == 64);
+        CHECK(f.ts_ns == 1'600'000'000'000'001'000ull);
+        REQUIRE(src->next(f));
+        CHECK(bytes_of(f) == b);
+        CHECK(f.ts_ns == 1'600'000'000'000'002'000ull);
+        CHECK_FALSE(src->next(f));
+        CHECK(src->exhausted());
+        CHECK(src->read_error().empty());
+    }
+    SECTION("no option, or if_fcslen 0: no FCS") {
+        TempPath none(".pcapng"), zero(".pcapng");
+        none.write(pcapng(false, std::nullopt, frames));
+        zero.write(pcapng(false, 0, frames));
+        CHECK(open_ok(none)->fcs_len() == 0);
+        CHECK(open_ok(zero)->fcs_len() == 0);
+    }
+}
+
+TEST_CASE("truncated records are handed over and counted", "[net][pcap_file_source]") {
+    TempPath tmp(".pcap");
+    const Buf head = frame(96, 0x77);
+    tmp.write(classic_pcap(false, kMagicNano, kLinkEthernet,
+                           {{0, 1, head, 1500}, {0, 2, frame(60, 1), 60}}, 96));
+    auto src = open_ok(tmp);
+    Frame f;
+    REQUIRE(src->next(f));
+    CHECK(f.len == 96);
+    CHECK(f.wire_len == 1500);
+    CHECK(f.truncated());
+    CHECK(bytes_of(f) == head);
+    REQUIRE(src->next(f));
+    CHECK_FALSE(f.truncated());
+    CHECK(src->counters().frames == 2);
+    CHECK(src->counters().bytes == 96 + 60);
+    CHECK(src->counters().truncated_records == 1);
+}
+
+TEST_CASE("a file cut mid-record ends the source with a read error", "[net][pcap_file_source]") {
+    const Buf full = classic_pcap(false, kMagicMicro, kLinkEthernet,
+                                  {{0, 0, frame(60, 1), 60}, {0, 1, frame(100, 2), 100}});
+    const std::size_t second_record = 24 + 16 + 60;
+    // Cut inside the second record's data, and inside its header.
+    for (const std::size_t cut : {full.size() - 10, second_record + 7}) {
+        INFO("cut at " << cut);
+        TempPath tmp(".pcap");
+        tmp.write(Buf(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(cut)));
+        auto src = open_ok(tmp);
+        Frame f;
+        REQUIRE(src->next(f));
+        CHECK(f.len == 60);
+        CHECK_FALSE(src->next(f));
+        CHECK(src->exhausted());
+        CHECK_FALSE(src->read_error().empty());
+        CHECK_FALSE(src->next(f));
+        CHECK(src->counters().frames == 1);
+    }
+}
+
+TEST_CASE("open errors carry errno and libpcap's text", "[net][pcap_file_source]") {
+    SECTION("missing file: ENOENT naming the path") {
+        const std::string path =
+            (std::filesystem::temp_directory_path() / "rdmasim-no-such-file-4711.pcap").string();
+        auto r = PcapFileSource::open(path);
+        REQUIRE_FALSE(r.ok());
+        CHECK(r.error().code == ENOENT);
+        CHECK_THAT(r.error().message, Catch::Contains(path));
+    }
+    SECTION("non-Ethernet link type: EINVAL naming it") {
+        TempPath tmp(".pcap");
+        tmp.write(classic_pcap(false, kMagicMicro, kLinkRaw, {{0, 0, frame(40, 0), 40}}));
+        auto r = PcapFileSource::open(tmp.str());
+        REQUIRE_FALSE(r.ok());
+        CHECK(r.error().code == EINVAL);
+        CHECK_THAT(r.error().message, Catch::Contains("RAW"));
+        CHECK_THAT(r.error().message, Catch::Contains(tmp.str()));
+    }
+    SECTION("garbage: EINVAL") {
+        TempPath tmp(".pcap");
+        Buf junk(200);
+        for (std::size_t i = 0; i < junk.size(); ++i)
+            junk[i] = static_cast<std::uint8_t>(i * 31);
+        tmp.write(junk);
+        auto r = PcapFileSource::open(tmp.str());
+        REQUIRE_FALSE(r.ok());
+        CHECK(r.error().code == EINVAL);
+        CHECK(r.error().message.size() > tmp.str().size()); // libpcap's reason follows the path
+    }
+    SECTION("empty file: EINVAL") {
+        TempPath tmp(".pcap");
+        tmp.write({});
+        auto r = PcapFileSource::open(tmp.str());
+        REQUIRE_FALSE(r.ok());
+        CHECK(r.error().code == EINVAL);
+    }
+    SECTION("a header cut short: EINVAL") {
+        TempPath tmp(".pcap");
+        const Buf full = classic_pcap(false, kMagicMicro, kLinkEthernet, {});
+        tmp.write(Buf(full.begin(), full.begin() + 10));
+        auto r = PcapFileSource::open(tmp.str());
+        REQUIRE_FALSE(r.ok());
+        CHECK(r.error().code == EINVAL);
+    }
+    SECTION("a directory: EISDIR") {
+        auto r = PcapFileSource::open(std::filesystem::temp_directory_path().string());
+        REQUIRE_FALSE(r.ok());
+        CHECK(r.error().code == EISDIR);
+    }
+    SECTION("unreadable file: EACCES (skipped as root)") {
+        if (::geteuid() == 0) return;
+        TempPath tmp(".pcap");
+        tmp.write(classic_pcap(false, kMagicMicro, kLinkEthernet, {}));
+        std::filesystem::permissions(tmp.str(), std::filesystem::perms::none);
+        auto r = PcapFileSource::open(tmp.str());
+        REQUIRE_FALSE(r.ok());
+        CHECK(r.error().code == EACCES);
+        CHECK_THAT(r.error().message, Catch::Contains(tmp.str()));
+    }
+}

@@ -1,0 +1,30 @@
+// `rdmasim replay`: a receiving verbs program over an emulated device fed by
+// a capture. It sets up what a DPDK-style receiver sets up (CQ-ex, WQs with
+// the requested offload flags, RSS over them, flows), polls, re-posts and
+// reports what every frame became.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace rdmasim::tools {
+
+struct ReplayOptions {
+    std::string file;                   // "" = the bundled sample capture
+    std::uint32_t wqs = 4;
+    std::vector<std::string> flags;     // cvlan, fcs, pad, delay-drop
+    std::uint32_t ring = 256;           // WQEs per WQ
+    std::uint32_t buf = 2048;           // bytes per WQE
+    std::vector<std::string> rss_fields{"src-ip", "dst-ip", "src-port", "dst-port"};
+    std::string speed = "topspeed";
+    std::string engine = "inline";
+    std::string capture;                // write delivered bytes here
+    bool json = false;
+    std::uint32_t show = 0;             // print the first N delivered frames
+};
+
+// Returns the process exit status; prints errors to stderr.
+int run_replay(const ReplayOptions& options);
+
+} // namespace rdmasim::tools
