@@ -1,9 +1,10 @@
-// The rdmasim command line: replay (more subcommands join as they land).
+// The rdmasim command line: replay a capture, run a program on emulated devices.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
 #include "sim/logging.hpp"
 #include "tools/replay.hpp"
+#include "tools/run.hpp"
 
 #ifndef RDMASIM_SAMPLE_PCAP
 #error "RDMASIM_SAMPLE_PCAP must name the bundled sample capture"
@@ -35,7 +36,46 @@ int main(int argc, char** argv) {
     replay->add_flag("--json", ro.json, "print one JSON object instead of the table");
     replay->add_option("--show", ro.show, "print the first N delivered frames");
 
+    // run / env share the source options; each becomes an RDMASIM_* setting.
+    rdmasim::tools::RunOptions run_opts;
+    std::string pcap, devices, engine, speed, start;
+    std::vector<std::string> sets;
+    bool deterministic = false;
+    auto add_source_options = [&](CLI::App* sub) {
+        sub->add_option("--pcap", pcap, "capture replayed into rdmasim0");
+        sub->add_option("--devices", devices, "number of devices (rdmasim0, rdmasim1, ...)");
+        sub->add_option("--engine", engine, "thread (real time, default) or inline");
+        sub->add_flag("--deterministic", deterministic, "the inline engine: virtual time, bit-identical reruns");
+        sub->add_option("--speed", speed, "topspeed, original, or a multiple like 2x");
+        sub->add_option("--start", start, "first-flow (default), now, or a delay like 250ms");
+        sub->add_option("--set", sets, "any configuration key, as KEY=VALUE (repeatable)");
+    };
+    auto* run = app.add_subcommand("run", "Run an unmodified verbs program against emulated devices");
+    add_source_options(run);
+    run->add_option("command", run_opts.command, "the program and its arguments (after --)")->required();
+    auto* env = app.add_subcommand("env", "Print the environment `run` would set, as shell exports");
+    add_source_options(env);
+
     CLI11_PARSE(app, argc, argv);
+    if (run->parsed() || env->parsed()) {
+        auto& s = run_opts.settings;
+        if (!pcap.empty()) s.emplace_back("pcap", pcap);
+        if (!devices.empty()) s.emplace_back("devices", devices);
+        if (deterministic) s.emplace_back("engine", "inline");
+        if (!engine.empty()) s.emplace_back("engine", engine);
+        if (!speed.empty()) s.emplace_back("speed", speed);
+        if (!start.empty()) s.emplace_back("start", start);
+        for (const auto& kv : sets) {
+            const auto eq = kv.find('=');
+            if (eq == std::string::npos || eq == 0) {
+                std::fprintf(stderr, "rdmasim: --set %s: expected KEY=VALUE\n", kv.c_str());
+                return 2;
+            }
+            s.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+        }
+        return run->parsed() ? rdmasim::tools::run_command(run_opts)
+                             : rdmasim::tools::print_environment(run_opts);
+    }
     rdmasim::sim::set_log_level(log_level);
     if (replay->parsed()) {
         if (ro.file.empty()) ro.file = RDMASIM_SAMPLE_PCAP;

@@ -1,0 +1,51 @@
+// The drop-in libibverbs.so.1: at the first ibv_get_device_list the
+// environment (RDMASIM_*) builds a Simulator whose devices the program sees.
+// Compiled only into the shared library.
+#include <cstdio>
+#include <memory>
+#include <mutex>
+
+#include "device/registry.hpp"
+#include "sim/config.hpp"
+#include "sim/logging.hpp"
+#include "sim/simulator.hpp"
+
+namespace rdmasim::sim {
+namespace {
+
+std::unique_ptr<Simulator>& instance() {
+    static std::unique_ptr<Simulator> sim;
+    return sim;
+}
+
+int provide_devices() {
+    try {
+        Config config;
+        if (auto r = config.apply_environment(); !r) {
+            log().error("{}", r.error().message);
+            return r.error().code;
+        }
+        set_log_level(config.log_level);
+        auto sim = Simulator::create(config);
+        if (!sim) {
+            log().error("{}", sim.error().message);
+            return sim.error().code;
+        }
+        instance() = std::move(sim.value());
+        log().info("{} device(s) ready", instance()->device_count());
+        return 0;
+    } catch (const std::bad_alloc&) {
+        return ENOMEM;
+    } catch (...) {
+        return EIO;
+    }
+}
+
+// Runs when the library is loaded: devices are built lazily, on first use.
+__attribute__((constructor)) void install_provider() { device::set_device_provider(provide_devices); }
+
+// Stops engine threads before the program's static objects go away.
+__attribute__((destructor)) void shut_down() { instance().reset(); }
+
+} // namespace
+} // namespace rdmasim::sim

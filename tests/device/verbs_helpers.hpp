@@ -1,0 +1,177 @@
+// Small helpers the device tests share: frames built byte by byte, a
+// registered buffer, and the verbs calls every test repeats (create a CQ or a
+// WQ, move it to RDY, post one receive, drain a CQ). They call verbs exactly
+// as a program does.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "datapath/counters.hpp"
+#include "tests/support/sim_fixture.hpp"
+
+namespace rdmasim::test {
+
+using Frame = std::vector<std::uint8_t>;
+using Mac = std::array<std::uint8_t, 6>;
+
+inline constexpr Mac kDstMac = {0x02, 0x00, 0x00, 0x00, 0x00, 0x01};
+inline constexpr Mac kSrcMac = {0x02, 0x00, 0x00, 0x00, 0x00, 0x02};
+
+inline void put16(Frame& f, std::uint16_t v) {
+    f.push_back(static_cast<std::uint8_t>(v >> 8));
+    f.push_back(static_cast<std::uint8_t>(v));
+}
+inline void put32(Frame& f, std::uint32_t v) {
+    put16(f, static_cast<std::uint16_t>(v >> 16));
+    put16(f, static_cast<std::uint16_t>(v));
+}
+
+// An Ethernet II frame: dst, src, ether type, then `payload_len` bytes of a pattern.
+inline Frame eth_frame(const Mac& dst, const Mac& src, std::uint16_t ether_type,
+                       std::size_t payload_len = 46) {
+    Frame f(dst.begin(), dst.end());
+    f.insert(f.end(), src.begin(), src.end());
+    put16(f, ether_type);
+    for (std::size_t i = 0; i < payload_len; ++i) f.push_back(static_cast<std::uint8_t>(i));
+    return f;
+}
+
+// Ethernet + IPv4 (20-byte header, valid checksum) + TCP (20-byte header) +
+// `payload_len` bytes. Addresses are host-order integers (a.b.c.d = 0xaabbccdd).
+inline Frame ipv4_tcp_frame(std::uint32_t src_ip, std::uint32_t dst_ip, std::uint16_t src_port,
+                            std::uint16_t dst_port, const Mac& dst_mac = kDstMac,
+                            std::size_t payload_len = 16) {
+    Frame f(dst_mac.begin(), dst_mac.end());
+    f.insert(f.end(), kSrcMac.begin(), kSrcMac.end());
+    put16(f, 0x0800);
+    const std::size_t ip_at = f.size();
+    f.push_back(0x45);
+    f.push_back(0);
+    put16(f, static_cast<std::uint16_t>(20 + 20 + payload_len));
+    put16(f, 0x1234); // id
+    put16(f, 0x4000); // DF, offset 0
+    f.push_back(64);  // ttl
+    f.push_back(6);   // TCP
+    put16(f, 0);      // checksum, below
+    put32(f, src_ip);
+    put32(f, dst_ip);
+    std::uint32_t sum = 0;
+    for (std::size_t i = 0; i < 20; i += 2)
+        sum += static_cast<std::uint32_t>(f[ip_at + i] << 8 | f[ip_at + i + 1]);
+    while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+    const auto csum = static_cast<std::uint16_t>(~sum);
+    f[ip_at + 10] = static_cast<std::uint8_t>(csum >> 8);
+    f[ip_at + 11] = static_cast<std::uint8_t>(csum);
+    put16(f, src_port);
+    put16(f, dst_port);
+    put32(f, 1); // seq
+    put32(f, 0); // ack
+    f.push_back(0x50);
+    f.push_back(0x18); // PSH ACK
+    put16(f, 0xffff);  // window
+    put16(f, 0);       // checksum (not checked by these tests)
+    put16(f, 0);       // urgent
+    for (std::size_t i = 0; i < payload_len; ++i) f.push_back(static_cast<std::uint8_t>(0xa0 + i));
+    return f;
+}
+
+// A buffer registered with LOCAL_WRITE on `pd`; slot(i) is the i-th 2 KiB slot.
+class MrBuffer {
+public:
+    static constexpr std::uint32_t kSlot = 2048;
+    MrBuffer(ibv_pd* pd, std::size_t slots) : bytes_(slots * kSlot, 0) {
+        mr_ = ibv_reg_mr(pd, bytes_.data(), bytes_.size(), IBV_ACCESS_LOCAL_WRITE);
+        REQUIRE(mr_ != nullptr);
+    }
+    ~MrBuffer() {
+        if (mr_) ibv_dereg_mr(mr_);
+    }
+    MrBuffer(const MrBuffer&) = delete;
+    MrBuffer& operator=(const MrBuffer&) = delete;
+
+    [[nodiscard]] ibv_sge sge(std::size_t i) const {
+        return {reinterpret_cast<std::uint64_t>(bytes_.data() + i * kSlot), kSlot, mr_->lkey};
+    }
+    [[nodiscard]] const std::uint8_t* slot(std::size_t i) const { return bytes_.data() + i * kSlot; }
+    [[nodiscard]] ibv_mr* mr() const { return mr_; }
+
+private:
+    std::vector<std::uint8_t> bytes_;
+    ibv_mr* mr_ = nullptr;
+};
+
+inline ibv_cq* make_cq(ibv_context* ctx, int cqe = 64) {
+    ibv_cq* cq = ibv_create_cq(ctx, cqe, nullptr, nullptr, 0);
+    REQUIRE(cq != nullptr);
+    return cq;
+}
+
+inline ibv_wq_init_attr wq_attr(ibv_pd* pd, ibv_cq* cq, std::uint32_t max_wr = 16,
+                                std::uint32_t max_sge = 1) {
+    ibv_wq_init_attr a{};
+    a.wq_type = IBV_WQT_RQ;
+    a.max_wr = max_wr;
+    a.max_sge = max_sge;
+    a.pd = pd;
+    a.cq = cq;
+    return a;
+}
+
+inline ibv_wq* make_wq(ibv_pd* pd, ibv_cq* cq, std::uint32_t max_wr = 16,
+                       std::uint32_t max_sge = 1) {
+    ibv_wq_init_attr a = wq_attr(pd, cq, max_wr, max_sge);
+    ibv_wq* wq = ibv_create_wq(pd->context, &a);
+    REQUIRE(wq != nullptr);
+    return wq;
+}
+
+inline int set_wq_state(ibv_wq* wq, ibv_wq_state state) {
+    ibv_wq_attr a{};
+    a.attr_mask = IBV_WQ_ATTR_STATE;
+    a.wq_state = state;
+    return ibv_modify_wq(wq, &a);
+}
+
+inline int post_wq(ibv_wq* wq, std::uint64_t wr_id, ibv_sge sge) {
+    ibv_recv_wr wr{};
+    wr.wr_id = wr_id;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    ibv_recv_wr* bad = nullptr;
+    return ibv_post_wq_recv(wq, &wr, &bad);
+}
+
+inline int post_qp(ibv_qp* qp, std::uint64_t wr_id, ibv_sge sge) {
+    ibv_recv_wr wr{};
+    wr.wr_id = wr_id;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    ibv_recv_wr* bad = nullptr;
+    return ibv_post_recv(qp, &wr, &bad);
+}
+
+// Every completion currently in `cq` (polling pumps the inline engine).
+inline std::vector<ibv_wc> drain(ibv_cq* cq) {
+    std::vector<ibv_wc> out;
+    ibv_wc wc[16];
+    for (;;) {
+        const int n = ibv_poll_cq(cq, 16, wc);
+        REQUIRE(n >= 0);
+        if (n == 0) break;
+        out.insert(out.end(), wc, wc + n);
+    }
+    return out;
+}
+
+inline std::uint64_t drops(SimFixture& fx, datapath::Drop d) {
+    return fx.port().drops[static_cast<std::size_t>(d)].get();
+}
+
+} // namespace rdmasim::test

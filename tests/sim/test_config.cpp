@@ -1,0 +1,91 @@
+#include <catch2/catch.hpp>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include "sim/config.hpp"
+
+using rdmasim::sim::Config;
+
+TEST_CASE("config: every key validates its value and names it in the error", "[sim][config]") {
+    Config c;
+    REQUIRE(c.set("devices", "3"));
+    CHECK(c.devices == 3);
+    for (auto [k, v] : {std::pair{"devices", "0"}, {"devices", "17"}, {"devices", "x"},
+                        {"engine", "fast"}, {"speed", "2"}, {"speed", "-1x"}, {"burst", "0"},
+                        {"source_fcs", "2"}, {"caps.delay_drop_timeout_us", "150"},
+                        {"caps.delay_drop_timeout_us", "100100"}, {"caps.pad_align", "32"},
+                        {"caps.ip_csum", "maybe"}, {"start", "later"}, {"no.such.key", "1"}}) {
+        auto r = c.set(k, v);
+        INFO(k << " = " << v);
+        REQUIRE_FALSE(r);
+        CHECK(r.error().code == EINVAL);
+        CHECK(r.error().message.find(k) != std::string::npos);
+        CHECK(r.error().message.find(v) != std::string::npos);
+    }
+    REQUIRE(c.set("speed", "2.5x"));
+    CHECK(c.speed == 2.5);
+    REQUIRE(c.set("start", "250ms"));
+    CHECK(c.start_delay_ns == 250'000'000);
+    REQUIRE(c.set("caps.delay_drop_timeout_us", "300"));
+    CHECK(c.caps.delay_drop_timeout_ns == 300'000);
+    REQUIRE(c.set("caps.cvlan_stripping", "off"));
+    CHECK_FALSE(c.caps.cvlan_stripping);
+}
+
+TEST_CASE("config: the environment spells the same keys", "[sim][config]") {
+    ::setenv("RDMASIM_DEVICES", "2", 1);
+    ::setenv("RDMASIM_CAPS_SCATTER_FCS", "off", 1);
+    ::setenv("RDMASIM_PCAP_1", "/tmp/x.pcap", 1);
+    Config c;
+    auto r = c.apply_environment();
+    ::unsetenv("RDMASIM_DEVICES");
+    ::unsetenv("RDMASIM_CAPS_SCATTER_FCS");
+    ::unsetenv("RDMASIM_PCAP_1");
+    REQUIRE(r);
+    CHECK(c.devices == 2);
+    CHECK_FALSE(c.caps.scatter_fcs);
+    REQUIRE(c.pcap.size() == 2);
+    CHECK(c.pcap[1] == "/tmp/x.pcap");
+
+    ::setenv("RDMASIM_ENGINE", "warp", 1);
+    Config d;
+    auto bad = d.apply_environment();
+    ::unsetenv("RDMASIM_ENGINE");
+    REQUIRE_FALSE(bad);
+    CHECK(bad.error().message.find("RDMASIM_ENGINE") != std::string::npos);
+}
+
+TEST_CASE("config: TOML files, with tables for the caps", "[sim][config]") {
+    const auto path = std::filesystem::temp_directory_path() / "rdmasim-test-config.toml";
+    {
+        std::FILE* f = std::fopen(path.c_str(), "w");
+        REQUIRE(f);
+        std::fputs("devices = 2\nengine = \"inline\"\n[caps]\nip_csum = false\npad_align = 128\n", f);
+        std::fclose(f);
+    }
+    Config c;
+    REQUIRE(c.apply_toml_file(path.string()));
+    CHECK(c.devices == 2);
+    CHECK(c.engine == rdmasim::sim::EngineKind::inline_);
+    CHECK_FALSE(c.caps.ip_csum);
+    CHECK(c.caps.pad_align == 128);
+    {
+        std::FILE* f = std::fopen(path.c_str(), "w");
+        std::fputs("devices = [1, 2\n", f);
+        std::fclose(f);
+    }
+    auto r = c.apply_toml_file(path.string());
+    REQUIRE_FALSE(r);
+    CHECK(r.error().message.find(path.string()) != std::string::npos);
+    std::filesystem::remove(path);
+}
+
+TEST_CASE("config: a pcap for a device that does not exist is refused", "[sim][config]") {
+    Config c;
+    REQUIRE(c.set("pcap.3", "/tmp/a.pcap"));
+    auto r = c.validate();
+    REQUIRE_FALSE(r);
+    CHECK(r.error().message.find("pcap.3") != std::string::npos);
+}
