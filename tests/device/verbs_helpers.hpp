@@ -11,6 +11,8 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "datapath/counters.hpp"
@@ -19,6 +21,8 @@
 namespace rdmasim::test {
 
 using Frame = std::vector<std::uint8_t>;
+// SimFixture({{"k", "v"}}) is ambiguous with the deleted copy constructor; spell the type.
+using Settings = std::vector<std::pair<std::string, std::string>>;
 using Mac = std::array<std::uint8_t, 6>;
 
 inline constexpr Mac kDstMac = {0x02, 0x00, 0x00, 0x00, 0x00, 0x01};
@@ -105,6 +109,139 @@ public:
 private:
     std::vector<std::uint8_t> bytes_;
     ibv_mr* mr_ = nullptr;
+};
+
+// An 802.1Q-tagged Ethernet frame (TPID 0x8100, `tci`) carrying `ether_type`.
+inline Frame vlan_frame(std::uint16_t tci, std::uint16_t ether_type = 0x88b5,
+                        std::size_t payload_len = 46) {
+    Frame f(kDstMac.begin(), kDstMac.end());
+    f.insert(f.end(), kSrcMac.begin(), kSrcMac.end());
+    put16(f, 0x8100);
+    put16(f, tci);
+    put16(f, ether_type);
+    for (std::size_t i = 0; i < payload_len; ++i) f.push_back(static_cast<std::uint8_t>(i));
+    return f;
+}
+
+// The Microsoft RSS verification key.
+inline constexpr std::array<std::uint8_t, 40> kMsKey = {
+    0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3,
+    0x8f, 0xb0, 0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3,
+    0x80, 0x30, 0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa};
+
+// A flow attribute with one ETH spec, laid out as a program does.
+struct EthFlowAttr {
+    ibv_flow_attr attr;
+    ibv_flow_spec_eth eth;
+};
+
+// Matches frames to `dst` (every frame when dst is null: all-zero masks).
+inline EthFlowAttr eth_flow(const Mac* dst = nullptr, std::uint16_t priority = 0,
+                            ibv_flow_attr_type type = IBV_FLOW_ATTR_NORMAL) {
+    EthFlowAttr f;
+    std::memset(&f, 0, sizeof f);
+    f.attr.type = type;
+    f.attr.size = sizeof f;
+    f.attr.priority = priority;
+    f.attr.num_of_specs = 1;
+    f.attr.port = 1;
+    f.eth.type = IBV_FLOW_SPEC_ETH;
+    f.eth.size = sizeof f.eth;
+    if (dst != nullptr) {
+        std::memcpy(f.eth.val.dst_mac, dst->data(), 6);
+        std::memset(f.eth.mask.dst_mac, 0xff, 6);
+    }
+    return f;
+}
+
+inline ibv_flow* make_flow(ibv_qp* qp, EthFlowAttr f) {
+    ibv_flow* flow = ibv_create_flow(qp, &f.attr);
+    REQUIRE(flow != nullptr);
+    return flow;
+}
+
+inline ibv_qp_init_attr_ex rss_qp_attr(ibv_pd* pd, ibv_rwq_ind_table* table,
+                                       std::uint64_t fields) {
+    ibv_qp_init_attr_ex a{};
+    a.qp_type = IBV_QPT_RAW_PACKET;
+    a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH;
+    a.pd = pd;
+    a.rwq_ind_tbl = table;
+    a.rx_hash_conf.rx_hash_function = IBV_RX_HASH_FUNC_TOEPLITZ;
+    a.rx_hash_conf.rx_hash_key_len = kMsKey.size();
+    a.rx_hash_conf.rx_hash_key = const_cast<std::uint8_t*>(kMsKey.data());
+    a.rx_hash_conf.rx_hash_fields_mask = fields;
+    return a;
+}
+
+inline ibv_rwq_ind_table* make_table(ibv_context* ctx, std::vector<ibv_wq*>& wqs,
+                                     std::uint32_t log_size) {
+    REQUIRE(wqs.size() == (std::size_t{1} << log_size));
+    ibv_rwq_ind_table_init_attr a{};
+    a.log_ind_tbl_size = log_size;
+    a.ind_tbl = wqs.data();
+    ibv_rwq_ind_table* t = ibv_create_rwq_ind_table(ctx, &a);
+    REQUIRE(t != nullptr);
+    return t;
+}
+
+// How frames reach WQs: an indirection table over them, an RSS QP and a flow
+// rule that takes every frame. Torn down in reverse order.
+class Steering {
+public:
+    Steering(ibv_pd* pd, std::vector<ibv_wq*> wqs, std::uint32_t log_size = 0,
+             std::uint64_t fields = 0)
+        : wqs_(std::move(wqs)) {
+        table_ = make_table(pd->context, wqs_, log_size);
+        ibv_qp_init_attr_ex a = rss_qp_attr(pd, table_, fields);
+        qp_ = ibv_create_qp_ex(pd->context, &a);
+        REQUIRE(qp_ != nullptr);
+        flow_ = make_flow(qp_, eth_flow());
+    }
+    ~Steering() {
+        CHECK(ibv_destroy_flow(flow_) == 0);
+        CHECK(ibv_destroy_qp(qp_) == 0);
+        CHECK(ibv_destroy_rwq_ind_table(table_) == 0);
+    }
+    Steering(const Steering&) = delete;
+    Steering& operator=(const Steering&) = delete;
+    [[nodiscard]] ibv_rwq_ind_table* table() const { return table_; }
+    [[nodiscard]] ibv_qp* qp() const { return qp_; }
+
+private:
+    std::vector<ibv_wq*> wqs_;
+    ibv_rwq_ind_table* table_ = nullptr;
+    ibv_qp* qp_ = nullptr;
+    ibv_flow* flow_ = nullptr;
+};
+
+// A second context on the fixture's device: objects from it belong to "another context".
+class OtherContext {
+public:
+    OtherContext() {
+        int n = 0;
+        ibv_device** list = ibv_get_device_list(&n);
+        REQUIRE(list != nullptr);
+        REQUIRE(n >= 1);
+        ctx = ibv_open_device(list[0]);
+        ibv_free_device_list(list);
+        REQUIRE(ctx != nullptr);
+        pd = ibv_alloc_pd(ctx);
+        REQUIRE(pd != nullptr);
+        cq = ibv_create_cq(ctx, 16, nullptr, nullptr, 0);
+        REQUIRE(cq != nullptr);
+    }
+    ~OtherContext() {
+        CHECK(ibv_destroy_cq(cq) == 0);
+        CHECK(ibv_dealloc_pd(pd) == 0);
+        CHECK(ibv_close_device(ctx) == 0);
+    }
+    OtherContext(const OtherContext&) = delete;
+    OtherContext& operator=(const OtherContext&) = delete;
+
+    ibv_context* ctx = nullptr;
+    ibv_pd* pd = nullptr;
+    ibv_cq* cq = nullptr;
 };
 
 inline ibv_cq* make_cq(ibv_context* ctx, int cqe = 64) {

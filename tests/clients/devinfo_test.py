@@ -1,0 +1,53 @@
+#!/usr/bin/python3
+"""ibv_devinfo and ibv_devices (rdma-core's own tools, unmodified) on rdmasim.
+
+usage: devinfo_test.py RDMASIM
+"""
+import re
+import subprocess
+import sys
+
+rdmasim = sys.argv[1]
+failures = []
+checks = 0
+
+
+def check(cond, what):
+    global checks
+    checks += 1
+    if not cond:
+        failures.append(what)
+        print(f"FAIL: {what}")
+
+
+def run(*args):
+    p = subprocess.run([rdmasim, "run", "--devices", "2", "--", *args],
+                       capture_output=True, text=True, timeout=60)
+    print(f"$ {' '.join(args)}  (exit {p.returncode})\n{p.stdout}{p.stderr}")
+    return p
+
+
+p = run("ibv_devinfo", "-v")
+check(p.returncode == 0, "ibv_devinfo exits 0")
+out = p.stdout
+check(re.search(r"hca_id:\s+rdmasim0", out), "rdmasim0 listed")
+check(re.search(r"hca_id:\s+rdmasim1", out), "rdmasim1 listed (--devices 2)")
+check(re.search(r"state:\s+PORT_ACTIVE", out), "port PORT_ACTIVE")
+check(re.search(r"link_layer:\s+Ethernet", out), "link layer Ethernet")
+guid = re.search(r"node_guid:\s+([0-9a-f:]+)", out)
+check(guid and guid.group(1).replace(":", "").strip("0") != "", "non-zero node GUID")
+check(re.search(r"phys_port_cnt:\s+1", out), "one port")
+check(re.search(r"max_qp:\s+[1-9]", out), "max_qp non-zero")
+check(re.search(r"GID\[\s*0\]:\s+fe80", out), "GID 0 present")
+
+p = run("ibv_devices")
+check(p.returncode == 0, "ibv_devices exits 0")
+check(re.search(r"rdmasim0\s+[0-9a-f]{16}", p.stdout), "ibv_devices lists rdmasim0 with its GUID")
+
+# Bad configuration: a clear, specific error, never a crash.
+p = subprocess.run([rdmasim, "run", "--set", "caps.pad_align=96", "--", "ibv_devices"],
+                   capture_output=True, text=True, timeout=60)
+check(p.returncode != 0 and "caps.pad_align" in p.stderr, "bad configuration names the key")
+
+print(f"{checks - len(failures)} passed, {len(failures)} failed")
+sys.exit(1 if failures else 0)

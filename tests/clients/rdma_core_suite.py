@@ -1,0 +1,98 @@
+#!/usr/bin/python3
+"""rdma-core's own test suite (shipped in python3-pyverbs) on rdmasim0.
+
+Runs every test of the files below, and the raw-packet tests of test_qp,
+under `rdmasim run`. A test must pass, or skip for a feature that is honestly
+absent (EOPNOTSUPP); a failure or an error fails this script. Prints a count
+per file.
+
+usage: rdma_core_suite.py RDMASIM [TEST_ID_SUBSTRING ...]
+"""
+import collections
+import gzip
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+SUITE = "/usr/share/doc/rdma-core/tests"
+FILES = ["test_device", "test_pd", "test_cq", "test_cqex", "test_flow", "test_rss_traffic"]
+RAW_QP = re.compile(r"^tests\.test_qp\..*raw", re.IGNORECASE)
+
+
+def unpack(dst):
+    """The suite ships gzipped: unpack a private copy as the package `tests`."""
+    pkg = os.path.join(dst, "tests")
+    os.mkdir(pkg)
+    for name in os.listdir(SUITE):
+        src = os.path.join(SUITE, name)
+        if name.endswith(".gz"):
+            with gzip.open(src, "rb") as fin, open(os.path.join(pkg, name[:-3]), "wb") as fout:
+                shutil.copyfileobj(fin, fout)
+        elif os.path.isfile(src):
+            shutil.copy(src, pkg)
+    return pkg
+
+
+def main():
+    if len(sys.argv) < 2:
+        print(__doc__)
+        return 2
+    rdmasim, only = sys.argv[1], sys.argv[2:]
+    if not os.path.isdir(SUITE):
+        print(f"FAIL: {SUITE} missing (package python3-pyverbs)")
+        return 1
+    with tempfile.TemporaryDirectory() as tmp:
+        pkg = unpack(tmp)
+        runner = os.path.join(pkg, "run_tests.py")
+        base = [rdmasim, "run", "--", "/usr/bin/python3", runner, "--dev", "rdmasim0"]
+        listing = subprocess.run(base + ["--list-tests"], capture_output=True, text=True,
+                                 timeout=300, cwd=tmp)
+        if listing.returncode != 0:
+            print(listing.stdout, listing.stderr)
+            print("FAIL: the suite does not load")
+            return 1
+        ids = [t for t in listing.stdout.split() if t.startswith("tests.")]
+        chosen = [t for t in ids if t.split(".")[1] in FILES or RAW_QP.match(t)]
+        if only:
+            chosen = [t for t in chosen if any(o in t for o in only)]
+        if not chosen:
+            print("FAIL: no test selected")
+            return 1
+        proc = subprocess.run(base + ["-v"] + chosen, capture_output=True, text=True,
+                              timeout=1800, cwd=tmp)
+    out = proc.stderr + proc.stdout
+    results = collections.defaultdict(collections.Counter)
+    bad = []
+    for m in re.finditer(r"^(\w+) \((tests\.(\w+)\.[\w.]+)\)(?:\n[^\n]*)?? \.\.\. (ok|skipped.*|FAIL|ERROR|expected failure|unexpected success)$",
+                         out, re.MULTILINE):
+        name, full, module, verdict = m.group(1), m.group(2), m.group(3), m.group(4)
+        kind = verdict.split()[0].lower().rstrip(":")
+        kind = {"ok": "passed", "skipped": "skipped", "fail": "failed", "error": "errors"}.get(kind, kind)
+        results[module][kind] += 1
+        if kind in ("failed", "errors"):
+            bad.append(f"{full}: {verdict}")
+    for module in sorted(results):
+        c = results[module]
+        print(f"{module:20s} passed {c['passed']:3d}  skipped {c['skipped']:3d}  "
+              f"failed {c['failed']:3d}  errors {c['errors']:3d}")
+    counted = sum(sum(c.values()) for c in results.values())
+    summary = re.search(r"^Ran (\d+) tests?", out, re.MULTILINE)
+    ran = int(summary.group(1)) if summary else -1
+    if ran != counted or bad or proc.returncode != 0:
+        tail = "\n".join(out.splitlines()[-150:])
+        print(f"--- suite output (last lines) ---\n{tail}")
+        for b in bad:
+            print(f"FAIL: {b}")
+        if ran != counted:
+            print(f"FAIL: unittest ran {ran} tests, {counted} verdicts parsed")
+    passed = sum(c["passed"] + c["skipped"] for c in results.values())
+    failed = sum(c["failed"] + c["errors"] for c in results.values()) + (ran != counted)
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed or proc.returncode != 0 else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
