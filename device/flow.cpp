@@ -36,7 +36,7 @@ ibv_flow* create_flow(ibv_qp* q, ibv_flow_attr* attr) noexcept {
         Qp& qp = *from_verbs(q);
         Device& dev = *qp.ctx->device;
         auto flow = std::make_unique<Flow>();
-        if (int err = parse_flow_attr(*attr, flow->rule)) return fail<ibv_flow>(err);
+        if (int err = parse_flow_attr(*attr, kMaxFlowBytes, flow->rule)) return fail<ibv_flow>(err);
         if (attr->type == IBV_FLOW_ATTR_MC_DEFAULT) {
             // Multicast default: frames whose destination MAC has the group bit.
             flow->rule.has_eth = true;

@@ -115,7 +115,8 @@ std::size_t spec_struct_size(std::uint32_t type) noexcept {
 
 } // namespace
 
-int parse_flow_attr(const ibv_flow_attr& attr, datapath::FlowRule& rule) noexcept {
+int parse_flow_attr(const ibv_flow_attr& attr, std::size_t available,
+                    datapath::FlowRule& rule) noexcept {
     if (attr.comp_mask != 0) return EINVAL;
     if (attr.port != 1) return EINVAL;
     const auto* const base = reinterpret_cast<const std::uint8_t*>(&attr);
@@ -132,9 +133,10 @@ int parse_flow_attr(const ibv_flow_attr& attr, datapath::FlowRule& rule) noexcep
         return EINVAL;
     }
     if ((attr.flags & ~kKnownAttrFlags) != 0) return EOPNOTSUPP;
-    if (attr.size < sizeof(ibv_flow_attr)) return EINVAL;
-
-    const std::size_t end = attr.size;
+    // attr.size is not trusted: rdma-core itself ignores it (pyverbs sets it
+    // to sizeof(ibv_flow_attr) alone). Each spec's own size walks the list.
+    if (available < sizeof(ibv_flow_attr)) return EINVAL;
+    const std::size_t end = available < kMaxFlowBytes ? available : kMaxFlowBytes;
     std::size_t offset = sizeof(ibv_flow_attr);
     datapath::FlowRule out;
     for (unsigned i = 0; i < attr.num_of_specs; ++i) {

@@ -8,21 +8,25 @@
 
 namespace rdmasim::device {
 
-// Parses `attr` and the attr.num_of_specs specs that follow it in memory, laid
-// out as verbs defines (each spec starts with its type and size; attr.size
-// counts the attribute and all specs). Reads nothing past the attribute itself
-// and the first attr.size bytes from &attr: the caller guarantees only those.
+// Parses `attr` and the attr.num_of_specs specs that follow it in memory,
+// laid out as verbs defines (each spec starts with its type and its size).
+// attr.size is ignored, as rdma-core ignores it (pyverbs sets it to
+// sizeof(ibv_flow_attr) alone); the walk reads nothing past `available`
+// bytes from &attr, nor past kMaxFlowBytes. ibv_create_flow passes
+// kMaxFlowBytes: like libibverbs, it trusts the specs to be where the
+// program says; a fuzzer passes the size of its buffer.
 // Returns 0 and replaces `rule`, or an errno and leaves `rule` untouched:
-//   EINVAL     comp_mask != 0, port != 1, unknown attribute type, attr.size
-//              below sizeof(ibv_flow_attr), a spec running past attr.size or
-//              smaller than its type's struct, a second spec of a kind, two L3
-//              or two L4 specs;
+//   EINVAL     comp_mask != 0, port != 1, unknown attribute type, a spec
+//              running past the bound or smaller than its type's struct, a
+//              second spec of a kind, two L3 or two L4 specs;
 //   EOPNOTSUPP unknown flag bits (DONT_TRAP and EGRESS are known), a spec type
 //              other than ETH, IPV4, IPV4_EXT, IPV6, TCP, UDP (inner, tunnel,
 //              MPLS, ESP, actions).
 // Verbs values are network order; the rule gets host-order integers and
 // addresses as bytes. Every value is reduced to its mask (value &= mask).
 // The attribute type, priority and flags are the caller's to read.
-[[nodiscard]] int parse_flow_attr(const ibv_flow_attr& attr, datapath::FlowRule& rule) noexcept;
+inline constexpr std::size_t kMaxFlowBytes = 4096;
+[[nodiscard]] int parse_flow_attr(const ibv_flow_attr& attr, std::size_t available,
+                                  datapath::FlowRule& rule) noexcept;
 
 } // namespace rdmasim::device

@@ -55,7 +55,7 @@ const std::vector<std::pair<std::string_view, std::string_view>>& Config::keys()
         {"pcap", "capture file replayed into rdmasim0's port"},
         {"pcap.N", "capture file replayed into device N's port"},
         {"engine", "inline (deterministic, virtual time) or thread (real time)"},
-        {"start", "when a replay starts: first-flow, now, or a delay like 250ms"},
+        {"start", "when a replay starts: first-flow, now, a delay like 250ms, or manual (Engine::begin)"},
         {"speed", "topspeed, original, or a multiple of capture time like 2x"},
         {"burst", "frames per engine step, 1..4096"},
         {"source_fcs", "auto, 0 or 4: FCS bytes the capture's frames carry"},
@@ -97,12 +97,13 @@ Result<void> Config::set(std::string_view key, std::string_view v) {
     } else if (key == "start") {
         if (v == "first-flow") start = StartTrigger::first_flow;
         else if (v == "now") start = StartTrigger::now;
+        else if (v == "manual") start = StartTrigger::manual;
         else if (v.ends_with("ms")) {
             auto n = parse_uint<std::uint64_t>(v.substr(0, v.size() - 2), 0, 3'600'000);
-            if (!n) return bad(key, v, "first-flow, now, or a delay in ms like 250ms");
+            if (!n) return bad(key, v, "first-flow, now, manual, or a delay in ms like 250ms");
             start = StartTrigger::delay;
             start_delay_ns = *n * 1'000'000;
-        } else return bad(key, v, "first-flow, now, or a delay in ms like 250ms");
+        } else return bad(key, v, "first-flow, now, manual, or a delay in ms like 250ms");
     } else if (key == "speed") {
         if (v == "topspeed") speed = 0;
         else if (v == "original") speed = 1;

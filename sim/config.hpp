@@ -16,7 +16,7 @@
 namespace rdmasim::sim {
 
 enum class EngineKind { inline_, thread };
-enum class StartTrigger { first_flow, now, delay };
+enum class StartTrigger { first_flow, now, delay, manual };
 
 struct Config {
     std::uint32_t devices = 1;

@@ -13,9 +13,11 @@
 namespace rdmasim::sim {
 namespace {
 
+// Never destroyed by exit's handlers: shut_down() is the only teardown, and it
+// runs from the loader's fini, after atexit handlers have already run.
 std::unique_ptr<Simulator>& instance() {
-    static std::unique_ptr<Simulator> sim;
-    return sim;
+    static auto* sim = new std::unique_ptr<Simulator>;
+    return *sim;
 }
 
 int provide_devices() {

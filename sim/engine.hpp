@@ -26,6 +26,9 @@ public:
 
     virtual void start() = 0; // begins work (the thread engine spawns its thread)
     virtual void stop() = 0;  // ends work; the engine can be destroyed afterwards
+    // Starts the replay now, whatever the start trigger (a program that owns
+    // the Simulator calls it once its receive set-up is complete).
+    virtual void begin() noexcept = 0;
 
     // True once the source is exhausted and no frame is held: every frame
     // offered has its outcome.

@@ -7,10 +7,14 @@
 namespace rdmasim::sim {
 
 void InlineEngine::start() {
-    if (config_.start != StartTrigger::first_flow) started_.store(true);
+    // No real time here: a delay starts at once.
+    if (config_.start == StartTrigger::now || config_.start == StartTrigger::delay)
+        started_.store(true);
 }
 
-void InlineEngine::on_flow_attached(device::Device&) noexcept { started_.store(true); }
+void InlineEngine::on_flow_attached(device::Device&) noexcept {
+    if (config_.start == StartTrigger::first_flow) started_.store(true);
+}
 
 void InlineEngine::on_post(device::Device& dev) noexcept {
     // Held frames may go to the WQEs just posted; no new frames enter.
@@ -25,6 +29,11 @@ void InlineEngine::pump() noexcept {
     net::Frame frame;
     while (n < config_.burst && source_->next(frame)) {
         if (frame.ts_ns > now_ns_) now_ns_ = frame.ts_ns;
+        // A delay-drop timeout that falls due before this frame arrives fires
+        // first (SPEC 4.3): the frame must not join, and die with, frames that
+        // timed out before it came, and a device left disarmed by the timeout
+        // must see it disarmed.
+        if (device::port_next_deadline(dev_) <= now_ns_) device::port_service(dev_, now_ns_);
         device::port_ingress(dev_, frame, now_ns_);
         ++n;
     }

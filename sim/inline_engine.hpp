@@ -11,6 +11,7 @@ public:
 
     void start() override;
     void stop() override {}
+    void begin() noexcept override { started_.store(true); }
     bool wait_idle(std::chrono::milliseconds timeout) override;
 
     // One step: up to `burst` frames in, then delay-drop release and timeouts.

@@ -52,6 +52,10 @@ void ThreadEngine::post_step() noexcept {
 
 void ThreadEngine::on_post(device::Device&) noexcept { post_step(); }
 
+void ThreadEngine::begin() noexcept {
+    if (!started_.exchange(true)) post_step();
+}
+
 void ThreadEngine::on_flow_attached(device::Device&) noexcept {
     if (config_.start == StartTrigger::first_flow && !started_.exchange(true)) post_step();
 }
@@ -91,7 +95,10 @@ void ThreadEngine::step() {
                     break;
                 }
             }
-            device::port_ingress(dev_, pending_, now_ns());
+            const auto arrival = now_ns();
+            // A delay-drop timeout already due fires before this frame enters (SPEC 4.3).
+            if (device::port_next_deadline(dev_) <= arrival) device::port_service(dev_, arrival);
+            device::port_ingress(dev_, pending_, arrival);
             has_pending_ = false;
             ++n;
         }

@@ -17,6 +17,7 @@ public:
 
     void start() override;
     void stop() override;
+    void begin() noexcept override;
     bool wait_idle(std::chrono::milliseconds timeout) override;
 
     void on_poll(device::Device&) noexcept override {}

@@ -171,7 +171,7 @@ int replay(const ReplayOptions& o) {
     sim::Config cfg;
     if (auto r = cfg.apply_environment(); !r) fail(r.error().message);
     for (auto [k, v] : {std::pair<std::string, std::string>{"engine", o.engine},
-                        {"speed", o.speed}, {"pcap", o.file}, {"start", "first-flow"}}) {
+                        {"speed", o.speed}, {"pcap", o.file}, {"start", "manual"}}) {
         if (auto r = cfg.set(k, v); !r) fail(r.error().message);
     }
     cfg.devices = 1;
@@ -285,6 +285,10 @@ int replay(const ReplayOptions& o) {
         FlowBuf fb = make_flow(c.l3, c.l4, c.priority);
         flows.push_back(check(ibv_create_flow(qp, fb.attr()), "ibv_create_flow"));
     }
+
+    // The receive set-up is complete: only now does the capture start to flow
+    // (a program under `rdmasim run` gets the same from start=first-flow).
+    sim.engine(0).begin();
 
     // --- receive until the capture is done ---
     const bool tty = isatty(STDERR_FILENO) && !o.json;

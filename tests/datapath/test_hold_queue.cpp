@@ -69,7 +69,8 @@ TEST_CASE("hold queue: FIFO, full by entries", "[datapath][hold]") {
     q.init(3, 4096);
     REQUIRE(q.empty());
     std::vector<Held> frames;
-    for (std::uint32_t i = 0; i < 4; ++i) frames.push_back(make(i, 60 + i));
+    for (std::uint32_t i = 0; i < 4; ++i)
+        frames.push_back(make(i, 60 + i));
     REQUIRE(push(q, frames[0]));
     REQUIRE(push(q, frames[1]));
     REQUIRE(push(q, frames[2]));
@@ -90,9 +91,9 @@ TEST_CASE("hold queue: full by bytes, arena wrap-around, frames intact", "[datap
     HoldQueue q;
     q.init(16, 100);
     const Held a = make(1, 30), b = make(2, 30), c = make(3, 30), d = make(4, 30);
-    REQUIRE(push(q, a)); // [0, 30)
-    REQUIRE(push(q, b)); // [30, 60)
-    REQUIRE(push(q, c)); // [60, 90)
+    REQUIRE(push(q, a));       // [0, 30)
+    REQUIRE(push(q, b));       // [30, 60)
+    REQUIRE(push(q, c));       // [60, 90)
     REQUIRE_FALSE(push(q, d)); // 10 bytes at the end, nothing free at the start
     REQUIRE(q.size() == 3);
     check_front(q, a);
@@ -148,8 +149,7 @@ TEST_CASE("hold queue: random pushes and pops match a deque model", "[datapath][
                 // Must accept: an entry left and room for the frame even after the
                 // worst fragmentation (a tail gap shorter than a frame) and the
                 // one-byte gap that keeps "full" distinct from "empty".
-                if (model.size() < s.frames && live + len + s.max_len + 1 <= s.bytes)
-                    REQUIRE(ok);
+                if (model.size() < s.frames && live + len + s.max_len + 1 <= s.bytes) REQUIRE(ok);
                 if (ok) {
                     model.push_back(std::move(h));
                     live += len;

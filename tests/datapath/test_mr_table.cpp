@@ -29,7 +29,9 @@ MrEntry entry(const void* pd, bool local_write = true) {
     return e;
 }
 
-std::uint8_t* host(std::uint64_t h) { return reinterpret_cast<std::uint8_t*>(h); }
+std::uint8_t* host(std::uint64_t h) {
+    return reinterpret_cast<std::uint8_t*>(h);
+}
 
 } // namespace
 
@@ -58,7 +60,7 @@ TEST_CASE("mr table: translate checks pd, access and range", "[datapath][mr]") {
     }
     SECTION("unknown keys") {
         CHECK(t.translate(0, &kPdA, kIova, 64, true) == nullptr);
-        CHECK(t.translate(key + 1, &kPdA, kIova, 64, true) == nullptr); // other generation
+        CHECK(t.translate(key + 1, &kPdA, kIova, 64, true) == nullptr);      // other generation
         CHECK(t.translate(key ^ 0x0100, &kPdA, kIova, 64, true) == nullptr); // other slot
         CHECK(t.translate(0xffff'ff01u, &kPdA, kIova, 64, true) == nullptr); // past the table
         CHECK(t.translate(0x0000'00ffu, &kPdA, kIova, 64, true) == nullptr); // slot 0 is "none"
@@ -92,8 +94,8 @@ TEST_CASE("mr table: keys are unique, die with their MR, and a full table says 0
 
     t.remove(keys[1]);
     CHECK(t.translate(keys[1], &kPdA, kIova, 8, true) == nullptr);
-    t.remove(keys[1]);     // twice: harmless
-    t.remove(0);           // nonsense keys: harmless
+    t.remove(keys[1]); // twice: harmless
+    t.remove(0);       // nonsense keys: harmless
     t.remove(0xffff'ff01u);
     CHECK(t.translate(keys[0], &kPdA, kIova, 8, true) == host(kHost));
 
@@ -108,8 +110,7 @@ TEST_CASE("mr table: keys are unique, die with their MR, and a full table says 0
     CHECK(t.translate(again, &kPdB, kIova, 8, true) == host(kHost));
 }
 
-TEST_CASE("mr table: a slot reused 300 times never hands out 0 or an old key",
-          "[datapath][mr]") {
+TEST_CASE("mr table: a slot reused 300 times never hands out 0 or an old key", "[datapath][mr]") {
     MrTable t(1);
     std::set<std::uint32_t> recent;
     std::uint32_t prev = 0;

@@ -10,8 +10,8 @@
 #include "datapath/recv_ring.hpp"
 
 using namespace rdmasim;
-using datapath::CqRing;
 using datapath::Cqe;
+using datapath::CqRing;
 using datapath::RecvRing;
 using datapath::Sge;
 using datapath::Wqe;
@@ -66,8 +66,8 @@ void check_cq(const CqRing& ring, const std::deque<Cqe>& model) {
 
 TEST_CASE("rings: capacity is the request rounded up to a power of two", "[datapath][ring]") {
     const std::vector<std::pair<std::uint32_t, std::uint32_t>> cases = {
-        {0, 1}, {1, 1}, {2, 2}, {3, 4}, {4, 4}, {5, 8}, {255, 256}, {256, 256}, {1000, 1024},
-        {32768, 32768}};
+        {0, 1}, {1, 1},     {2, 2},     {3, 4},       {4, 4},
+        {5, 8}, {255, 256}, {256, 256}, {1000, 1024}, {32768, 32768}};
     for (auto [req, cap] : cases) {
         INFO("request " << req);
         RecvRing r;
@@ -127,7 +127,8 @@ TEST_CASE("recv ring: random operations match a deque model", "[datapath][ring]"
                         Sge* s = ring.next_sges();
                         w = Wqe{m.wr_id, n, 0};
                         for (std::uint32_t i = 0; i < n; ++i) {
-                            const Sge sge{rng() * 64ull, 1 + static_cast<std::uint32_t>(rng() % 9000),
+                            const Sge sge{rng() * 64ull,
+                                          1 + static_cast<std::uint32_t>(rng() % 9000),
                                           static_cast<std::uint32_t>(rng())};
                             s[i] = sge;
                             w.total_len += sge.length;
@@ -156,7 +157,8 @@ TEST_CASE("cq ring: full means full, overflow is reported once", "[datapath][rin
     cq.init(3); // 4 entries
     REQUIRE(cq.empty());
     REQUIRE_FALSE(cq.take_overflow());
-    for (std::uint64_t i = 0; i < 4; ++i) REQUIRE(cq.push(Cqe{.wr_id = i}));
+    for (std::uint64_t i = 0; i < 4; ++i)
+        REQUIRE(cq.push(Cqe{.wr_id = i}));
     REQUIRE_FALSE(cq.room());
     REQUIRE_FALSE(cq.push(Cqe{.wr_id = 99}));
     REQUIRE(cq.size() == 4);

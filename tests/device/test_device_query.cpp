@@ -16,10 +16,10 @@ using namespace rdmasim::test;
 
 namespace {
 
-constexpr std::uint64_t kAllHashFields =
-    IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4 | IBV_RX_HASH_SRC_IPV6 | IBV_RX_HASH_DST_IPV6 |
-    IBV_RX_HASH_SRC_PORT_TCP | IBV_RX_HASH_DST_PORT_TCP | IBV_RX_HASH_SRC_PORT_UDP |
-    IBV_RX_HASH_DST_PORT_UDP;
+constexpr std::uint64_t kAllHashFields = IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4 |
+                                         IBV_RX_HASH_SRC_IPV6 | IBV_RX_HASH_DST_IPV6 |
+                                         IBV_RX_HASH_SRC_PORT_TCP | IBV_RX_HASH_DST_PORT_TCP |
+                                         IBV_RX_HASH_SRC_PORT_UDP | IBV_RX_HASH_DST_PORT_UDP;
 
 ibv_device_attr_ex query_ex(ibv_context* ctx) {
     ibv_device_attr_ex a;
@@ -91,9 +91,9 @@ TEST_CASE("ibv_query_device_ex reports the raw-packet offloads and RSS", "[devic
     REQUIRE(ibv_query_device(fx.ctx, &small) == 0);
     CHECK(std::memcmp(&small, &a.orig_attr, sizeof small) == 0);
 
-    CHECK(a.raw_packet_caps == (IBV_RAW_PACKET_CAP_CVLAN_STRIPPING |
-                                IBV_RAW_PACKET_CAP_SCATTER_FCS | IBV_RAW_PACKET_CAP_IP_CSUM |
-                                IBV_RAW_PACKET_CAP_DELAY_DROP));
+    CHECK(a.raw_packet_caps ==
+          (IBV_RAW_PACKET_CAP_CVLAN_STRIPPING | IBV_RAW_PACKET_CAP_SCATTER_FCS |
+           IBV_RAW_PACKET_CAP_IP_CSUM | IBV_RAW_PACKET_CAP_DELAY_DROP));
     CHECK((a.device_cap_flags_ex & IBV_DEVICE_PCI_WRITE_END_PADDING) != 0);
     CHECK((a.device_cap_flags_ex & IBV_DEVICE_RAW_SCATTER_FCS) != 0);
     CHECK(a.rss_caps.supported_qpts == (1u << IBV_QPT_RAW_PACKET));
@@ -132,7 +132,8 @@ TEST_CASE("ibv_query_device_ex fills a short struct only up to attr_size", "[dev
         REQUIRE(query_ex_op(fx.ctx, nullptr, buf.data(), size) == 0);
         CHECK(std::memcmp(buf.data(), &full, size) == 0);
         bool guards_intact = true;
-        for (std::size_t i = size; i < buf.size(); ++i) guards_intact &= buf[i] == kGuard;
+        for (std::size_t i = size; i < buf.size(); ++i)
+            guards_intact &= buf[i] == kGuard;
         CHECK(guards_intact);
     }
 
@@ -168,7 +169,8 @@ TEST_CASE("GID 0 and P_Key 0 are readable; other indexes are not", "[device][que
     std::memset(&gid, 0, sizeof gid);
     REQUIRE(ibv_query_gid(fx.ctx, 1, 0, &gid) == 0);
     bool nonzero = false;
-    for (const auto b : gid.raw) nonzero |= b != 0;
+    for (const auto b : gid.raw)
+        nonzero |= b != 0;
     CHECK(nonzero);
     ibv_gid other;
     CHECK(ibv_query_gid(fx.ctx, 1, 1, &other) != 0);
@@ -184,9 +186,9 @@ TEST_CASE("a capability turned off disappears from the query and from ibv_create
           "[device][query]") {
     struct Case {
         const char* key;
-        std::uint32_t raw_packet_cap;   // removed from raw_packet_caps (0: none)
-        std::uint64_t device_cap_flag;  // removed from device_cap_flags_ex (0: none)
-        std::uint32_t wq_flag;          // refused by ibv_create_wq
+        std::uint32_t raw_packet_cap;  // removed from raw_packet_caps (0: none)
+        std::uint64_t device_cap_flag; // removed from device_cap_flags_ex (0: none)
+        std::uint32_t wq_flag;         // refused by ibv_create_wq
     };
     const Case cases[] = {
         {"caps.cvlan_stripping", IBV_RAW_PACKET_CAP_CVLAN_STRIPPING, 0,
@@ -221,9 +223,8 @@ TEST_CASE("a capability turned off disappears from the query and from ibv_create
 TEST_CASE("with every capability on, each offload flag creates a WQ", "[device][query]") {
     SimFixture fx;
     ibv_cq* cq = make_cq(fx.ctx);
-    for (const std::uint32_t flag :
-         {IBV_WQ_FLAGS_CVLAN_STRIPPING, IBV_WQ_FLAGS_SCATTER_FCS, IBV_WQ_FLAGS_DELAY_DROP,
-          IBV_WQ_FLAGS_PCI_WRITE_END_PADDING}) {
+    for (const std::uint32_t flag : {IBV_WQ_FLAGS_CVLAN_STRIPPING, IBV_WQ_FLAGS_SCATTER_FCS,
+                                     IBV_WQ_FLAGS_DELAY_DROP, IBV_WQ_FLAGS_PCI_WRITE_END_PADDING}) {
         CAPTURE(flag);
         ibv_wq_init_attr attr = wq_attr(fx.pd, cq);
         attr.comp_mask = IBV_WQ_INIT_ATTR_FLAGS;

@@ -43,7 +43,8 @@ inline Frame eth_frame(const Mac& dst, const Mac& src, std::uint16_t ether_type,
     Frame f(dst.begin(), dst.end());
     f.insert(f.end(), src.begin(), src.end());
     put16(f, ether_type);
-    for (std::size_t i = 0; i < payload_len; ++i) f.push_back(static_cast<std::uint8_t>(i));
+    for (std::size_t i = 0; i < payload_len; ++i)
+        f.push_back(static_cast<std::uint8_t>(i));
     return f;
 }
 
@@ -69,7 +70,8 @@ inline Frame ipv4_tcp_frame(std::uint32_t src_ip, std::uint32_t dst_ip, std::uin
     std::uint32_t sum = 0;
     for (std::size_t i = 0; i < 20; i += 2)
         sum += static_cast<std::uint32_t>(f[ip_at + i] << 8 | f[ip_at + i + 1]);
-    while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+    while (sum >> 16)
+        sum = (sum & 0xffff) + (sum >> 16);
     const auto csum = static_cast<std::uint16_t>(~sum);
     f[ip_at + 10] = static_cast<std::uint8_t>(csum >> 8);
     f[ip_at + 11] = static_cast<std::uint8_t>(csum);
@@ -82,7 +84,8 @@ inline Frame ipv4_tcp_frame(std::uint32_t src_ip, std::uint32_t dst_ip, std::uin
     put16(f, 0xffff);  // window
     put16(f, 0);       // checksum (not checked by these tests)
     put16(f, 0);       // urgent
-    for (std::size_t i = 0; i < payload_len; ++i) f.push_back(static_cast<std::uint8_t>(0xa0 + i));
+    for (std::size_t i = 0; i < payload_len; ++i)
+        f.push_back(static_cast<std::uint8_t>(0xa0 + i));
     return f;
 }
 
@@ -103,7 +106,9 @@ public:
     [[nodiscard]] ibv_sge sge(std::size_t i) const {
         return {reinterpret_cast<std::uint64_t>(bytes_.data() + i * kSlot), kSlot, mr_->lkey};
     }
-    [[nodiscard]] const std::uint8_t* slot(std::size_t i) const { return bytes_.data() + i * kSlot; }
+    [[nodiscard]] const std::uint8_t* slot(std::size_t i) const {
+        return bytes_.data() + i * kSlot;
+    }
     [[nodiscard]] ibv_mr* mr() const { return mr_; }
 
 private:
@@ -119,7 +124,8 @@ inline Frame vlan_frame(std::uint16_t tci, std::uint16_t ether_type = 0x88b5,
     put16(f, 0x8100);
     put16(f, tci);
     put16(f, ether_type);
-    for (std::size_t i = 0; i < payload_len; ++i) f.push_back(static_cast<std::uint8_t>(i));
+    for (std::size_t i = 0; i < payload_len; ++i)
+        f.push_back(static_cast<std::uint8_t>(i));
     return f;
 }
 
@@ -160,8 +166,7 @@ inline ibv_flow* make_flow(ibv_qp* qp, EthFlowAttr f) {
     return flow;
 }
 
-inline ibv_qp_init_attr_ex rss_qp_attr(ibv_pd* pd, ibv_rwq_ind_table* table,
-                                       std::uint64_t fields) {
+inline ibv_qp_init_attr_ex rss_qp_attr(ibv_pd* pd, ibv_rwq_ind_table* table, std::uint64_t fields) {
     ibv_qp_init_attr_ex a{};
     a.qp_type = IBV_QPT_RAW_PACKET;
     a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH;

@@ -1,0 +1,100 @@
+#!/usr/bin/python3
+"""The drop-in library exports exactly what the system libibverbs exports.
+
+Usage: /usr/bin/python3 tests/abi/compare_symbols.py BUILT_LIB SYSTEM_LIB
+
+Reads the dynamic symbol table of both libraries with `objdump -T` (the
+OBJDUMP environment variable may name another objdump) and compares, for
+every defined global or weak symbol, the tuple
+
+    (name, version, hidden or default, function or object)
+
+A hidden version is one objdump shows in parentheses, `(IBVERBS_1.0) name`:
+it binds old binaries only and is never the default. The version nodes
+themselves (IBVERBS_1.0 ... IBVERBS_PRIVATE_34) are compared the same way.
+SPEC.md section 1: a missing name makes dlopen(RTLD_NOW) of pyverbs or a
+provider library fail; a missing hidden version is what old binaries bind.
+
+Prints each difference and a closing "N passed, M failed" line. Exit 0 when
+the tables match, 1 on any difference or when objdump fails, 77 (skip) when
+SYSTEM_LIB does not exist.
+"""
+
+import os
+import subprocess
+import sys
+
+
+def dynamic_symbols(path):
+    """{(name, version): (hidden, kind)} for the defined global symbols of `path`."""
+    objdump = os.environ.get("OBJDUMP", "objdump")
+    out = subprocess.run([objdump, "-T", path], check=True, capture_output=True, text=True).stdout
+    symbols = {}
+    for line in out.splitlines():
+        addr, _, rest = line.partition(" ")
+        if not addr or any(c not in "0123456789abcdef" for c in addr) or len(rest) < 8:
+            continue  # headers, blank lines
+        # objdump's flag field is 7 characters: binding, weak, ..., type.
+        flags, fields = rest[:7], rest[7:].split()
+        binding, weak, kind = flags[0], flags[1], flags[6]
+        if binding not in "gu" and weak != "w":
+            continue  # local
+        if len(fields) < 3 or fields[0] == "*UND*":
+            continue  # imported
+        section, name = fields[0], fields[-1]
+        version = fields[2] if len(fields) >= 4 else ""  # "" : an unversioned library
+        hidden = version.startswith("(") and version.endswith(")")
+        if hidden:
+            version = version[1:-1]
+        if section == "*ABS*" and name == version:
+            kind = "version node"
+        else:
+            kind = {"F": "function", "O": "object"}.get(kind, "other")
+        symbols[(name, version)] = (hidden, kind)
+    return symbols
+
+
+def describe(key, attrs):
+    (name, version), (hidden, kind) = key, attrs
+    if kind == "version node":
+        return f"version node {name}"
+    shown = f"({version})" if hidden else (version or "<unversioned>")
+    return f"{shown} {name} [{'hidden' if hidden else 'default'} {kind}]"
+
+
+def main(argv):
+    if len(argv) != 3:
+        print(__doc__.strip().splitlines()[2], file=sys.stderr)
+        return 1
+    built_path, system_path = argv[1], argv[2]
+    if not os.path.exists(system_path):
+        print(f"SKIP: {system_path} not found")
+        return 77
+    try:
+        built = dynamic_symbols(built_path)
+        system = dynamic_symbols(system_path)
+    except (OSError, subprocess.CalledProcessError) as e:
+        print(f"FAIL: objdump -T: {e}")
+        return 1
+
+    passed = failed = 0
+    for key in sorted(set(built) | set(system), key=lambda k: (k[0], k[1])):
+        want, have = system.get(key), built.get(key)
+        if want == have:
+            passed += 1
+            continue
+        failed += 1
+        if have is None:
+            print(f"missing: {describe(key, want)}")
+        elif want is None:
+            print(f"extra:   {describe(key, have)}")
+        else:
+            print(f"differs: {describe(key, have)}, system has {describe(key, want)}")
+
+    print(f"built {built_path}: {len(built)} symbols; system {system_path}: {len(system)} symbols")
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
