@@ -27,7 +27,10 @@ void RxQueue::receive(const net::Frame& frame, const net::ParsedFrame& parsed,
         drop(Drop::wq_not_ready, port);
         return;
     }
-    // Frames already waiting go first: a new one queues behind them.
+    // Frames already waiting go first: they take WQEs posted since they came
+    // (SPEC 4.3), so that a new frame never overtakes them, whether it then
+    // waits behind them or, with delay drop disarmed, is judged on its own.
+    if (!hold_.empty() && !ring_.empty()) release_held(now_ns);
     if (!hold_.empty() || ring_.empty()) {
         if (settings_.delay_drop && delay_drop_armed && primary) {
             if (hold_.push(frame, parsed, now_ns)) {

@@ -9,8 +9,9 @@ namespace rdmasim::device {
 
 namespace {
 
-// Match order: lower priority value first; at equal priority NORMAL rules
-// before the multicast default before the all default; then creation order.
+// Match order: NORMAL rules before the multicast default before the all
+// default (mlx5 keeps the defaults in later tables); within a kind, lower
+// priority value first; then creation order.
 int type_rank(ibv_flow_attr_type t) noexcept {
     switch (t) {
     case IBV_FLOW_ATTR_NORMAL:

@@ -27,6 +27,8 @@ public:
     // A short human description ("pcap file traffic.pcap (EN10MB, fcs 0)").
     [[nodiscard]] virtual std::string describe() const = 0;
     [[nodiscard]] virtual const SourceCounters& counters() const noexcept = 0;
+    // How far through a finite source (0..1), or a negative value when unknown.
+    [[nodiscard]] virtual double progress() const noexcept { return -1; }
 };
 
 } // namespace rdmasim::net

@@ -172,6 +172,7 @@ Result<std::unique_ptr<PcapFileSource>> PcapFileSource::open(const std::string& 
     std::unique_ptr<PcapFileSource> src(new PcapFileSource());
     src->pcap_ = p; // closed by the destructor from here on
     src->path_ = path;
+    src->file_size_ = static_cast<long long>(st.st_size);
     src->read_error_.reserve(PCAP_ERRBUF_SIZE);
     src->linktype_ = pcap_datalink(p);
     if (src->linktype_ != DLT_EN10MB)
@@ -231,6 +232,14 @@ bool PcapFileSource::next(Frame& out) noexcept {
 std::string PcapFileSource::describe() const {
     return "pcap file " + path_ + " (" + link_type_name(linktype_) + ", fcs " +
            std::to_string(fcs_len_) + " bytes)";
+}
+
+double PcapFileSource::progress() const noexcept {
+    if (done_) return 1.0;
+    FILE* f = pcap_ ? pcap_file(pcap_) : nullptr;
+    if (f == nullptr || file_size_ <= 0) return -1;
+    const long pos = std::ftell(f);
+    return pos < 0 ? -1 : static_cast<double>(pos) / static_cast<double>(file_size_);
 }
 
 } // namespace rdmasim::net

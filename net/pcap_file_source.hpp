@@ -32,6 +32,8 @@ public:
     // A read error in the middle of the file ends the source; this says why ("" if none).
     [[nodiscard]] const std::string& read_error() const noexcept { return read_error_; }
     [[nodiscard]] int fcs_len() const noexcept { return fcs_len_; }
+    // File position over file size.
+    [[nodiscard]] double progress() const noexcept override;
 
 private:
     PcapFileSource() = default;
@@ -40,6 +42,7 @@ private:
     std::string read_error_;
     int fcs_len_ = 0;
     int linktype_ = 0;
+    long long file_size_ = 0;
     bool done_ = false;
     SourceCounters counters_;
 };

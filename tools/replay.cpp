@@ -328,7 +328,7 @@ int replay(const ReplayOptions& o) {
             ibv_end_poll(cq);
         }
         for (const Done& d : repost) post(d.wq, d.slot);
-        bar.update(-1, port.frames.get());
+        bar.update(sim.engine(0).source().progress(), port.frames.get());
         if (repost.empty()) {
             // Done when the source is drained, nothing is held, and the CQ stayed empty twice.
             if (sim.idle()) ++quiet;

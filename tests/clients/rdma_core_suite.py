@@ -40,7 +40,7 @@ def main():
     if len(sys.argv) < 2:
         print(__doc__)
         return 2
-    rdmasim, only = sys.argv[1], sys.argv[2:]
+    rdmasim, only = os.path.abspath(sys.argv[1]), sys.argv[2:]
     if not os.path.isdir(SUITE):
         print(f"FAIL: {SUITE} missing (package python3-pyverbs)")
         return 1

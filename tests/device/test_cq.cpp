@@ -290,3 +290,27 @@ TEST_CASE("a completion channel signals an armed CQ through a pollable fd", "[de
     REQUIRE(ibv_destroy_cq(cq) == 0);
     REQUIRE(ibv_destroy_comp_channel(ch) == 0);
 }
+
+TEST_CASE("arming a CQ without a channel is harmless, as on real providers", "[device][cq]") {
+    // mlx5 and rxe accept ibv_req_notify_cq on any CQ; a program that arms
+    // unconditionally and then polls must not fail here.
+    SimFixture fx;
+    ibv_cq* cq = make_cq(fx.ctx);
+    CHECK(ibv_req_notify_cq(cq, 0) == 0);
+    CHECK(ibv_req_notify_cq(cq, 1) == 0);
+    ibv_wq* wq = make_wq(fx.pd, cq, 4);
+    REQUIRE(set_wq_state(wq, IBV_WQS_RDY) == 0);
+    MrBuffer buf(fx.pd, 1);
+    REQUIRE(post_wq(wq, 9, buf.sge(0)) == 0);
+    {
+        Steering steer(fx.pd, {wq});
+        fx.offer(eth_frame(kDstMac, kSrcMac, 0x88b5));
+        const auto wcs = drain(cq);
+        REQUIRE(wcs.size() == 1);
+        CHECK(wcs[0].wr_id == 9);
+        CHECK_FALSE(readable(fx.ctx->async_fd));
+        CHECK(fx.balanced());
+    }
+    REQUIRE(ibv_destroy_wq(wq) == 0);
+    REQUIRE(ibv_destroy_cq(cq) == 0);
+}

@@ -137,6 +137,14 @@ TEST_CASE("ibv_query_device_ex fills a short struct only up to attr_size", "[dev
         CHECK(guards_intact);
     }
 
+    // Shorter than the legacy struct: refused, and nothing written.
+    std::vector<std::uint8_t> tiny(sizeof(ibv_device_attr_ex), kGuard);
+    CHECK(query_ex_op(fx.ctx, nullptr, tiny.data(), sizeof(ibv_device_attr) - 1) == EINVAL);
+    bool untouched = true;
+    for (const auto b : tiny)
+        untouched &= b == kGuard;
+    CHECK(untouched);
+
     // A larger struct (a newer program) gets what the device knows, and nothing past it is harmed.
     std::vector<std::uint8_t> big(sizeof(ibv_device_attr_ex) + 64, kGuard);
     REQUIRE(query_ex_op(fx.ctx, nullptr, big.data(), sizeof(ibv_device_attr_ex) + 32) == 0);

@@ -206,6 +206,44 @@ TEST_CASE("between two matching rules the higher priority (lower value) wins", "
     CHECK(fx.balanced());
 }
 
+TEST_CASE("default rules take what no normal rule matched", "[device][flow]") {
+    SimFixture fx;
+    RawQp normal(fx.pd);
+    RawQp mc(fx.pd);
+    RawQp all(fx.pd);
+    MrBuffer buf_n(fx.pd, 4);
+    MrBuffer buf_m(fx.pd, 4);
+    MrBuffer buf_a(fx.pd, 4);
+    post_receives(normal, buf_n, 4);
+    post_receives(mc, buf_m, 4);
+    post_receives(all, buf_a, 4);
+    // Created defaults first, with a better priority value than the normal
+    // rule: a default rule still only gets what the normal rules leave.
+    ibv_flow_attr all_attr{};
+    all_attr.type = IBV_FLOW_ATTR_ALL_DEFAULT;
+    all_attr.size = sizeof all_attr;
+    all_attr.port = 1;
+    ibv_flow* fa = ibv_create_flow(all.qp, &all_attr);
+    REQUIRE(fa != nullptr);
+    ibv_flow_attr mc_attr = all_attr;
+    mc_attr.type = IBV_FLOW_ATTR_MC_DEFAULT;
+    ibv_flow* fm = ibv_create_flow(mc.qp, &mc_attr);
+    REQUIRE(fm != nullptr);
+    ibv_flow* fn = make_flow(normal.qp, eth_flow(&kDstMac, 2));
+
+    fx.offer(eth_frame(kDstMac, kSrcMac, 0x88b5));                              // normal
+    fx.offer(eth_frame({0x01, 0x00, 0x5e, 0x01, 0x02, 0x03}, kSrcMac, 0x0800)); // multicast
+    fx.offer(eth_frame(kOtherMac, kSrcMac, 0x88b5));                            // the rest
+    CHECK(drain(normal.cq).size() == 1);
+    CHECK(drain(mc.cq).size() == 1);
+    CHECK(drain(all.cq).size() == 1);
+    CHECK(drops(fx, datapath::Drop::steering_miss) == 0);
+    REQUIRE(ibv_destroy_flow(fn) == 0);
+    REQUIRE(ibv_destroy_flow(fm) == 0);
+    REQUIRE(ibv_destroy_flow(fa) == 0);
+    CHECK(fx.balanced());
+}
+
 TEST_CASE("a sniffer rule gets a copy of every frame", "[device][flow]") {
     SimFixture fx;
     RawQp normal(fx.pd);

@@ -626,6 +626,37 @@ TEST_CASE("a frame steered to a WQ that is not ready is dropped", "[device][wq]"
     REQUIRE(ibv_destroy_cq(cq) == 0);
 }
 
+TEST_CASE("frames held for delay drop are discarded, and counted, when the WQ enters ERR",
+          "[device][wq]") {
+    SimFixture fx;
+    ibv_cq* cq = make_cq(fx.ctx);
+    ibv_wq_init_attr a = wq_attr(fx.pd, cq, 4);
+    a.comp_mask = IBV_WQ_INIT_ATTR_FLAGS;
+    a.create_flags = IBV_WQ_FLAGS_DELAY_DROP;
+    ibv_wq* wq = ibv_create_wq(fx.ctx, &a);
+    REQUIRE(wq != nullptr);
+    REQUIRE(set_wq_state(wq, IBV_WQS_RDY) == 0);
+    {
+        Steering steer(fx.pd, {wq});
+        fx.offer(eth_frame(kDstMac, kSrcMac, 0x88b5));
+        fx.offer(eth_frame(kDstMac, kSrcMac, 0x88b5));
+        fx.pump_all();
+        CHECK(drain(cq).empty());
+        CHECK(fx.balanced()); // two frames held
+        CHECK(drops(fx, datapath::Drop::out_of_buffer) == 0);
+        REQUIRE(set_wq_state(wq, IBV_WQS_ERR) == 0);
+        CHECK(drops(fx, datapath::Drop::discarded) == 2);
+        // A WQE posted now is flushed; it does not receive a held frame.
+        MrBuffer buf(fx.pd, 1);
+        REQUIRE(post_wq(wq, 5, buf.sge(0)) == 0);
+        check_flushed(drain(cq), {5}, wq->wq_num);
+        CHECK(fx.port().delivered.get() == 0);
+        CHECK(fx.balanced());
+    }
+    REQUIRE(ibv_destroy_wq(wq) == 0);
+    REQUIRE(ibv_destroy_cq(cq) == 0);
+}
+
 // ---- ibv_destroy_wq and what a WQ keeps alive ----
 
 TEST_CASE("ibv_destroy_wq and its dependants", "[device][wq]") {

@@ -1,0 +1,69 @@
+// libFuzzer target: configuration from untrusted text. The input is used
+// twice: split at the first '=' into Config::set(key, value), and written
+// whole to a per-process temporary file for Config::apply_toml_file. Every
+// outcome must be a value (ok, or an error with a message), never a crash or
+// an escaping exception.
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "sim/config.hpp"
+
+namespace {
+
+using namespace rdmasim;
+
+void check(bool ok) {
+    if (!ok) __builtin_trap();
+}
+
+const std::string& temp_path() {
+    static const std::string path = [] {
+        const char* dir = std::getenv("TMPDIR");
+        return std::string(dir && *dir ? dir : "/tmp") + "/rdmasim_fuzz_config." +
+               std::to_string(::getpid()) + ".toml";
+    }();
+    return path;
+}
+
+bool write_file(const std::string& path, const std::uint8_t* data, std::size_t size) {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    if (f == nullptr) return false;
+    const bool ok = std::fwrite(data, 1, size, f) == size;
+    return std::fclose(f) == 0 && ok;
+}
+
+void check_result(const Result<void>& r) {
+    if (!r) check(r.error().code != 0 && !r.error().message.empty());
+}
+
+} // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    const std::string_view text(reinterpret_cast<const char*>(data), size);
+    {
+        sim::Config config;
+        const auto eq = text.find('=');
+        const std::string_view key = eq == std::string_view::npos ? text : text.substr(0, eq);
+        const std::string_view value =
+            eq == std::string_view::npos ? std::string_view{} : text.substr(eq + 1);
+        const auto r = config.set(key, value);
+        check_result(r);
+        if (r) check_result(config.validate());
+        check(config.devices >= 1 && config.devices <= 16);
+        check(config.burst >= 1 && config.burst <= 4096);
+        check(config.pcap.size() <= 16);
+    }
+    if (!write_file(temp_path(), data, size)) return 0;
+    sim::Config config;
+    const auto r = config.apply_toml_file(temp_path());
+    check_result(r);
+    if (r) check_result(config.validate());
+    check(config.caps.pad_align == 64 || config.caps.pad_align == 128);
+    return 0;
+}
