@@ -117,6 +117,8 @@ std::size_t spec_struct_size(std::uint32_t type) noexcept {
 
 int parse_flow_attr(const ibv_flow_attr& attr, std::size_t available,
                     datapath::FlowRule& rule) noexcept {
+    // Nothing of the attribute is read before it is known to be there.
+    if (available < sizeof(ibv_flow_attr)) return EINVAL;
     if (attr.comp_mask != 0) return EINVAL;
     if (attr.port != 1) return EINVAL;
     const auto* const base = reinterpret_cast<const std::uint8_t*>(&attr);
@@ -135,7 +137,6 @@ int parse_flow_attr(const ibv_flow_attr& attr, std::size_t available,
     if ((attr.flags & ~kKnownAttrFlags) != 0) return EOPNOTSUPP;
     // attr.size is not trusted: rdma-core itself ignores it (pyverbs sets it
     // to sizeof(ibv_flow_attr) alone). Each spec's own size walks the list.
-    if (available < sizeof(ibv_flow_attr)) return EINVAL;
     const std::size_t end = available < kMaxFlowBytes ? available : kMaxFlowBytes;
     std::size_t offset = sizeof(ibv_flow_attr);
     datapath::FlowRule out;

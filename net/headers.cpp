@@ -1,5 +1,8 @@
 #include "net/headers.hpp"
 
+#include <bit>
+#include <cstring>
+
 namespace rdmasim::net {
 
 namespace {
@@ -13,13 +16,35 @@ bool fits(Bytes frame, std::size_t offset, std::size_t len) noexcept {
     return offset <= frame.size() && frame.size() - offset >= len;
 }
 
+std::uint16_t fold(std::uint64_t sum) noexcept;
+
 // One's complement sum (RFC 1071) of `len` bytes at p, added to `sum`; an odd
-// trailing byte is padded with zero. Not folded.
+// trailing byte is padded with zero. The bytes are summed 32 bits at a time in
+// host order and the folded result turned into network order once (the sum
+// is byte-order independent, RFC 1071 section 2(B)).
 std::uint64_t ones_sum(const std::uint8_t* p, std::size_t len, std::uint64_t sum) noexcept {
-    for (; len >= 2; p += 2, len -= 2)
-        sum += load_be16(p);
-    if (len) sum += static_cast<std::uint64_t>(p[0]) << 8;
-    return sum;
+    std::uint64_t acc = 0;
+    for (; len >= 4; p += 4, len -= 4) {
+        std::uint32_t w;
+        std::memcpy(&w, p, 4);
+        acc += w;
+    }
+    if (len >= 2) {
+        std::uint16_t h;
+        std::memcpy(&h, p, 2);
+        acc += h;
+        p += 2;
+        len -= 2;
+    }
+    std::uint16_t tail[1] = {0};
+    if (len) {
+        std::memcpy(tail, p, 1); // the odd byte, then a zero byte, in memory order
+        acc += tail[0];
+    }
+    std::uint16_t folded = fold(acc);
+    if constexpr (std::endian::native == std::endian::little)
+        folded = static_cast<std::uint16_t>(folded >> 8 | folded << 8);
+    return sum + folded;
 }
 
 std::uint16_t fold(std::uint64_t sum) noexcept {

@@ -17,9 +17,12 @@ void InlineEngine::on_flow_attached(device::Device&) noexcept {
 }
 
 void InlineEngine::on_post(device::Device& dev) noexcept {
-    // Held frames may go to the WQEs just posted; no new frames enter.
+    // Held frames may go to the WQEs just posted; no new frames enter. With
+    // nothing held there is nothing to do (the common case: no lock taken).
+    if (!held_.load(std::memory_order_acquire)) return;
     std::lock_guard lock(dev.port.lock);
     device::port_service(dev, now_ns_);
+    held_.store(device::port_held_frames(dev) != 0, std::memory_order_release);
 }
 
 void InlineEngine::pump() noexcept {
@@ -39,8 +42,9 @@ void InlineEngine::pump() noexcept {
     }
     if (n == 0) now_ns_ += config_.idle_tick_ns; // time passes while the program waits
     device::port_service(dev_, now_ns_);
-    idle_.store(source_->exhausted() && device::port_held_frames(dev_) == 0,
-                std::memory_order_release);
+    const bool held = device::port_held_frames(dev_) != 0;
+    held_.store(held, std::memory_order_release);
+    idle_.store(source_->exhausted() && !held, std::memory_order_release);
 }
 
 bool InlineEngine::wait_idle(std::chrono::milliseconds) {

@@ -23,6 +23,7 @@ public:
 
 private:
     std::uint64_t now_ns_ = 0; // virtual: the latest capture timestamp seen, plus idle ticks
+    std::atomic<bool> held_{false}; // frames wait for WQEs (delay drop) after the last step
 };
 
 } // namespace rdmasim::sim

@@ -49,5 +49,19 @@ p = subprocess.run([rdmasim, "run", "--set", "caps.pad_align=96", "--", "ibv_dev
                    capture_output=True, text=True, timeout=60)
 check(p.returncode != 0 and "caps.pad_align" in p.stderr, "bad configuration names the key")
 
+# The same mistake reaching the drop-in library through the environment, as it
+# would inside someone else's program: ibv_get_device_list fails and logs why.
+import os
+env = dict(os.environ)
+lib = subprocess.run([rdmasim, "env"], capture_output=True, text=True).stdout
+for line in lib.splitlines():
+    if line.startswith("export LD_LIBRARY_PATH="):
+        env["LD_LIBRARY_PATH"] = line.split("=", 1)[1].strip("'")
+env["RDMASIM_DEVICES"] = "0"
+p = subprocess.run(["ibv_devices"], capture_output=True, text=True, env=env, timeout=60)
+print(f"$ RDMASIM_DEVICES=0 ibv_devices  (exit {p.returncode})\n{p.stdout}{p.stderr}")
+check(p.returncode != 0, "ibv_devices fails on a bad RDMASIM_DEVICES")
+check("RDMASIM_DEVICES" in p.stderr and "'0'" in p.stderr, "the log names the variable and the value")
+
 print(f"{checks - len(failures)} passed, {len(failures)} failed")
 sys.exit(1 if failures else 0)

@@ -1,0 +1,50 @@
+#!/bin/sh
+# Runs every fuzz target for SECONDS over a scratch copy of its seed corpus
+# (the committed corpus is never written). One line per target; the exit
+# status is non-zero if any target found a crash, leak, timeout or OOM.
+# Findings are kept in BUILD_DIR/fuzz-artifacts/<target>/, logs beside them.
+#
+# Usage: tests/fuzz/run.sh SECONDS BUILD_DIR
+#   BUILD_DIR configured with -Dfuzz=true (see tests/fuzz/meson.build).
+set -u
+
+if [ $# -ne 2 ]; then
+    echo "usage: $0 SECONDS BUILD_DIR" >&2
+    exit 2
+fi
+seconds=$1
+build=$(cd "$2" && pwd) || exit 2
+here=$(cd "$(dirname "$0")" && pwd)
+targets="fuzz_frame fuzz_flow_spec fuzz_config fuzz_pcap_replay"
+
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/rdmasim-fuzz.XXXXXX") || exit 2
+trap 'rm -rf "$scratch"' EXIT INT TERM
+
+status=0
+for t in $targets; do
+    exe="$build/tests/fuzz/$t"
+    if [ ! -x "$exe" ]; then
+        echo "$t: MISSING $exe (configure with -Dfuzz=true)"
+        status=1
+        continue
+    fi
+    corpus="$scratch/$t"
+    mkdir -p "$corpus"
+    if [ -d "$here/corpus/$t" ]; then cp "$here/corpus/$t"/* "$corpus"/ 2>/dev/null; fi
+    artifacts="$build/fuzz-artifacts/$t"
+    mkdir -p "$artifacts"
+    log="$artifacts/last-run.log"
+    TMPDIR="$scratch" "$exe" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 \
+        -print_final_stats=1 -artifact_prefix="$artifacts/" "$corpus" >"$log" 2>&1
+    rc=$?
+    execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+    units=$(ls "$corpus" | wc -l)
+    if [ $rc -eq 0 ]; then
+        echo "$t: ok, ${seconds}s, ${execs:-?} execs, corpus $units"
+    else
+        finding=$(grep -m 1 -E '^(==[0-9]+==ERROR|SUMMARY|.*deadly signal|.*-timeout|.*out-of-memory)' "$log")
+        echo "$t: FINDING (exit $rc) ${finding:-see log}; artifacts and log in $artifacts"
+        status=1
+    fi
+done
+exit $status
