@@ -52,14 +52,12 @@ static uint32_t crc32_eth(const uint8_t *p, size_t n)
 }
 
 /* The FCS covers the frame as it was on the wire: put a stripped tag back. */
-static int fcs_ok(const uint8_t *data, uint32_t len, uint16_t tci)
+static int fcs_matches(const uint8_t *data, uint32_t len, int tagged, uint16_t tci)
 {
 	static uint8_t wire[BUF + 8];
 	uint32_t n = 0;
 
-	if (len < 4 + 12)
-		return 0;
-	if (tci) {
+	if (tagged) {
 		memcpy(wire, data, 12);
 		wire[12] = 0x81;
 		wire[13] = 0x00;
@@ -75,6 +73,20 @@ static int fcs_ok(const uint8_t *data, uint32_t len, uint16_t tci)
 	const uint8_t *f = data + len - 4; /* least significant byte first */
 	uint32_t got = f[0] | f[1] << 8 | f[2] << 16 | (uint32_t)f[3] << 24;
 	return want == got;
+}
+
+/*
+ * A completion says which TCI was stripped but not whether a tag was: a
+ * stripped priority tag (TCI 0) reads back like no tag at all. So with TCI 0
+ * both readings are tried.
+ */
+static int fcs_ok(const uint8_t *data, uint32_t len, uint16_t tci)
+{
+	if (len < 4 + 12)
+		return 0;
+	if (tci)
+		return fcs_matches(data, len, 1, tci);
+	return fcs_matches(data, len, 0, 0) || fcs_matches(data, len, 1, 0);
 }
 
 static double now_ms(void)

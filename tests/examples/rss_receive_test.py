@@ -61,10 +61,13 @@ def build_capture(rng):
             payload = Raw(b"")
         eth = Ether(src="02:00:00:00:00:%02x" % (i % 256), dst="02:52:44:4d:00:00")
         if rng.random() < 0.5:
-            # Non-zero TCIs only: a stripped priority tag (TCI 0) is indistinguishable
-            # from no tag in a completion, so the example could not rebuild its FCS.
-            tci_vid = rng.randrange(1, 4095)
-            pkt = eth / Dot1Q(vlan=tci_vid, prio=rng.randrange(8), id=rng.randrange(2)) / l3 / payload
+            # Every tenth tag is a priority tag (TCI 0): a completion reads it back
+            # like no tag, and the example must still check its FCS.
+            if rng.random() < 0.1:
+                pkt = eth / Dot1Q(vlan=0, prio=0, id=0) / l3 / payload
+            else:
+                pkt = eth / Dot1Q(vlan=rng.randrange(1, 4095), prio=rng.randrange(8),
+                                  id=rng.randrange(2)) / l3 / payload
         else:
             pkt = eth / l3 / payload
         frames.append(pkt)
