@@ -112,10 +112,17 @@ ibv_context* open_device(ibv_device* device) noexcept {
     });
 }
 
+// ibv_close_device(3): 0 on success, -1 (errno set) on failure.
 int close_device(ibv_context* context) noexcept {
-    if (context == nullptr) return EINVAL;
+    if (context == nullptr) {
+        errno = EINVAL;
+        return -1;
+    }
     Context* ctx = from_verbs(context);
-    if (ctx->live_objects.load() != 0) return EBUSY;
+    if (ctx->live_objects.load() != 0) {
+        errno = EBUSY;
+        return -1;
+    }
     ::close(ctx->events.read_fd);
     ::close(ctx->events.write_fd);
     pthread_mutex_destroy(&context->mutex);
@@ -202,14 +209,21 @@ ibv_gid port_gid(const Device& dev) noexcept {
     return gid;
 }
 
+// ibv_query_gid(3) and ibv_query_pkey(3): 0 on success, -1 (errno set) on error.
 int query_gid(ibv_context* context, uint8_t port_num, int index, ibv_gid* gid) noexcept {
-    if (context == nullptr || gid == nullptr || port_num != 1 || index != 0) return EINVAL;
+    if (context == nullptr || gid == nullptr || port_num != 1 || index != 0) {
+        errno = EINVAL;
+        return -1;
+    }
     *gid = port_gid(*from_verbs(context)->device);
     return 0;
 }
 
 int query_pkey(ibv_context* context, uint8_t port_num, int index, __be16* pkey) noexcept {
-    if (context == nullptr || pkey == nullptr || port_num != 1 || index != 0) return EINVAL;
+    if (context == nullptr || pkey == nullptr || port_num != 1 || index != 0) {
+        errno = EINVAL;
+        return -1;
+    }
     *pkey = htobe16(0xffff);
     return 0;
 }

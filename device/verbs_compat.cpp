@@ -652,7 +652,7 @@ int ibv_resize_cq(struct ibv_cq*, int) {
 
 int ibv_rereg_mr(struct ibv_mr*, int, struct ibv_pd*, void*, size_t, int) {
     errno = not_emulated;
-    return not_emulated;
+    return IBV_REREG_MR_ERR_INPUT; // the man page's code: the old MR stays valid
 }
 
 struct ibv_mr* ibv_reg_dmabuf_mr(struct ibv_pd*, uint64_t, size_t, uint64_t, int, int) {

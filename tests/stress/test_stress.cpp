@@ -47,7 +47,8 @@ std::uint64_t stress_frames() {
     if (v == nullptr || *v == '\0') return 5'000'000;
     char* end = nullptr;
     const unsigned long long n = std::strtoull(v, &end, 10);
-    if (*end != '\0' || n == 0) FAIL("RDMASIM_STRESS_FRAMES='" << v << "': expected a positive number");
+    if (*end != '\0' || n == 0)
+        FAIL("RDMASIM_STRESS_FRAMES='" << v << "': expected a positive number");
     return n;
 }
 
@@ -61,8 +62,8 @@ struct WrId {
         return static_cast<std::uint64_t>(gen) << 32 | static_cast<std::uint64_t>(wq) << 16 | slot;
     }
     static WrId decode(std::uint64_t id) noexcept {
-        return {static_cast<std::uint32_t>(id >> 16 & 0xffff), static_cast<std::uint32_t>(id & 0xffff),
-                static_cast<std::uint32_t>(id >> 32)};
+        return {static_cast<std::uint32_t>(id >> 16 & 0xffff),
+                static_cast<std::uint32_t>(id & 0xffff), static_cast<std::uint32_t>(id >> 32)};
     }
 };
 
@@ -82,7 +83,8 @@ public:
     [[nodiscard]] std::string text() {
         std::lock_guard lock(mu_);
         std::string s;
-        for (const auto& m : messages_) s += m + "\n";
+        for (const auto& m : messages_)
+            s += m + "\n";
         return s;
     }
 
@@ -119,7 +121,8 @@ public:
     Threads& operator=(const Threads&) = delete;
     template <class F> void spawn(F&& f) { threads_.emplace_back(std::forward<F>(f)); }
     void join() {
-        for (auto* f : flags_) f->store(true, std::memory_order_release);
+        for (auto* f : flags_)
+            f->store(true, std::memory_order_release);
         for (auto& t : threads_)
             if (t.joinable()) t.join();
     }
@@ -227,8 +230,10 @@ public:
         CHECK(ibv_destroy_flow(flow) == 0);
         CHECK(ibv_destroy_qp(qp) == 0);
         CHECK(ibv_destroy_rwq_ind_table(table) == 0);
-        for (ibv_wq* wq : wqs) CHECK(ibv_destroy_wq(wq) == 0);
-        for (ibv_cq_ex* cq : cqs) CHECK(ibv_destroy_cq(ibv_cq_ex_to_cq(cq)) == 0);
+        for (ibv_wq* wq : wqs)
+            CHECK(ibv_destroy_wq(wq) == 0);
+        for (ibv_cq_ex* cq : cqs)
+            CHECK(ibv_destroy_cq(ibv_cq_ex_to_cq(cq)) == 0);
         CHECK(ibv_dereg_mr(mr) == 0);
         CHECK(ibv_dealloc_pd(pd) == 0);
         CHECK(ibv_close_device(ctx) == 0);
@@ -267,8 +272,8 @@ public:
     double run_to_idle() {
         const auto t0 = Clock::now();
         sim_->engine(0).begin();
-        const bool idle = sim_->wait_idle(
-            std::chrono::duration_cast<std::chrono::milliseconds>(kIdleTimeout));
+        const bool idle =
+            sim_->wait_idle(std::chrono::duration_cast<std::chrono::milliseconds>(kIdleTimeout));
         const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
         REQUIRE(idle);
         return secs;
@@ -284,7 +289,8 @@ public:
     ibv_flow* flow = nullptr;
 
 private:
-    std::unique_ptr<sim::Simulator> sim_; // declared first among owners: destroyed after the verbs objects
+    std::unique_ptr<sim::Simulator>
+        sim_; // declared first among owners: destroyed after the verbs objects
     std::uint32_t ring_;
     std::vector<std::uint8_t> mem_;
 };
@@ -354,8 +360,8 @@ bool complete(std::vector<std::vector<Slot>>& slots, const Rig& rig, const Compl
     if (c.qp_num != rig.wqs[c.id.wq]->wq_num)
         failures.add("completion of wq " + std::to_string(c.id.wq) + " reports qp_num " +
                      std::to_string(c.qp_num));
-    if (c.status == IBV_WC_SUCCESS &&
-        (c.byte_len < test::SyntheticSource::kMinLen || c.byte_len > test::SyntheticSource::kMaxLen))
+    if (c.status == IBV_WC_SUCCESS && (c.byte_len < test::SyntheticSource::kMinLen ||
+                                       c.byte_len > test::SyntheticSource::kMaxLen))
         failures.add("byte_len " + std::to_string(c.byte_len) + " out of the source's range");
     s.posted = false;
     return true;
@@ -392,7 +398,8 @@ void flush_and_drain(Rig& rig, std::vector<std::vector<Slot>>& slots, Tally& tal
 void check_slots(const std::vector<std::vector<Slot>>& slots, const Tally& tally) {
     std::uint64_t outstanding = 0;
     for (const auto& wq : slots)
-        for (const Slot& s : wq) outstanding += s.posted ? 1 : 0;
+        for (const Slot& s : wq)
+            outstanding += s.posted ? 1 : 0;
     CHECK(outstanding == 0);
     CHECK(tally.posted == tally.success + tally.flushed);
 }
@@ -433,10 +440,13 @@ void check_balance(Rig& rig, std::uint64_t frames, const Tally& tally,
         wq_frames += c.frames.get();
         wq_delivered += c.delivered.get();
         wq_flushed += c.flushed_wqes.get();
-        for (std::size_t d = 0; d < datapath::kDropKinds; ++d) wq_drops[d] += c.drops[d].get();
+        for (std::size_t d = 0; d < datapath::kDropKinds; ++d)
+            wq_drops[d] += c.drops[d].get();
     }
-    const auto steering_miss = p.drops[static_cast<std::size_t>(datapath::Drop::steering_miss)].get();
-    const auto truncated = p.drops[static_cast<std::size_t>(datapath::Drop::truncated_capture)].get();
+    const auto steering_miss =
+        p.drops[static_cast<std::size_t>(datapath::Drop::steering_miss)].get();
+    const auto truncated =
+        p.drops[static_cast<std::size_t>(datapath::Drop::truncated_capture)].get();
     CHECK(wq_frames == p.frames.get() - steering_miss - truncated);
     CHECK(wq_delivered == p.delivered.get());
     CHECK(wq_flushed == p.flushed_wqes.get());
@@ -553,7 +563,8 @@ TEST_CASE("stress: 8 WQs over 4 CQs, 4 pollers re-posting, thread engine at top 
     pollers.join(); // drain: each poller empties its CQ and stops
 
     Tally tally = initial;
-    for (const Tally& t : tallies) tally += t;
+    for (const Tally& t : tallies)
+        tally += t;
     flush_and_drain(rig, slots, tally, failures);
     INFO(failures.text());
     CHECK(failures.count() == 0);
@@ -632,8 +643,8 @@ TEST_CASE("stress: several threads post to the same WQ while another polls", "[s
                 }
                 SharedSlot& s = slots[c.id.slot];
                 if (s.posted.load(std::memory_order_acquire) != 1 || s.gen != c.id.gen) {
-                    failures.add("duplicate or stale completion: slot " + std::to_string(c.id.slot) +
-                                 " gen " + std::to_string(c.id.gen));
+                    failures.add("duplicate or stale completion: slot " +
+                                 std::to_string(c.id.slot) + " gen " + std::to_string(c.id.gen));
                     continue;
                 }
                 if (c.status == IBV_WC_SUCCESS) {
@@ -652,6 +663,12 @@ TEST_CASE("stress: several threads post to the same WQ while another polls", "[s
     while (device::from_verbs(rig.wqs[0])->rx.ring().size() < kRing && Clock::now() < fill_deadline)
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
     const double secs = rig.run_to_idle();
+    // No frame comes any more: the posters refill the ring, so that the flush
+    // below has every slot to complete.
+    const auto refill_deadline = Clock::now() + std::chrono::seconds(30);
+    while (device::from_verbs(rig.wqs[0])->rx.ring().size() < kRing &&
+           Clock::now() < refill_deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
     posters.join();
     poller_thread.join();
 
@@ -682,16 +699,19 @@ TEST_CASE("stress: several threads post to the same WQ while another polls", "[s
     INFO(failures.text());
     CHECK(failures.count() == 0);
     std::uint64_t outstanding = 0;
-    for (const auto& s : slots) outstanding += s.posted.load();
+    for (const auto& s : slots)
+        outstanding += s.posted.load();
     CHECK(outstanding == 0);
     CHECK(tally.posted == tally.success + tally.flushed);
+    CHECK(tally.flushed == kRing);
     check_balance(rig, frames, tally, {datapath::Drop::out_of_buffer});
     report("shared-wq", rig, frames, secs);
 }
 
 TEST_CASE("stress: ibv_modify_wq to ERR races the engine and the pollers", "[stress]") {
     const std::uint64_t frames = stress_frames();
-    constexpr std::uint32_t kWqs = 8, kCqs = 4, kRing = 256;
+    // Many small WQs: each move to ERR is one more race with the posting pollers.
+    constexpr std::uint32_t kWqs = 32, kCqs = 4, kRing = 64;
     Rig rig(frames, 3, kWqs, kCqs, kRing);
     auto slots = make_slots(kWqs, kRing);
     Tally initial = post_all(rig, slots);
@@ -705,29 +725,35 @@ TEST_CASE("stress: ibv_modify_wq to ERR races the engine and the pollers", "[str
 
     const auto t0 = Clock::now();
     rig.sim().engine(0).begin();
-    // WQs go to ERR one by one while frames flow: WQ order 5, 2, 7, 0, 3, 6, 1, 4.
+    // WQs go to ERR one by one while frames flow (order 5, 10, 15, ...: 5 is
+    // prime to 32), the last once 80% of the frames have come.
     std::uint64_t frames_after_last = 0;
     for (std::uint32_t i = 0; i < kWqs; ++i) {
-        const std::uint64_t at = frames / 10 * (i + 1);
+        const std::uint64_t at = frames / 40 * (i + 1);
         while (rig.port().frames.get() < at && !rig.sim().idle())
             std::this_thread::sleep_for(std::chrono::microseconds(50));
         REQUIRE(rig.move_to_err((5 + 5 * i) % kWqs) == 0);
         frames_after_last = rig.port().frames.get();
     }
-    REQUIRE(rig.sim().wait_idle(std::chrono::duration_cast<std::chrono::milliseconds>(kIdleTimeout)));
+    REQUIRE(
+        rig.sim().wait_idle(std::chrono::duration_cast<std::chrono::milliseconds>(kIdleTimeout)));
     const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
     pollers.join();
 
     Tally tally = initial;
-    for (const Tally& t : tallies) tally += t;
-    for (ibv_wq* wq : rig.wqs) CHECK(wq->state == IBV_WQS_ERR);
+    for (const Tally& t : tallies)
+        tally += t;
+    for (ibv_wq* wq : rig.wqs)
+        CHECK(wq->state == IBV_WQS_ERR);
     flush_and_drain(rig, slots, tally, failures); // collects flushes the pollers left
     INFO(failures.text());
     CHECK(failures.count() == 0);
     check_slots(slots, tally);
-    check_balance(rig, frames, tally, {datapath::Drop::out_of_buffer, datapath::Drop::wq_not_ready});
+    check_balance(rig, frames, tally,
+                  {datapath::Drop::out_of_buffer, datapath::Drop::wq_not_ready});
     // Frames that came after the last WQ left RDY found no ready WQ.
-    const auto not_ready = rig.port().drops[static_cast<std::size_t>(datapath::Drop::wq_not_ready)].get();
+    const auto not_ready =
+        rig.port().drops[static_cast<std::size_t>(datapath::Drop::wq_not_ready)].get();
     CHECK(not_ready >= frames - frames_after_last);
     // Each slot's last completion is its one flush: a flushed slot is never re-posted.
     CHECK(tally.flushed == std::uint64_t{kWqs} * kRing);

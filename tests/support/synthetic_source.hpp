@@ -30,13 +30,15 @@ public:
         if (produced_ >= count_) return false;
         const std::uint64_t r1 = rand();
         const std::uint64_t r2 = rand();
-        const std::uint32_t len = kMinLen + static_cast<std::uint32_t>(r1 % (kMaxLen - kMinLen + 1));
+        const std::uint32_t len =
+            kMinLen + static_cast<std::uint32_t>(r1 % (kMaxLen - kMinLen + 1));
         const bool tagged = (r1 >> 16 & 7) == 0;
         const bool tcp = (r1 >> 19 & 1) != 0;
         std::uint8_t* p = buf_.data();
         // Ethernet: a fixed destination, a source that varies a little.
         static constexpr std::array<std::uint8_t, 6> kDst = {0x02, 0x52, 0x44, 0x4d, 0x00, 0x00};
-        for (std::size_t i = 0; i < 6; ++i) p[i] = kDst[i];
+        for (std::size_t i = 0; i < 6; ++i)
+            p[i] = kDst[i];
         p[6] = 0x02;
         p[7] = 0x00;
         put32(p + 8, static_cast<std::uint32_t>(r2 >> 32));
@@ -59,11 +61,13 @@ public:
         ip[8] = 64;
         ip[9] = tcp ? 6 : 17;
         put16(ip + 10, 0);
-        put32(ip + 12, 0x0a000000u | static_cast<std::uint32_t>(r2 & 0xffffff));        // 10/8
-        put32(ip + 16, 0xc0a80000u | static_cast<std::uint32_t>(r2 >> 24 & 0xffff));     // 192.168/16
+        put32(ip + 12, 0x0a000000u | static_cast<std::uint32_t>(r2 & 0xffffff));     // 10/8
+        put32(ip + 16, 0xc0a80000u | static_cast<std::uint32_t>(r2 >> 24 & 0xffff)); // 192.168/16
         std::uint32_t sum = 0;
-        for (std::size_t i = 0; i < 20; i += 2) sum += static_cast<std::uint32_t>(ip[i] << 8 | ip[i + 1]);
-        while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+        for (std::size_t i = 0; i < 20; i += 2)
+            sum += static_cast<std::uint32_t>(ip[i] << 8 | ip[i + 1]);
+        while (sum >> 16)
+            sum = (sum & 0xffff) + (sum >> 16);
         put16(ip + 10, static_cast<std::uint16_t>(~sum));
         // L4: ports from the random bits; checksums left 0 (UDP: "none").
         std::uint8_t* l4 = ip + 20;
