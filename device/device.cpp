@@ -28,6 +28,29 @@ std::unique_ptr<Device> make_device(const DeviceIdentity& identity, const Capabi
     return dev;
 }
 
+void attach_rx_queue(Device& dev, datapath::RxQueue& rx, std::uint32_t entries,
+                     std::uint32_t max_sge, std::uint32_t qpn, datapath::WqSettings offloads,
+                     datapath::CqRing& cq, const void* pd) {
+    datapath::RxQueueConfig rc;
+    rc.ring_entries = entries;
+    rc.max_sge = max_sge;
+    rc.qp_num = qpn;
+    rc.settings = offloads;
+    rc.settings.ip_csum = dev.caps.ip_csum;
+    rc.settings.pad_align = dev.caps.pad_align;
+    rc.hold_frames = dev.caps.hold_frames;
+    rc.hold_bytes = dev.caps.hold_bytes;
+    rx.init(rc, &cq, dev.mrs.get(), pd, &dev.port.counters);
+    std::lock_guard lock(dev.port.lock);
+    dev.queues.push_back(&rx);
+}
+
+void detach_rx_queue(Device& dev, datapath::RxQueue& rx) noexcept {
+    std::lock_guard lock(dev.port.lock);
+    rx.discard_held();
+    std::erase(dev.queues, &rx);
+}
+
 namespace {
 
 void deliver_to_qp(Device& dev, Qp& qp, const net::Frame& frame, const net::ParsedFrame& parsed,

@@ -13,6 +13,17 @@ namespace rdmasim::device {
 [[nodiscard]] std::unique_ptr<Device> make_device(const DeviceIdentity& identity,
                                                   const Capabilities& caps);
 
+// Sets up the receive side of a WQ or a plain raw-packet QP (ring of
+// `entries` WQEs of up to `max_sge` SGEs, completions as `qpn` on `cq`, MR
+// checks against `pd`) with the given offload switches; the device's profile
+// supplies the rest (IP checksum verdict, padding line, delay-drop storage).
+// Then makes it visible to the engine. Allocates: control path only.
+void attach_rx_queue(Device& dev, datapath::RxQueue& rx, std::uint32_t entries,
+                     std::uint32_t max_sge, std::uint32_t qpn, datapath::WqSettings offloads,
+                     datapath::CqRing& cq, const void* pd);
+// The reverse: held frames are dropped as discarded, the engine stops seeing it.
+void detach_rx_queue(Device& dev, datapath::RxQueue& rx) noexcept;
+
 // One frame arriving on the port: steering, RSS, the queue's pipeline.
 // Caller holds dev.port.lock. `exclude` is a sending QP that must not see its
 // own frame looped back.

@@ -113,22 +113,14 @@ ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) noexcept {
             qp->max_send_sge = std::max<std::uint32_t>(attr->cap.max_send_sge, 1);
             qp->max_inline = attr->cap.max_inline_data;
             qp->sq_sig_all = attr->sq_sig_all;
-            datapath::RxQueueConfig rc;
-            rc.ring_entries = std::max<std::uint32_t>(attr->cap.max_recv_wr, 1);
-            rc.max_sge = qp->max_recv_sge;
-            rc.qp_num = q.qp_num;
-            rc.settings.strip_cvlan = create_flags & IBV_QP_CREATE_CVLAN_STRIPPING;
-            rc.settings.scatter_fcs = create_flags & IBV_QP_CREATE_SCATTER_FCS;
-            rc.settings.end_padding = create_flags & IBV_QP_CREATE_PCI_WRITE_END_PADDING;
-            rc.settings.ip_csum = dev.caps.ip_csum;
-            rc.settings.pad_align = dev.caps.pad_align;
-            qp->rx.init(rc, &qp->recv_cq->ring, dev.mrs.get(), qp->pd, &dev.port.counters);
+            datapath::WqSettings offloads;
+            offloads.strip_cvlan = create_flags & IBV_QP_CREATE_CVLAN_STRIPPING;
+            offloads.scatter_fcs = create_flags & IBV_QP_CREATE_SCATTER_FCS;
+            offloads.end_padding = create_flags & IBV_QP_CREATE_PCI_WRITE_END_PADDING;
+            attach_rx_queue(dev, qp->rx, std::max<std::uint32_t>(attr->cap.max_recv_wr, 1),
+                            qp->max_recv_sge, q.qp_num, offloads, qp->recv_cq->ring, qp->pd);
             qp->send_cq->users.fetch_add(1);
             qp->recv_cq->users.fetch_add(1);
-            {
-                std::lock_guard lock(dev.port.lock);
-                dev.queues.push_back(&qp->rx);
-            }
             attr->cap.max_recv_sge = qp->max_recv_sge;
             attr->cap.max_send_sge = qp->max_send_sge;
         }
@@ -229,11 +221,7 @@ int destroy_qp(ibv_qp* q) noexcept {
         if (qp->rss) {
             qp->table->qp_refs.fetch_sub(1);
         } else {
-            {
-                std::lock_guard lock(dev.port.lock);
-                qp->rx.discard_held();
-                std::erase(dev.queues, &qp->rx);
-            }
+            detach_rx_queue(dev, qp->rx);
             qp->send_cq->users.fetch_sub(1);
             qp->recv_cq->users.fetch_sub(1);
         }

@@ -71,23 +71,13 @@ ibv_wq* create_wq(ibv_context* context, ibv_wq_init_attr* attr) noexcept {
         w.wq_type = IBV_WQT_RQ;
         w.post_recv = post_wq_recv;
 
-        datapath::RxQueueConfig rc;
-        rc.ring_entries = attr->max_wr;
-        rc.max_sge = max_sge;
-        rc.qp_num = w.wq_num;
-        rc.settings.strip_cvlan = flags & IBV_WQ_FLAGS_CVLAN_STRIPPING;
-        rc.settings.scatter_fcs = flags & IBV_WQ_FLAGS_SCATTER_FCS;
-        rc.settings.delay_drop = flags & IBV_WQ_FLAGS_DELAY_DROP;
-        rc.settings.end_padding = flags & IBV_WQ_FLAGS_PCI_WRITE_END_PADDING;
-        rc.settings.ip_csum = dev.caps.ip_csum;
-        rc.settings.pad_align = dev.caps.pad_align;
-        rc.hold_frames = dev.caps.hold_frames;
-        rc.hold_bytes = dev.caps.hold_bytes;
-        wq->rx.init(rc, &wq->cq->ring, dev.mrs.get(), wq->pd, &dev.port.counters);
-        {
-            std::lock_guard lock(dev.port.lock);
-            dev.queues.push_back(&wq->rx);
-        }
+        datapath::WqSettings offloads;
+        offloads.strip_cvlan = flags & IBV_WQ_FLAGS_CVLAN_STRIPPING;
+        offloads.scatter_fcs = flags & IBV_WQ_FLAGS_SCATTER_FCS;
+        offloads.delay_drop = flags & IBV_WQ_FLAGS_DELAY_DROP;
+        offloads.end_padding = flags & IBV_WQ_FLAGS_PCI_WRITE_END_PADDING;
+        attach_rx_queue(dev, wq->rx, attr->max_wr, max_sge, w.wq_num, offloads, wq->cq->ring,
+                        wq->pd);
         wq->cq->users.fetch_add(1);
         wq->pd->users.fetch_add(1);
         ctx.live_objects.fetch_add(1);
@@ -178,11 +168,7 @@ int destroy_wq(ibv_wq* w) noexcept {
         Wq* wq = from_verbs(w);
         if (wq->table_refs.load() != 0) return EBUSY;
         Device& dev = *wq->ctx->device;
-        {
-            std::lock_guard lock(dev.port.lock);
-            wq->rx.discard_held();
-            std::erase(dev.queues, &wq->rx);
-        }
+        detach_rx_queue(dev, wq->rx);
         wq->cq->users.fetch_sub(1);
         wq->pd->users.fetch_sub(1);
         wq->ctx->live_objects.fetch_sub(1);

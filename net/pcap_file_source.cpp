@@ -214,17 +214,18 @@ bool PcapFileSource::next(Frame& out) noexcept {
     }
     out = Frame{};
     out.data = data;
-    out.len = hdr->caplen;
+    // A record claiming more captured bytes than the wire carried (a broken
+    // writer) holds the frame and then bytes that were never part of it.
+    out.len = hdr->caplen <= hdr->len ? hdr->caplen : hdr->len;
     out.wire_len = hdr->len;
     // Set only when the captured bytes hold a whole FCS, so payload() stays meaningful.
-    out.fcs_len = hdr->caplen >= static_cast<std::uint32_t>(fcs_len_)
-                      ? static_cast<std::uint8_t>(fcs_len_)
-                      : 0;
+    out.fcs_len =
+        out.len >= static_cast<std::uint32_t>(fcs_len_) ? static_cast<std::uint8_t>(fcs_len_) : 0;
     // In nanosecond precision tv_usec holds nanoseconds.
     out.ts_ns = static_cast<std::uint64_t>(hdr->ts.tv_sec) * 1'000'000'000u +
                 static_cast<std::uint64_t>(hdr->ts.tv_usec);
     ++counters_.frames;
-    counters_.bytes += hdr->caplen;
+    counters_.bytes += out.len;
     if (hdr->caplen < hdr->len) ++counters_.truncated_records;
     return true;
 }

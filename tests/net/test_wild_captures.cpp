@@ -525,8 +525,8 @@ TEST_CASE("wild: pcapng with several interfaces", "[net][wild_captures]") {
     SECTION("Ethernet on every interface: frames of all of them are read") {
         Buf ng = shb();
         idb(ng, kLinkEthernet, 65535);
-        idb(ng, kLinkEthernet, 128);
-        idb(ng, kLinkEthernet, 9216);
+        idb(ng, kLinkEthernet, 65535);
+        idb(ng, kLinkEthernet, 65535);
         epb(ng, 0, frame(60));
         epb(ng, 1, frame(100));
         epb(ng, 2, frame(3000));
@@ -546,6 +546,17 @@ TEST_CASE("wild: pcapng with several interfaces", "[net][wild_captures]") {
         CHECK(rig.drops(datapath::Drop::length_error) == 1); // 3000 bytes > 2 KiB buffer
         CHECK(wcs.size() == 4);
         CHECK(rig.balanced());
+    }
+    SECTION("interfaces with different snaplens: libpcap refuses, a read error that says so") {
+        Buf ng = shb();
+        idb(ng, kLinkEthernet, 65535);
+        idb(ng, kLinkEthernet, 128);
+        epb(ng, 0, frame(60));
+        TempPath path(".pcapng");
+        auto src = open(path, ng);
+        REQUIRE(src);
+        CHECK(read_all(*src.value()).empty());
+        CHECK(src.value()->read_error().find("snapshot length") != std::string::npos);
     }
     SECTION("a packet on an interface that was never described: a read error") {
         Buf ng = shb();
