@@ -2,8 +2,12 @@
 
 namespace rdmasim::datapath {
 
-MrTable::MrTable(std::uint32_t max_entries)
-    : slots_(std::make_unique<Slot[]>(max_entries)), capacity_(max_entries) {}
+void MrTable::reset(std::uint32_t max_entries) {
+    std::lock_guard lock(mu_);
+    slots_ = std::vector<Slot>(max_entries);
+    capacity_ = max_entries;
+    next_free_hint_ = 0;
+}
 
 std::uint32_t MrTable::add(const MrEntry& entry) noexcept {
     std::lock_guard lock(mu_);

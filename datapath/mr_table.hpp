@@ -6,8 +6,8 @@
 
 #include <atomic>
 #include <cstdint>
-#include <memory>
 #include <mutex>
+#include <vector>
 
 namespace rdmasim::datapath {
 
@@ -21,7 +21,10 @@ struct MrEntry {
 
 class MrTable {
 public:
-    explicit MrTable(std::uint32_t max_entries);
+    MrTable() = default;
+    explicit MrTable(std::uint32_t max_entries) { reset(max_entries); }
+    // Empties the table and sizes it. Set-up only: no reader may be active.
+    void reset(std::uint32_t max_entries);
 
     // Returns the new lkey, or 0 when the table is full.
     [[nodiscard]] std::uint32_t add(const MrEntry& entry) noexcept;
@@ -40,8 +43,8 @@ private:
         std::atomic<std::uint32_t> lkey{0}; // 0 = free
         std::uint8_t generation = 0;
     };
-    std::unique_ptr<Slot[]> slots_;
-    std::uint32_t capacity_;
+    std::vector<Slot> slots_; // never resized while in use (readers index it without a lock)
+    std::uint32_t capacity_ = 0;
     std::uint32_t next_free_hint_ = 0;
     std::mutex mu_;
 };

@@ -24,7 +24,7 @@ std::unique_ptr<Device> make_device(const DeviceIdentity& identity, const Capabi
                   identity.name.c_str());
     dev->identity = identity;
     dev->caps = caps;
-    dev->mrs = std::make_unique<datapath::MrTable>(caps.max_mr);
+    dev->mrs.reset(caps.max_mr);
     return dev;
 }
 
@@ -40,7 +40,7 @@ void attach_rx_queue(Device& dev, datapath::RxQueue& rx, std::uint32_t entries,
     rc.settings.pad_align = dev.caps.pad_align;
     rc.hold_frames = dev.caps.hold_frames;
     rc.hold_bytes = dev.caps.hold_bytes;
-    rx.init(rc, &cq, dev.mrs.get(), pd, &dev.port.counters);
+    rx.init(rc, &cq, &dev.mrs, pd, &dev.port.counters);
     std::lock_guard lock(dev.port.lock);
     dev.queues.push_back(&rx);
 }
@@ -60,7 +60,7 @@ void deliver_to_qp(Device& dev, Qp& qp, const net::Frame& frame, const net::Pars
         qp.rx.receive(frame, parsed, now_ns, armed, primary);
         return;
     }
-    const auto hash = datapath::rss_hash(*qp.toeplitz, qp.hash_fields, frame.payload(), parsed);
+    const auto hash = datapath::rss_hash(qp.toeplitz, qp.hash_fields, frame.payload(), parsed);
     Wq* wq = qp.table->entries[datapath::rss_entry(hash, qp.table->log_size)];
     wq->rx.receive(frame, parsed, now_ns, armed, primary);
 }
@@ -78,6 +78,10 @@ void port_ingress(Device& dev, const net::Frame& frame, std::uint64_t now_ns,
         return;
     }
     const auto bytes = frame.payload();
+    if (bytes.size() < net::kEthHeaderLen) [[unlikely]] {
+        port.counters.drop(datapath::Drop::runt);
+        return;
+    }
     const auto parsed = net::parse_frame(bytes);
     for (Flow* f : port.sniffers) {
         if (f->qp != exclude && datapath::flow_matches(f->rule, bytes, parsed)) {

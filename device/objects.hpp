@@ -82,7 +82,7 @@ struct Device {
     DeviceIdentity identity;
     Capabilities caps;
     Port port;
-    std::unique_ptr<datapath::MrTable> mrs;
+    datapath::MrTable mrs;                      // sized from caps.max_mr by make_device
     EngineHooks* hooks = nullptr;               // set by the runtime; may stay null
     std::atomic<std::uint32_t> next_qpn{0x100}; // WQ and QP numbers, unique per device
     std::atomic<std::uint32_t> next_handle{1};
@@ -164,7 +164,7 @@ struct Qp {
     bool rss = false;
     // RSS QP: hashes into an indirection table.
     IndTable* table = nullptr;
-    std::unique_ptr<datapath::Toeplitz> toeplitz;
+    datapath::Toeplitz toeplitz;                // 36 KiB of tables: QPs are few
     std::uint64_t hash_fields = 0;
     // Plain raw-packet QP: its own receive queue and a send queue.
     Cq* recv_cq = nullptr;

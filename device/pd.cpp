@@ -51,7 +51,7 @@ ibv_mr* reg_mr(ibv_pd* p, void* addr, size_t length, uint64_t iova, unsigned int
         entry.host = reinterpret_cast<std::uint64_t>(addr);
         entry.pd = pd;
         entry.local_write = access & IBV_ACCESS_LOCAL_WRITE;
-        const std::uint32_t key = dev.mrs->add(entry);
+        const std::uint32_t key = dev.mrs.add(entry);
         if (key == 0) return fail<ibv_mr>(ENOMEM);
         mr->access = static_cast<int>(access);
         ibv_mr& m = mr->ibmr;
@@ -70,7 +70,7 @@ ibv_mr* reg_mr(ibv_pd* p, void* addr, size_t length, uint64_t iova, unsigned int
 int dereg_mr(ibv_mr* m) noexcept {
     if (m == nullptr) return EINVAL;
     Mr* mr = from_verbs(m);
-    from_verbs(m->context)->device->mrs->remove(m->lkey);
+    from_verbs(m->context)->device->mrs.remove(m->lkey);
     from_verbs(m->pd)->users.fetch_sub(1);
     delete mr;
     return 0;

@@ -99,9 +99,8 @@ ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) noexcept {
         if (rss) {
             qp->table = from_verbs(attr->rwq_ind_tbl);
             qp->hash_fields = attr->rx_hash_conf.rx_hash_fields_mask;
-            qp->toeplitz = std::make_unique<datapath::Toeplitz>(
-                std::span<const std::uint8_t, datapath::Toeplitz::kKeyLen>(
-                    attr->rx_hash_conf.rx_hash_key, datapath::Toeplitz::kKeyLen));
+            qp->toeplitz = datapath::Toeplitz(std::span<const std::uint8_t, datapath::Toeplitz::kKeyLen>(
+                attr->rx_hash_conf.rx_hash_key, datapath::Toeplitz::kKeyLen));
             qp->table->qp_refs.fetch_add(1);
         } else {
             qp->send_cq = from_verbs(attr->send_cq);
@@ -183,6 +182,7 @@ int modify_qp(ibv_qp* q, ibv_qp_attr* attr, int mask) noexcept {
                 qp.rx.reset_ring();
             } else if (next == IBV_QPS_ERR) {
                 qp.rx.set_ready(false);
+                qp.rx.discard_held();
                 qp.rx.flush();
             } else {
                 qp.rx.set_ready(next == IBV_QPS_RTR || next == IBV_QPS_RTS);
@@ -243,11 +243,13 @@ int post_recv(ibv_qp* q, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept {
     }
     Device& dev = *qp.ctx->device;
     int err;
+    bool in_error;
     {
-        std::lock_guard lock(qp.post_lock);
+        std::lock_guard lock(qp.post_lock); // modify_qp changes the state under it
         err = post_receive_list(qp.rx, qp.max_recv_sge, wr, bad_wr);
+        in_error = q->state == IBV_QPS_ERR;
     }
-    if (q->state == IBV_QPS_ERR) flush_posted(dev, qp.rx, qp.post_lock);
+    if (in_error) flush_posted(dev, qp.rx, qp.post_lock);
     if (dev.hooks) dev.hooks->on_post(dev);
     return err;
 }
@@ -256,7 +258,12 @@ int post_send(ibv_qp* q, ibv_send_wr* wr, ibv_send_wr** bad_wr) noexcept {
     if (q == nullptr || bad_wr == nullptr) return EINVAL;
     Qp& qp = *from_verbs(q);
     Device& dev = *qp.ctx->device;
-    if (qp.rss || q->state != IBV_QPS_RTS) {
+    ibv_qp_state state;
+    {
+        std::lock_guard lock(qp.post_lock); // modify_qp changes the state under it
+        state = q->state;
+    }
+    if (qp.rss || state != IBV_QPS_RTS) {
         *bad_wr = wr;
         return EINVAL;
     }
@@ -286,7 +293,7 @@ int post_send(ibv_qp* q, ibv_send_wr* wr, ibv_send_wr** bad_wr) noexcept {
             }
             const std::uint8_t* src =
                 inl ? reinterpret_cast<const std::uint8_t*>(s.addr)
-                    : dev.mrs->translate(s.lkey, qp.pd, s.addr, s.length, false);
+                    : dev.mrs.translate(s.lkey, qp.pd, s.addr, s.length, false);
             if (src == nullptr) {
                 status = IBV_WC_LOC_PROT_ERR;
                 break;

@@ -218,11 +218,15 @@ int post_wq_recv(ibv_wq* w, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept {
     Wq& wq = *from_verbs(w);
     Device& dev = *wq.ctx->device;
     int err;
+    bool in_error;
     {
+        // The state is read under the post lock, which modify_wq holds to change it:
+        // a move to ERR after this point flushes what we posted.
         std::lock_guard lock(wq.post_lock);
         err = post_receive_list(wq.rx, wq.max_sge, wr, bad_wr);
+        in_error = w->state == IBV_WQS_ERR;
     }
-    if (w->state == IBV_WQS_ERR) flush_posted(dev, wq.rx, wq.post_lock); // posted in ERR: flushed
+    if (in_error) flush_posted(dev, wq.rx, wq.post_lock); // posted in ERR: flushed
     if (dev.hooks) dev.hooks->on_post(dev);
     return err;
 }

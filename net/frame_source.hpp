@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "net/frame.hpp"
 
@@ -27,6 +28,8 @@ public:
     // A short human description ("pcap file traffic.pcap (EN10MB, fcs 0)").
     [[nodiscard]] virtual std::string describe() const = 0;
     [[nodiscard]] virtual const SourceCounters& counters() const noexcept = 0;
+    // Why the source ended early (a read error in the middle of a file), or "".
+    [[nodiscard]] virtual std::string_view failure() const noexcept { return {}; }
     // How far through a finite source (0..1), or a negative value when unknown.
     [[nodiscard]] virtual double progress() const noexcept { return -1; }
 };

@@ -31,6 +31,7 @@ public:
     [[nodiscard]] const SourceCounters& counters() const noexcept override { return counters_; }
     // A read error in the middle of the file ends the source; this says why ("" if none).
     [[nodiscard]] const std::string& read_error() const noexcept { return read_error_; }
+    [[nodiscard]] std::string_view failure() const noexcept override { return read_error_; }
     [[nodiscard]] int fcs_len() const noexcept { return fcs_len_; }
     // File position over file size.
     [[nodiscard]] double progress() const noexcept override;

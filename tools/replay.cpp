@@ -209,7 +209,7 @@ int replay(const ReplayOptions& o) {
     auto* mem = static_cast<std::uint8_t*>(std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096));
     if (mem == nullptr) fail("out of memory for receive buffers");
     std::unique_ptr<std::uint8_t, decltype(&std::free)> mem_owner(mem, &std::free);
-    ibv_mr* mr = check(ibv_reg_mr(pd, mem, bytes, IBV_ACCESS_LOCAL_WRITE),
+    ibv_mr* mr = check(ibv_reg_mr(pd, mem, bytes, int{IBV_ACCESS_LOCAL_WRITE}),
                        "ibv_reg_mr");
 
     std::vector<ibv_wq*> wqs;
@@ -402,6 +402,12 @@ int replay(const ReplayOptions& o) {
     if (!balanced) {
         std::fprintf(stderr, "rdmasim replay: accounting does not balance\n");
         return 2;
+    }
+    if (const auto why = sim.engine(0).source().failure(); !why.empty()) {
+        std::fprintf(stderr, "rdmasim replay: %s: read error after %llu frames: %.*s\n",
+                     o.file.c_str(), static_cast<unsigned long long>(port.frames.get()),
+                     static_cast<int>(why.size()), why.data());
+        return 1;
     }
     return 0;
 }

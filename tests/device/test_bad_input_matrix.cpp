@@ -288,7 +288,7 @@ public:
         return f;
     }
     ibv_mr* mr(ibv_pd* p = nullptr) {
-        ibv_mr* m = ibv_reg_mr(p ? p : pd, buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE);
+        ibv_mr* m = ibv_reg_mr(p ? p : pd, buf.data(), buf.size(), int{IBV_ACCESS_LOCAL_WRITE});
         REQUIRE(m != nullptr);
         keep("mr", [m] { return ibv_dereg_mr(m); });
         return m;

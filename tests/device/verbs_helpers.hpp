@@ -94,7 +94,7 @@ class MrBuffer {
 public:
     static constexpr std::uint32_t kSlot = 2048;
     MrBuffer(ibv_pd* pd, std::size_t slots) : bytes_(slots * kSlot, 0) {
-        mr_ = ibv_reg_mr(pd, bytes_.data(), bytes_.size(), IBV_ACCESS_LOCAL_WRITE);
+        mr_ = ibv_reg_mr(pd, bytes_.data(), bytes_.size(), int{IBV_ACCESS_LOCAL_WRITE});
         REQUIRE(mr_ != nullptr);
     }
     ~MrBuffer() {

@@ -31,6 +31,11 @@ const std::string& temp_path() {
     return path;
 }
 
+// The temporary file goes when the fuzzer exits normally.
+void remove_temp_file() {
+    std::remove(temp_path().c_str());
+}
+
 bool write_file(const std::string& path, const std::uint8_t* data, std::size_t size) {
     std::FILE* f = std::fopen(path.c_str(), "wb");
     if (f == nullptr) return false;
@@ -59,6 +64,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         check(config.burst >= 1 && config.burst <= 4096);
         check(config.pcap.size() <= 16);
     }
+    static const int registered = std::atexit(remove_temp_file);
+    (void)registered;
     if (!write_file(temp_path(), data, size)) return 0;
     sim::Config config;
     const auto r = config.apply_toml_file(temp_path());

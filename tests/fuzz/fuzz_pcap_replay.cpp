@@ -51,6 +51,11 @@ const std::string& temp_path() {
     return path;
 }
 
+// The temporary file goes when the fuzzer exits normally.
+void remove_temp_file() {
+    std::remove(temp_path().c_str());
+}
+
 bool write_file(const std::string& path, const std::uint8_t* data, std::size_t size) {
     std::FILE* f = std::fopen(path.c_str(), "wb");
     if (f == nullptr) return false;
@@ -250,6 +255,8 @@ private:
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     static std::vector<std::uint8_t> mem(kWqs * kDepth * kSlot);
+    static const int registered = std::atexit(remove_temp_file);
+    (void)registered;
     if (!write_file(temp_path(), data, size)) return 0;
     auto src = net::PcapFileSource::open(temp_path());
     if (!src) {

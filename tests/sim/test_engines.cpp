@@ -65,7 +65,7 @@ public:
         pd = ibv_alloc_pd(ctx);
         REQUIRE(pd != nullptr);
         mem.assign(static_cast<std::size_t>(max_wr) * kSlot, 0);
-        mr = ibv_reg_mr(pd, mem.data(), mem.size(), IBV_ACCESS_LOCAL_WRITE);
+        mr = ibv_reg_mr(pd, mem.data(), mem.size(), int{IBV_ACCESS_LOCAL_WRITE});
         REQUIRE(mr != nullptr);
 
         ibv_cq_init_attr_ex ca{};

@@ -165,7 +165,7 @@ public:
         pd = ibv_alloc_pd(ctx);
         REQUIRE(pd != nullptr);
         mem_.assign(static_cast<std::size_t>(wqs) * ring * kSlotBytes, 0);
-        mr = ibv_reg_mr(pd, mem_.data(), mem_.size(), IBV_ACCESS_LOCAL_WRITE);
+        mr = ibv_reg_mr(pd, mem_.data(), mem_.size(), int{IBV_ACCESS_LOCAL_WRITE});
         REQUIRE(mr != nullptr);
 
         // A CQ holds every WQE its WQs can have outstanding: it never overflows.
@@ -338,7 +338,6 @@ std::size_t poll_batch(ibv_cq_ex* cq, std::vector<Completion>& out) {
 struct Slot {
     std::uint32_t gen = 0;
     bool posted = false;
-    bool retired = false; // flushed and not reposted (ERR race)
 };
 
 // Checks `c` against the slot it names and marks the slot complete. Returns
@@ -507,7 +506,6 @@ void poller(Rig& rig, std::uint32_t c, std::vector<std::vector<Slot>>& slots, Ta
                 tally.success_bytes += comp.byte_len;
             } else if (comp.status == IBV_WC_WR_FLUSH_ERR && retire_on_flush) {
                 ++tally.flushed;
-                slots[comp.id.wq][comp.id.slot].retired = true;
                 continue;
             } else {
                 failures.add("status " + std::to_string(comp.status) + " while running");
