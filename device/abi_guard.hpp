@@ -4,7 +4,10 @@
 #pragma once
 
 #include <cerrno>
+#include <cstdint>
+#include <cstring>
 #include <new>
+#include <type_traits>
 
 namespace rdmasim::device {
 
@@ -29,6 +32,14 @@ template <class T, class F> T* guard_ptr(F&& body) noexcept {
         errno = EIO;
     }
     return nullptr;
+}
+
+// The integer a C caller stored in an enum field. C allows any int there,
+// while loading a value outside the enum's range as the C++ type is undefined.
+template <class E> std::int64_t raw_enum(const E& field) noexcept {
+    std::underlying_type_t<E> v;
+    std::memcpy(&v, &field, sizeof v);
+    return static_cast<std::int64_t>(v);
 }
 
 // Sets errno and returns NULL: the libibverbs way for pointer-returning calls.

@@ -59,7 +59,7 @@ ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) noexcept {
                                     IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH |
                                     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
         if (attr->comp_mask & ~known) return fail<ibv_qp>(EOPNOTSUPP);
-        if (attr->qp_type != IBV_QPT_RAW_PACKET) return fail<ibv_qp>(EOPNOTSUPP);
+        if (raw_enum(attr->qp_type) != IBV_QPT_RAW_PACKET) return fail<ibv_qp>(EOPNOTSUPP);
         if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || attr->pd == nullptr ||
             attr->pd->context != context)
             return fail<ibv_qp>(EINVAL);
@@ -162,11 +162,13 @@ int modify_qp(ibv_qp* q, ibv_qp_attr* attr, int mask) noexcept {
         std::lock_guard port_lock(dev.port.lock);
         std::lock_guard post_lock(qp.post_lock);
         const ibv_qp_state cur = q->state;
-        if ((mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != cur) return EINVAL;
+        if ((mask & IBV_QP_CUR_STATE) && raw_enum(attr->cur_qp_state) != cur) return EINVAL;
         if ((mask & IBV_QP_PORT) && attr->port_num != 1) return EINVAL;
         ibv_qp_state next = cur;
         if (mask & IBV_QP_STATE) {
-            next = attr->qp_state;
+            const auto target = raw_enum(attr->qp_state);
+            if (target < IBV_QPS_RESET || target > IBV_QPS_ERR) return EINVAL;
+            next = static_cast<ibv_qp_state>(target);
             const bool legal =
                 next == IBV_QPS_RESET || next == IBV_QPS_ERR ||
                 (cur == IBV_QPS_RESET && next == IBV_QPS_INIT) ||

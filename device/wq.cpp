@@ -47,7 +47,7 @@ ibv_wq* create_wq(ibv_context* context, ibv_wq_init_attr* attr) noexcept {
         if (int err = validate_create_flags(dev, flags)) return fail<ibv_wq>(err);
         if ((flags & IBV_WQ_FLAGS_DELAY_DROP) && dev.caps.delay_drop_needs_rawio && !has_rawio())
             return fail<ibv_wq>(EPERM);
-        if (attr->wq_type != IBV_WQT_RQ) return fail<ibv_wq>(EINVAL);
+        if (raw_enum(attr->wq_type) != IBV_WQT_RQ) return fail<ibv_wq>(EINVAL);
         if (attr->pd == nullptr || attr->pd->context != context) return fail<ibv_wq>(EINVAL);
         if (attr->cq == nullptr || attr->cq->context != context) return fail<ibv_wq>(EINVAL);
         if (attr->max_wr == 0 || attr->max_wr > dev.caps.max_wr) return fail<ibv_wq>(EINVAL);
@@ -99,11 +99,12 @@ int modify_wq(ibv_wq* w, ibv_wq_attr* attr) noexcept {
         std::lock_guard port_lock(dev.port.lock); // the engine is out while we change state
         std::lock_guard post_lock(wq.post_lock);
         const ibv_wq_state cur = w->state;
-        if ((mask & IBV_WQ_ATTR_CURR_STATE) && attr->curr_wq_state != cur) return EINVAL;
+        if ((mask & IBV_WQ_ATTR_CURR_STATE) && raw_enum(attr->curr_wq_state) != cur) return EINVAL;
         ibv_wq_state next = cur;
         if (mask & IBV_WQ_ATTR_STATE) {
-            next = attr->wq_state;
-            if (next < IBV_WQS_RESET || next >= IBV_WQS_UNKNOWN) return EINVAL;
+            const auto target = raw_enum(attr->wq_state);
+            if (target < IBV_WQS_RESET || target >= IBV_WQS_UNKNOWN) return EINVAL;
+            next = static_cast<ibv_wq_state>(target);
             const bool legal = next == cur || (cur == IBV_WQS_RESET && next == IBV_WQS_RDY) ||
                                (cur == IBV_WQS_RDY && next == IBV_WQS_ERR) ||
                                (cur == IBV_WQS_RDY && next == IBV_WQS_RESET) ||
