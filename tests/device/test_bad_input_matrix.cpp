@@ -1528,9 +1528,9 @@ void qp_rows(std::vector<Row>& rows) {
           std::pair<const char*, std::uint64_t>{"TCP and UDP ports", IBV_RX_HASH_SRC_PORT_TCP |
                                                                          IBV_RX_HASH_DST_PORT_UDP}})
         rows.push_back({std::string("ibv_create_qp_ex hash fields mix ") + name,
-                        [=](Bed& b) {
+                        [=, mask = fields](Bed& b) { // clang 14: no capture of a binding
                             ibv_qp_init_attr_ex a = rss(b);
-                            a.rx_hash_conf.rx_hash_fields_mask = fields;
+                            a.rx_hash_conf.rx_hash_fields_mask = mask;
                             return create_qp_ex(b, a);
                         },
                         null(EINVAL)});
