@@ -1,0 +1,27 @@
+#!/usr/bin/python3
+"""The drop-in library runs inside other people's programs: it must never
+start processes (no shell-outs) nor write files. Checks its dynamic imports.
+
+usage: no_shell_outs.py LIBRARY
+"""
+import re
+import subprocess
+import sys
+
+FORBIDDEN = {
+    # starting programs
+    "system", "popen", "fork", "vfork", "clone", "posix_spawn", "posix_spawnp",
+    "execl", "execle", "execlp", "execv", "execve", "execvp", "execvpe", "fexecve",
+    # writing or changing files
+    "creat", "unlink", "rename", "mkdir", "rmdir", "truncate", "ftruncate",
+    "pcap_dump_open", "pcap_dump", "fwrite",
+}
+out = subprocess.run(["objdump", "-T", sys.argv[1]], capture_output=True, text=True,
+                     check=True).stdout
+imports = {m.group(1) for m in re.finditer(r"\*UND\*\s+\S+\s+(?:\S+\s+)?(\w+)$", out, re.M)}
+bad = sorted(imports & FORBIDDEN)
+for name in bad:
+    print(f"FAIL: the library imports {name}")
+print(f"{len(imports)} imports checked")
+print(f"{1 if not bad else 0} passed, {1 if bad else 0} failed")
+sys.exit(1 if bad else 0)
