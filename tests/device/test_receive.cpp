@@ -21,6 +21,7 @@
 #include "datapath/counters.hpp"
 #include "device/device.hpp"
 #include "support/golden_frames.hpp"
+#include "support/receive_rig.hpp"
 #include "support/sim_fixture.hpp"
 
 using namespace rdmasim;
@@ -99,109 +100,38 @@ struct Wc {
 };
 
 // A WQ reachable from the port: CQ-ex -> WQ -> indirection table -> RSS QP
-// -> catch-all flow (an ETH spec with all-zero masks).
+// -> catch-all flow (an ETH spec with all-zero masks). The test posts its own
+// WQEs, from a Buffer.
 class Rx {
 public:
     Rx(SimFixture& fx, std::uint32_t create_flags, bool ready = true, std::uint32_t max_wr = 16,
        std::uint64_t extra_wc_flags = 0)
-        : fx_(fx) {
-        ibv_cq_init_attr_ex ca{};
-        ca.cqe = 64;
-        ca.wc_flags =
-            IBV_WC_EX_WITH_CVLAN | IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_QP_NUM | extra_wc_flags;
-        cq = ibv_create_cq_ex(fx.ctx, &ca);
-        REQUIRE(cq != nullptr);
+        : fx_(fx), rig_(fx.ctx, fx.pd,
+                        {.depth = max_wr,
+                         .slot_bytes = 0,
+                         .sges = {4},
+                         .wq_flags = {create_flags},
+                         .wc_flags = IBV_WC_EX_WITH_CVLAN | IBV_WC_EX_WITH_BYTE_LEN |
+                                     IBV_WC_EX_WITH_QP_NUM | extra_wc_flags,
+                         .cqe = 64,
+                         .ready = ready,
+                         .fill = false}) {}
 
-        ibv_wq_init_attr wa{};
-        wa.wq_type = IBV_WQT_RQ;
-        wa.max_wr = max_wr;
-        wa.max_sge = 4;
-        wa.pd = fx.pd;
-        wa.cq = ibv_cq_ex_to_cq(cq);
-        wa.comp_mask = IBV_WQ_INIT_ATTR_FLAGS;
-        wa.create_flags = create_flags;
-        wq = ibv_create_wq(fx.ctx, &wa);
-        REQUIRE(wq != nullptr);
-        if (ready) REQUIRE(set_state(IBV_WQS_RDY) == 0);
-
-        ibv_rwq_ind_table_init_attr ta{};
-        ta.log_ind_tbl_size = 0;
-        ta.ind_tbl = &wq;
-        table = ibv_create_rwq_ind_table(fx.ctx, &ta);
-        REQUIRE(table != nullptr);
-
-        static std::array<std::uint8_t, 40> key{};
-        ibv_qp_init_attr_ex qa{};
-        qa.qp_type = IBV_QPT_RAW_PACKET;
-        qa.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH;
-        qa.pd = fx.pd;
-        qa.rwq_ind_tbl = table;
-        qa.rx_hash_conf.rx_hash_function = IBV_RX_HASH_FUNC_TOEPLITZ;
-        qa.rx_hash_conf.rx_hash_key_len = static_cast<std::uint8_t>(key.size());
-        qa.rx_hash_conf.rx_hash_key = key.data();
-        qa.rx_hash_conf.rx_hash_fields_mask = 0;
-        qp = ibv_create_qp_ex(fx.ctx, &qa);
-        REQUIRE(qp != nullptr);
-
-        struct {
-            ibv_flow_attr attr;
-            ibv_flow_spec_eth eth;
-        } fa{};
-        fa.attr.type = IBV_FLOW_ATTR_NORMAL;
-        fa.attr.size = sizeof fa;
-        fa.attr.num_of_specs = 1;
-        fa.attr.port = 1;
-        fa.eth.type = IBV_FLOW_SPEC_ETH;
-        fa.eth.size = sizeof fa.eth;
-        flow = ibv_create_flow(qp, &fa.attr);
-        REQUIRE(flow != nullptr);
-    }
-    ~Rx() {
-        // Reverse order of set-up; every call must succeed.
-        CHECK(ibv_destroy_flow(flow) == 0);
-        CHECK(ibv_destroy_qp(qp) == 0);
-        CHECK(ibv_destroy_rwq_ind_table(table) == 0);
-        CHECK(ibv_destroy_wq(wq) == 0);
-        CHECK(ibv_destroy_cq(ibv_cq_ex_to_cq(cq)) == 0);
-    }
-    Rx(const Rx&) = delete;
-    Rx& operator=(const Rx&) = delete;
-
-    int set_state(ibv_wq_state s) {
-        ibv_wq_attr a{};
-        a.attr_mask = IBV_WQ_ATTR_STATE;
-        a.wq_state = s;
-        return ibv_modify_wq(wq, &a);
-    }
+    int set_state(ibv_wq_state s) { return test::set_wq_state(wq(), s); }
     int post(std::uint64_t wr_id, std::vector<ibv_sge> sges) {
         ibv_recv_wr wr{};
         wr.wr_id = wr_id;
         wr.sg_list = sges.data();
         wr.num_sge = static_cast<int>(sges.size());
         ibv_recv_wr* bad = nullptr;
-        return ibv_post_wq_recv(wq, &wr, &bad);
+        return ibv_post_wq_recv(wq(), &wr, &bad);
     }
     // Drains the CQ (one engine pump: start_poll pumps).
     std::vector<Wc> poll() {
         std::vector<Wc> out;
-        ibv_poll_cq_attr pa{};
-        int rc = ibv_start_poll(cq, &pa);
-        if (rc == ENOENT) return out;
-        REQUIRE(rc == 0);
-        for (; rc == 0; rc = ibv_next_poll(cq)) {
-            Wc w;
-            w.wr_id = cq->wr_id;
-            w.status = cq->status;
-            w.opcode = ibv_wc_read_opcode(cq);
-            w.byte_len = ibv_wc_read_byte_len(cq);
-            w.qp_num = ibv_wc_read_qp_num(cq);
-            w.wc_flags = ibv_wc_read_wc_flags(cq);
-            w.cvlan = ibv_wc_read_cvlan(cq);
-            if (cq->read_completion_ts) w.ts = ibv_wc_read_completion_ts(cq);
-            out.push_back(w);
-        }
-        REQUIRE(rc == ENOENT);
-        ibv_end_poll(cq);
+        for (const auto& c : rig_.poll())
+            out.push_back(
+                {c.wr_id, c.status, c.opcode, c.byte_len, c.qp_num, c.flags, c.cvlan, c.ts});
         return out;
     }
     // Offers one frame, pumps it through and returns the completions.
@@ -211,14 +141,11 @@ public:
         return poll();
     }
 
-    ibv_cq_ex* cq = nullptr;
-    ibv_wq* wq = nullptr;
-    ibv_rwq_ind_table* table = nullptr;
-    ibv_qp* qp = nullptr;
-    ibv_flow* flow = nullptr;
+    [[nodiscard]] ibv_wq* wq() const { return rig_.wq(); }
 
 private:
     SimFixture& fx_;
+    test::ReceiveRig rig_;
 };
 
 void check_success(const Wc& w, const Rx& rx, std::uint64_t wr_id, std::uint32_t byte_len) {
@@ -226,7 +153,7 @@ void check_success(const Wc& w, const Rx& rx, std::uint64_t wr_id, std::uint32_t
     CHECK(w.status == IBV_WC_SUCCESS);
     CHECK(w.opcode == IBV_WC_RECV);
     CHECK(w.byte_len == byte_len);
-    CHECK(w.qp_num == rx.wq->wq_num);
+    CHECK(w.qp_num == rx.wq()->wq_num);
 }
 
 } // namespace
@@ -517,7 +444,7 @@ TEST_CASE("receive: delay drop holds frames until WQEs are posted, then delivers
     wr[1].sg_list = &s[1];
     wr[1].num_sge = 1;
     ibv_recv_wr* bad = nullptr;
-    REQUIRE(ibv_post_wq_recv(rx.wq, wr.data(), &bad) == 0);
+    REQUIRE(ibv_post_wq_recv(rx.wq(), wr.data(), &bad) == 0);
     CHECK(held(fx) == 0); // delivered at the post, before any poll
     const auto wc = rx.poll();
     REQUIRE(wc.size() == 2);
@@ -681,15 +608,15 @@ TEST_CASE("receive: modify_wq turns CVLAN stripping off and on for the next fram
     a.attr_mask = IBV_WQ_ATTR_FLAGS;
     a.flags = 0;
     a.flags_mask = IBV_WQ_FLAGS_CVLAN_STRIPPING;
-    REQUIRE(ibv_modify_wq(rx.wq, &a) == 0);
-    CHECK(rx.wq->state == IBV_WQS_RDY);
+    REQUIRE(ibv_modify_wq(rx.wq(), &a) == 0);
+    CHECK(rx.wq()->state == IBV_WQS_RDY);
     wc = rx.receive(golden::concat(golden::kTagged));
     REQUIRE(wc.size() == 1);
     check_success(wc[0], rx, 1, 62);
     CHECK(buf.at(2048, 62) == golden::concat(golden::kTagged));
 
     a.flags = IBV_WQ_FLAGS_CVLAN_STRIPPING;
-    REQUIRE(ibv_modify_wq(rx.wq, &a) == 0);
+    REQUIRE(ibv_modify_wq(rx.wq(), &a) == 0);
     wc = rx.receive(golden::concat(golden::kTagged));
     REQUIRE(wc.size() == 1);
     check_success(wc[0], rx, 2, 58);
@@ -740,7 +667,7 @@ TEST_CASE("receive: frames to a WQ in RESET are dropped as wq_not_ready", "[devi
     SimFixture fx;
     Buffer buf(fx.pd);
     Rx rx(fx, IBV_WQ_FLAGS_DELAY_DROP, false);
-    REQUIRE(rx.wq->state == IBV_WQS_RESET);
+    REQUIRE(rx.wq()->state == IBV_WQS_RESET);
     REQUIRE(rx.post(1, {buf.sge(0, 1024)}) == 0);
     CHECK(rx.receive(golden::concat(golden::kUntagged)).empty());
     CHECK(drops(fx, Drop::wq_not_ready) == 1);

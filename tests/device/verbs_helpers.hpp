@@ -1,7 +1,9 @@
 // Small helpers the device tests share: frames built byte by byte, a
 // registered buffer, and the verbs calls every test repeats (create a CQ or a
 // WQ, move it to RDY, post one receive, drain a CQ). They call verbs exactly
-// as a program does.
+// as a program does. The pieces a receive set-up is made of (the RSS key, the
+// catch-all flow attribute, RSS QP and WQ attributes and state, a context and PD) come
+// from tests/support/receive_rig.hpp.
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "datapath/counters.hpp"
+#include "tests/support/receive_rig.hpp"
 #include "tests/support/sim_fixture.hpp"
 
 namespace rdmasim::test {
@@ -129,30 +132,10 @@ inline Frame vlan_frame(std::uint16_t tci, std::uint16_t ether_type = 0x88b5,
     return f;
 }
 
-// The Microsoft RSS verification key.
-inline constexpr std::array<std::uint8_t, 40> kMsKey = {
-    0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3,
-    0x8f, 0xb0, 0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3,
-    0x80, 0x30, 0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa};
-
-// A flow attribute with one ETH spec, laid out as a program does.
-struct EthFlowAttr {
-    ibv_flow_attr attr;
-    ibv_flow_spec_eth eth;
-};
-
 // Matches frames to `dst` (every frame when dst is null: all-zero masks).
 inline EthFlowAttr eth_flow(const Mac* dst = nullptr, std::uint16_t priority = 0,
                             ibv_flow_attr_type type = IBV_FLOW_ATTR_NORMAL) {
-    EthFlowAttr f;
-    std::memset(&f, 0, sizeof f);
-    f.attr.type = type;
-    f.attr.size = sizeof f;
-    f.attr.priority = priority;
-    f.attr.num_of_specs = 1;
-    f.attr.port = 1;
-    f.eth.type = IBV_FLOW_SPEC_ETH;
-    f.eth.size = sizeof f.eth;
+    EthFlowAttr f = catch_all_flow(priority, type);
     if (dst != nullptr) {
         std::memcpy(f.eth.val.dst_mac, dst->data(), 6);
         std::memset(f.eth.mask.dst_mac, 0xff, 6);
@@ -164,19 +147,6 @@ inline ibv_flow* make_flow(ibv_qp* qp, EthFlowAttr f) {
     ibv_flow* flow = ibv_create_flow(qp, &f.attr);
     REQUIRE(flow != nullptr);
     return flow;
-}
-
-inline ibv_qp_init_attr_ex rss_qp_attr(ibv_pd* pd, ibv_rwq_ind_table* table, std::uint64_t fields) {
-    ibv_qp_init_attr_ex a{};
-    a.qp_type = IBV_QPT_RAW_PACKET;
-    a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH;
-    a.pd = pd;
-    a.rwq_ind_tbl = table;
-    a.rx_hash_conf.rx_hash_function = IBV_RX_HASH_FUNC_TOEPLITZ;
-    a.rx_hash_conf.rx_hash_key_len = kMsKey.size();
-    a.rx_hash_conf.rx_hash_key = const_cast<std::uint8_t*>(kMsKey.data());
-    a.rx_hash_conf.rx_hash_fields_mask = fields;
-    return a;
 }
 
 inline ibv_rwq_ind_table* make_table(ibv_context* ctx, std::vector<ibv_wq*>& wqs,
@@ -221,31 +191,16 @@ private:
 };
 
 // A second context on the fixture's device: objects from it belong to "another context".
-class OtherContext {
+class OtherContext : public VerbsDevice {
 public:
-    OtherContext() {
-        int n = 0;
-        ibv_device** list = ibv_get_device_list(&n);
-        REQUIRE(list != nullptr);
-        REQUIRE(n >= 1);
-        ctx = ibv_open_device(list[0]);
-        ibv_free_device_list(list);
-        REQUIRE(ctx != nullptr);
-        pd = ibv_alloc_pd(ctx);
-        REQUIRE(pd != nullptr);
+    OtherContext() : VerbsDevice(false) {
         cq = ibv_create_cq(ctx, 16, nullptr, nullptr, 0);
         REQUIRE(cq != nullptr);
     }
-    ~OtherContext() {
-        CHECK(ibv_destroy_cq(cq) == 0);
-        CHECK(ibv_dealloc_pd(pd) == 0);
-        CHECK(ibv_close_device(ctx) == 0);
-    }
+    ~OtherContext() { CHECK(ibv_destroy_cq(cq) == 0); }
     OtherContext(const OtherContext&) = delete;
     OtherContext& operator=(const OtherContext&) = delete;
 
-    ibv_context* ctx = nullptr;
-    ibv_pd* pd = nullptr;
     ibv_cq* cq = nullptr;
 };
 
@@ -257,13 +212,7 @@ inline ibv_cq* make_cq(ibv_context* ctx, int cqe = 64) {
 
 inline ibv_wq_init_attr wq_attr(ibv_pd* pd, ibv_cq* cq, std::uint32_t max_wr = 16,
                                 std::uint32_t max_sge = 1) {
-    ibv_wq_init_attr a{};
-    a.wq_type = IBV_WQT_RQ;
-    a.max_wr = max_wr;
-    a.max_sge = max_sge;
-    a.pd = pd;
-    a.cq = cq;
-    return a;
+    return wq_init_attr(pd, cq, max_wr, max_sge);
 }
 
 inline ibv_wq* make_wq(ibv_pd* pd, ibv_cq* cq, std::uint32_t max_wr = 16,
@@ -272,13 +221,6 @@ inline ibv_wq* make_wq(ibv_pd* pd, ibv_cq* cq, std::uint32_t max_wr = 16,
     ibv_wq* wq = ibv_create_wq(pd->context, &a);
     REQUIRE(wq != nullptr);
     return wq;
-}
-
-inline int set_wq_state(ibv_wq* wq, ibv_wq_state state) {
-    ibv_wq_attr a{};
-    a.attr_mask = IBV_WQ_ATTR_STATE;
-    a.wq_state = state;
-    return ibv_modify_wq(wq, &a);
 }
 
 inline int post_wq(ibv_wq* wq, std::uint64_t wr_id, ibv_sge sge) {

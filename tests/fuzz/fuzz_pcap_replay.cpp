@@ -8,8 +8,8 @@
 // polled and their WQEs re-posted until the engine is idle. After every poll
 // round and after teardown the port must balance: frames == delivered +
 // drops + held, else __builtin_trap().
-#include <infiniband/verbs.h>
 #include <endian.h>
+#include <infiniband/verbs.h>
 #include <unistd.h>
 
 #include <array>
@@ -28,6 +28,14 @@
 #include "net/pcap_file_source.hpp"
 #include "sim/config.hpp"
 #include "sim/simulator.hpp"
+
+// The receive rig's assertions end the run as check() does.
+#define RECEIVE_RIG_REQUIRE(cond)                                                                  \
+    do {                                                                                           \
+        if (!(cond)) __builtin_trap();                                                             \
+    } while (0)
+#define RECEIVE_RIG_CHECK(cond) RECEIVE_RIG_REQUIRE(cond)
+#include "tests/support/receive_rig.hpp"
 
 namespace {
 
@@ -63,9 +71,9 @@ bool write_file(const std::string& path, const std::uint8_t* data, std::size_t s
     return std::fclose(f) == 0 && ok;
 }
 
-constexpr std::size_t kWqs = 4;
-constexpr std::size_t kDepth = 8;       // WQEs per WQ
-constexpr std::uint32_t kSlot = 2048;   // bytes per WQE (two SGEs of 1 KiB on WQ 3)
+constexpr std::uint32_t kWqs = 4;
+constexpr std::uint32_t kDepth = 8;   // WQEs per WQ
+constexpr std::uint32_t kSlot = 2048; // bytes per WQE (two SGEs of 1 KiB on WQ 3)
 constexpr std::array<std::uint32_t, kWqs> kWqFlags = {
     IBV_WQ_FLAGS_CVLAN_STRIPPING | IBV_WQ_FLAGS_SCATTER_FCS | IBV_WQ_FLAGS_DELAY_DROP |
         IBV_WQ_FLAGS_PCI_WRITE_END_PADDING,
@@ -74,26 +82,9 @@ constexpr std::array<std::uint32_t, kWqs> kWqFlags = {
     0,
 };
 
-constexpr std::array<std::uint8_t, 40> kKey = {
-    0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3,
-    0x8f, 0xb0, 0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3,
-    0x80, 0x30, 0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa};
-
-struct EthFlow {
-    ibv_flow_attr attr;
-    ibv_flow_spec_eth eth;
-};
-
-EthFlow eth_flow(std::uint16_t ether_type, std::uint16_t priority) {
-    EthFlow f;
-    std::memset(&f, 0, sizeof f);
-    f.attr.type = IBV_FLOW_ATTR_NORMAL;
-    f.attr.size = sizeof f;
-    f.attr.priority = priority;
-    f.attr.num_of_specs = 1;
-    f.attr.port = 1;
-    f.eth.type = IBV_FLOW_SPEC_ETH;
-    f.eth.size = sizeof f.eth;
+// The rig's catch-all flow, narrowed to `ether_type` when it is not 0.
+test::EthFlowAttr eth_flow(std::uint16_t ether_type, std::uint16_t priority) {
+    test::EthFlowAttr f = test::catch_all_flow(priority);
     if (ether_type != 0) {
         f.eth.val.ether_type = htobe16(ether_type);
         f.eth.mask.ether_type = 0xffff;
@@ -107,81 +98,47 @@ bool balanced(device::Device& dev) {
     return c.frames.get() == c.delivered.get() + c.drops_total() + device::port_held_frames(dev);
 }
 
+// Four WQs (every WQ flag covered, filled; two SGEs per WQE on WQ 3), one
+// indirection table and one CQ-ex from the rig; no RSS QP of its own.
+test::RigOptions rig_options() {
+    return {.wqs = kWqs,
+            .depth = kDepth,
+            .slot_bytes = kSlot,
+            .sges = {1, 1, 1, 2},
+            .wq_flags = {kWqFlags.begin(), kWqFlags.end()},
+            .wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_CVLAN,
+            .cqe = 256,
+            .rss_qp = false};
+}
+
+// The rig's set-up, and over its table two RSS QPs (IPv4/TCP and IPv6/UDP)
+// with an IPv4 rule and a catch-all rule.
 class Replay {
 public:
-    Replay(sim::Simulator& sim, std::uint8_t* mem) : sim_(sim), mem_(mem) {
-        int n = 0;
-        ibv_device** list = need(ibv_get_device_list(&n));
-        check(n >= 1);
-        ctx_ = need(ibv_open_device(list[0]));
-        ibv_free_device_list(list);
-
-        ibv_cq_init_attr_ex ca{};
-        ca.cqe = 256;
-        ca.wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_CVLAN;
-        cq_ = need(ibv_create_cq_ex(ctx_, &ca));
-        pd_ = need(ibv_alloc_pd(ctx_));
-        const int access = IBV_ACCESS_LOCAL_WRITE;
-        mr_ = need(ibv_reg_mr(pd_, mem_, kWqs * kDepth * kSlot, access));
-
-        for (std::size_t i = 0; i < kWqs; ++i) {
-            ibv_wq_init_attr a{};
-            a.wq_type = IBV_WQT_RQ;
-            a.max_wr = kDepth;
-            a.max_sge = i == 3 ? 2 : 1;
-            a.pd = pd_;
-            a.cq = ibv_cq_ex_to_cq(cq_);
-            a.comp_mask = IBV_WQ_INIT_ATTR_FLAGS;
-            a.create_flags = kWqFlags[i];
-            wqs_[i] = need(ibv_create_wq(ctx_, &a));
-            ibv_wq_attr m{};
-            m.attr_mask = IBV_WQ_ATTR_STATE;
-            m.wq_state = IBV_WQS_RDY;
-            check(ibv_modify_wq(wqs_[i], &m) == 0);
-            for (std::size_t s = 0; s < kDepth; ++s)
-                post(i, s);
-        }
-
-        ibv_rwq_ind_table_init_attr ta{};
-        ta.log_ind_tbl_size = 2;
-        ta.ind_tbl = wqs_.data();
-        table_ = need(ibv_create_rwq_ind_table(ctx_, &ta));
+    explicit Replay(sim::Simulator& sim)
+        : sim_(sim), dev_(false), rig_(dev_.ctx, dev_.pd, rig_options()) {
         const std::array<std::uint64_t, 2> fields = {
             IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4 | IBV_RX_HASH_SRC_PORT_TCP |
                 IBV_RX_HASH_DST_PORT_TCP,
             IBV_RX_HASH_SRC_IPV6 | IBV_RX_HASH_DST_IPV6 | IBV_RX_HASH_SRC_PORT_UDP |
                 IBV_RX_HASH_DST_PORT_UDP};
         for (std::size_t q = 0; q < 2; ++q) {
-            ibv_qp_init_attr_ex a{};
-            a.qp_type = IBV_QPT_RAW_PACKET;
-            a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH;
-            a.pd = pd_;
-            a.rwq_ind_tbl = table_;
-            a.rx_hash_conf.rx_hash_function = IBV_RX_HASH_FUNC_TOEPLITZ;
-            a.rx_hash_conf.rx_hash_key_len = kKey.size();
-            a.rx_hash_conf.rx_hash_key = const_cast<std::uint8_t*>(kKey.data());
-            a.rx_hash_conf.rx_hash_fields_mask = fields[q];
-            qps_[q] = need(ibv_create_qp_ex(ctx_, &a));
+            ibv_qp_init_attr_ex a = test::rss_qp_attr(dev_.pd, rig_.table(), fields[q]);
+            qps_[q] = need(ibv_create_qp_ex(dev_.ctx, &a));
         }
-        EthFlow ipv4 = eth_flow(0x0800, 0);
-        EthFlow all = eth_flow(0, 1);
+        test::EthFlowAttr ipv4 = eth_flow(0x0800, 0);
+        test::EthFlowAttr all = eth_flow(0, 1);
         flows_[0] = need(ibv_create_flow(qps_[0], &ipv4.attr));
         flows_[1] = need(ibv_create_flow(qps_[1], &all.attr));
     }
 
     ~Replay() {
-        // Reverse order of set-up; every destroy must succeed.
+        // Reverse order of set-up; every destroy must succeed (the rig's and
+        // the device's after these).
         for (ibv_flow* f : flows_)
             check(ibv_destroy_flow(f) == 0);
         for (ibv_qp* q : qps_)
             check(ibv_destroy_qp(q) == 0);
-        check(ibv_destroy_rwq_ind_table(table_) == 0);
-        for (ibv_wq* w : wqs_)
-            check(ibv_destroy_wq(w) == 0);
-        check(ibv_dereg_mr(mr_) == 0);
-        check(ibv_dealloc_pd(pd_) == 0);
-        check(ibv_destroy_cq(ibv_cq_ex_to_cq(cq_)) == 0);
-        check(ibv_close_device(ctx_) == 0);
     }
     Replay(const Replay&) = delete;
     Replay& operator=(const Replay&) = delete;
@@ -199,54 +156,19 @@ public:
     }
 
 private:
-    void post(std::size_t wq, std::size_t slot) {
-        std::uint8_t* base = mem_ + (wq * kDepth + slot) * kSlot;
-        std::array<ibv_sge, 2> sge{};
-        ibv_recv_wr wr{};
-        wr.wr_id = wq * kDepth + slot;
-        wr.sg_list = sge.data();
-        if (wq == 3) {
-            sge[0] = {reinterpret_cast<std::uint64_t>(base), kSlot / 2, mr_->lkey};
-            sge[1] = {reinterpret_cast<std::uint64_t>(base + kSlot / 2), kSlot / 2, mr_->lkey};
-            wr.num_sge = 2;
-        } else {
-            sge[0] = {reinterpret_cast<std::uint64_t>(base), kSlot, mr_->lkey};
-            wr.num_sge = 1;
-        }
-        ibv_recv_wr* bad = nullptr;
-        check(ibv_post_wq_recv(wqs_[wq], &wr, &bad) == 0);
-    }
-
     void drain() {
-        ibv_poll_cq_attr pa{};
-        std::vector<std::uint64_t> done;
-        int rc = ibv_start_poll(cq_, &pa);
-        if (rc == ENOENT) return;
-        check(rc == 0);
-        do {
-            check(cq_->wr_id < kWqs * kDepth);
-            if (cq_->status == IBV_WC_SUCCESS) {
-                const std::uint32_t len = ibv_wc_read_byte_len(cq_);
-                check(len <= kSlot);
-                (void)ibv_wc_read_cvlan(cq_);
-            }
-            done.push_back(cq_->wr_id);
-            rc = ibv_next_poll(cq_);
-        } while (rc == 0);
-        check(rc == ENOENT);
-        ibv_end_poll(cq_);
-        for (const std::uint64_t id : done)
-            post(id / kDepth, id % kDepth);
+        const auto done = rig_.poll();
+        for (const auto& c : done) {
+            check(c.wr_id < kWqs * kDepth);
+            if (c.status == IBV_WC_SUCCESS) check(c.byte_len <= kSlot);
+        }
+        for (const auto& c : done)
+            rig_.repost(c.wr_id);
     }
 
     sim::Simulator& sim_;
-    std::uint8_t* mem_;
-    ibv_context* ctx_ = nullptr;
-    ibv_cq_ex* cq_ = nullptr;
-    ibv_pd* pd_ = nullptr;
-    ibv_mr* mr_ = nullptr;
-    std::array<ibv_wq*, kWqs> wqs_{};
-    ibv_rwq_ind_table* table_ = nullptr;
+    test::VerbsDevice dev_;
+    test::ReceiveRig rig_;
     std::array<ibv_qp*, 2> qps_{};
     std::array<ibv_flow*, 2> flows_{};
 };
@@ -254,7 +176,6 @@ private:
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    static std::vector<std::uint8_t> mem(kWqs * kDepth * kSlot);
     static const int registered = std::atexit(remove_temp_file);
     (void)registered;
     if (!write_file(temp_path(), data, size)) return 0;
@@ -276,7 +197,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     check(created.ok());
     std::unique_ptr<sim::Simulator> sim = std::move(created.value());
     {
-        Replay replay(*sim, mem.data());
+        Replay replay(*sim);
         replay.run();
     }
     // Everything still held went away with its WQ: counted as discarded.

@@ -23,6 +23,7 @@
 #include "sim/config.hpp"
 #include "sim/simulator.hpp"
 #include "tests/net/temp_path.hpp"
+#include "tests/support/receive_rig.hpp"
 
 using namespace rdmasim;
 using rdmasim::net::test::TempPath;
@@ -158,109 +159,34 @@ std::vector<std::uint32_t> read_all(net::PcapFileSource& src) {
     return lens;
 }
 
-// A receive set-up on a simulator (inline engine, starts at once) fed by a
-// capture file: one WQ with `slots` WQEs of `slot_bytes`, a one-entry
-// indirection table, an RSS QP and a catch-all flow, all through verbs.
+// A simulator (inline engine, starts at once) fed by the capture file at `path`.
+std::unique_ptr<sim::Simulator> capture_sim(const std::string& path, net::PcapFileSource*& source) {
+    sim::Config config;
+    REQUIRE(config.set("engine", "inline"));
+    REQUIRE(config.set("start", "now"));
+    auto src = net::PcapFileSource::open(path);
+    REQUIRE(src);
+    source = src.value().get();
+    std::vector<std::unique_ptr<net::FrameSource>> sources;
+    sources.push_back(std::move(src.value()));
+    auto s = sim::Simulator::create(config, std::move(sources));
+    REQUIRE(s);
+    return std::move(s.value());
+}
+
+// A receive set-up on a simulator fed by a capture file: one WQ with `slots`
+// WQEs of `slot_bytes`, a one-entry indirection table, an RSS QP and a
+// catch-all flow, all through verbs.
 class CaptureRig {
 public:
     CaptureRig(const std::string& path, std::uint32_t slots = 8, std::uint32_t slot_bytes = 2048)
-        : slot_bytes_(slot_bytes) {
-        sim::Config config;
-        REQUIRE(config.set("engine", "inline"));
-        REQUIRE(config.set("start", "now"));
-        auto src = net::PcapFileSource::open(path);
-        REQUIRE(src);
-        source_ = src.value().get();
-        std::vector<std::unique_ptr<net::FrameSource>> sources;
-        sources.push_back(std::move(src.value()));
-        auto s = sim::Simulator::create(config, std::move(sources));
-        REQUIRE(s);
-        sim_ = std::move(s.value());
-        int n = 0;
-        ibv_device** list = ibv_get_device_list(&n);
-        REQUIRE(list != nullptr);
-        REQUIRE(n == 1);
-        ctx = ibv_open_device(list[0]);
-        ibv_free_device_list(list);
-        REQUIRE(ctx != nullptr);
-        pd = ibv_alloc_pd(ctx);
-        REQUIRE(pd != nullptr);
-        mem_.assign(static_cast<std::size_t>(slots) * slot_bytes, 0);
-        mr = ibv_reg_mr(pd, mem_.data(), mem_.size(), int{IBV_ACCESS_LOCAL_WRITE});
-        REQUIRE(mr != nullptr);
-        cq = ibv_create_cq(ctx, static_cast<int>(slots), nullptr, nullptr, 0);
-        REQUIRE(cq != nullptr);
-        ibv_wq_init_attr wa{};
-        wa.wq_type = IBV_WQT_RQ;
-        wa.max_wr = slots;
-        wa.max_sge = 1;
-        wa.pd = pd;
-        wa.cq = cq;
-        wq = ibv_create_wq(ctx, &wa);
-        REQUIRE(wq != nullptr);
-        ibv_wq_attr mod{};
-        mod.attr_mask = IBV_WQ_ATTR_STATE;
-        mod.wq_state = IBV_WQS_RDY;
-        REQUIRE(ibv_modify_wq(wq, &mod) == 0);
-        ibv_rwq_ind_table_init_attr ta{};
-        ta.ind_tbl = &wq;
-        table = ibv_create_rwq_ind_table(ctx, &ta);
-        REQUIRE(table != nullptr);
-        static std::array<std::uint8_t, 40> key{};
-        ibv_qp_init_attr_ex qa{};
-        qa.qp_type = IBV_QPT_RAW_PACKET;
-        qa.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH;
-        qa.pd = pd;
-        qa.rwq_ind_tbl = table;
-        qa.rx_hash_conf.rx_hash_function = IBV_RX_HASH_FUNC_TOEPLITZ;
-        qa.rx_hash_conf.rx_hash_key_len = static_cast<std::uint8_t>(key.size());
-        qa.rx_hash_conf.rx_hash_key = key.data();
-        qp = ibv_create_qp_ex(ctx, &qa);
-        REQUIRE(qp != nullptr);
-        struct {
-            ibv_flow_attr attr;
-            ibv_flow_spec_eth eth;
-        } fa{};
-        fa.attr.type = IBV_FLOW_ATTR_NORMAL;
-        fa.attr.size = sizeof fa;
-        fa.attr.num_of_specs = 1;
-        fa.attr.port = 1;
-        fa.eth.type = IBV_FLOW_SPEC_ETH;
-        fa.eth.size = sizeof fa.eth;
-        flow = ibv_create_flow(qp, &fa.attr);
-        REQUIRE(flow != nullptr);
-        for (std::uint32_t i = 0; i < slots; ++i) {
-            ibv_sge sge{reinterpret_cast<std::uint64_t>(mem_.data() + i * slot_bytes), slot_bytes,
-                        mr->lkey};
-            ibv_recv_wr wr{};
-            wr.wr_id = i;
-            wr.sg_list = &sge;
-            wr.num_sge = 1;
-            ibv_recv_wr* bad = nullptr;
-            REQUIRE(ibv_post_wq_recv(wq, &wr, &bad) == 0);
-        }
-    }
-    ~CaptureRig() {
-        CHECK(ibv_destroy_flow(flow) == 0);
-        CHECK(ibv_destroy_qp(qp) == 0);
-        CHECK(ibv_destroy_rwq_ind_table(table) == 0);
-        CHECK(ibv_destroy_wq(wq) == 0);
-        CHECK(ibv_destroy_cq(cq) == 0);
-        CHECK(ibv_dereg_mr(mr) == 0);
-        CHECK(ibv_dealloc_pd(pd) == 0);
-        CHECK(ibv_close_device(ctx) == 0);
-    }
-    CaptureRig(const CaptureRig&) = delete;
-    CaptureRig& operator=(const CaptureRig&) = delete;
+        : sim_(capture_sim(path, source_)),
+          rx_(dev_.ctx, dev_.pd, {.depth = slots, .slot_bytes = slot_bytes, .cqe = slots}) {}
 
     // Replays the whole file; returns every completion.
-    std::vector<ibv_wc> run() {
+    std::vector<test::RigCompletion> run() {
         REQUIRE(sim_->wait_idle(std::chrono::milliseconds(1000)));
-        std::vector<ibv_wc> out;
-        std::array<ibv_wc, 16> wc{};
-        for (int n; (n = ibv_poll_cq(cq, static_cast<int>(wc.size()), wc.data())) > 0;)
-            out.insert(out.end(), wc.begin(), wc.begin() + n);
-        return out;
+        return rx_.poll();
     }
     [[nodiscard]] const datapath::RxCounters& port() { return sim_->device(0).port.counters; }
     [[nodiscard]] std::uint64_t drops(datapath::Drop d) {
@@ -274,24 +200,13 @@ public:
                c.delivered.get() + c.drops_total() + device::port_held_frames(dev);
     }
     [[nodiscard]] const net::PcapFileSource& source() const { return *source_; }
-    [[nodiscard]] const std::uint8_t* slot(std::size_t i) const {
-        return mem_.data() + i * slot_bytes_;
-    }
-
-    ibv_context* ctx = nullptr;
-    ibv_pd* pd = nullptr;
-    ibv_mr* mr = nullptr;
-    ibv_cq* cq = nullptr;
-    ibv_wq* wq = nullptr;
-    ibv_rwq_ind_table* table = nullptr;
-    ibv_qp* qp = nullptr;
-    ibv_flow* flow = nullptr;
+    [[nodiscard]] const std::uint8_t* slot(std::size_t i) const { return rx_.slot(i); }
 
 private:
-    std::unique_ptr<sim::Simulator> sim_;
     net::PcapFileSource* source_ = nullptr;
-    std::uint32_t slot_bytes_;
-    std::vector<std::uint8_t> mem_;
+    std::unique_ptr<sim::Simulator> sim_; // destroyed after the verbs objects
+    test::VerbsDevice dev_;
+    test::ReceiveRig rx_;
 };
 
 } // namespace

@@ -19,6 +19,7 @@
 #include "sim/inline_engine.hpp"
 #include "sim/simulator.hpp"
 #include "support/golden_frames.hpp"
+#include "support/receive_rig.hpp"
 
 using namespace rdmasim;
 namespace golden = rdmasim::test::golden;
@@ -49,127 +50,39 @@ bool balanced(device::Device& dev) {
 }
 
 // A program's receive set-up on the simulator's device: CQ-ex, WQ in RDY, a
-// one-entry indirection table, an RSS QP and a catch-all flow, a buffer.
+// one-entry indirection table, an RSS QP and a catch-all flow (attached by the
+// test), a buffer of `max_wr` slots. The test posts the WQEs.
 class Program {
 public:
-    static constexpr std::uint32_t kSlot = 2048;
+    explicit Program(std::uint32_t max_wr, std::uint32_t wq_flags = 0)
+        : rig_(dev_.ctx, dev_.pd,
+               {.depth = max_wr,
+                .wq_flags = {wq_flags},
+                .cqe = 2 * max_wr,
+                .fill = false,
+                .flow = false}) {}
 
-    Program(std::uint32_t max_wr, std::uint32_t wq_flags = 0) {
-        int n = 0;
-        ibv_device** list = ibv_get_device_list(&n);
-        REQUIRE(list != nullptr);
-        REQUIRE(n == 1);
-        ctx = ibv_open_device(list[0]);
-        ibv_free_device_list(list);
-        REQUIRE(ctx != nullptr);
-        pd = ibv_alloc_pd(ctx);
-        REQUIRE(pd != nullptr);
-        mem.assign(static_cast<std::size_t>(max_wr) * kSlot, 0);
-        mr = ibv_reg_mr(pd, mem.data(), mem.size(), int{IBV_ACCESS_LOCAL_WRITE});
-        REQUIRE(mr != nullptr);
-
-        ibv_cq_init_attr_ex ca{};
-        ca.cqe = 2 * max_wr;
-        ca.wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_QP_NUM;
-        cq = ibv_create_cq_ex(ctx, &ca);
-        REQUIRE(cq != nullptr);
-        ibv_wq_init_attr wa{};
-        wa.wq_type = IBV_WQT_RQ;
-        wa.max_wr = max_wr;
-        wa.max_sge = 1;
-        wa.pd = pd;
-        wa.cq = ibv_cq_ex_to_cq(cq);
-        wa.comp_mask = IBV_WQ_INIT_ATTR_FLAGS;
-        wa.create_flags = wq_flags;
-        wq = ibv_create_wq(ctx, &wa);
-        REQUIRE(wq != nullptr);
-        ibv_wq_attr mod{};
-        mod.attr_mask = IBV_WQ_ATTR_STATE;
-        mod.wq_state = IBV_WQS_RDY;
-        REQUIRE(ibv_modify_wq(wq, &mod) == 0);
-        ibv_rwq_ind_table_init_attr ta{};
-        ta.ind_tbl = &wq;
-        table = ibv_create_rwq_ind_table(ctx, &ta);
-        REQUIRE(table != nullptr);
-        static std::array<std::uint8_t, 40> key{};
-        ibv_qp_init_attr_ex qa{};
-        qa.qp_type = IBV_QPT_RAW_PACKET;
-        qa.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH;
-        qa.pd = pd;
-        qa.rwq_ind_tbl = table;
-        qa.rx_hash_conf.rx_hash_function = IBV_RX_HASH_FUNC_TOEPLITZ;
-        qa.rx_hash_conf.rx_hash_key_len = static_cast<std::uint8_t>(key.size());
-        qa.rx_hash_conf.rx_hash_key = key.data();
-        qp = ibv_create_qp_ex(ctx, &qa);
-        REQUIRE(qp != nullptr);
-    }
-    ~Program() {
-        if (flow) CHECK(ibv_destroy_flow(flow) == 0);
-        CHECK(ibv_destroy_qp(qp) == 0);
-        CHECK(ibv_destroy_rwq_ind_table(table) == 0);
-        CHECK(ibv_destroy_wq(wq) == 0);
-        CHECK(ibv_destroy_cq(ibv_cq_ex_to_cq(cq)) == 0);
-        CHECK(ibv_dereg_mr(mr) == 0);
-        CHECK(ibv_dealloc_pd(pd) == 0);
-        CHECK(ibv_close_device(ctx) == 0);
-    }
-    Program(const Program&) = delete;
-    Program& operator=(const Program&) = delete;
-
-    void attach_flow() {
-        struct {
-            ibv_flow_attr attr;
-            ibv_flow_spec_eth eth;
-        } fa{};
-        fa.attr.type = IBV_FLOW_ATTR_NORMAL;
-        fa.attr.size = sizeof fa;
-        fa.attr.num_of_specs = 1;
-        fa.attr.port = 1;
-        fa.eth.type = IBV_FLOW_SPEC_ETH;
-        fa.eth.size = sizeof fa.eth;
-        flow = ibv_create_flow(qp, &fa.attr);
-        REQUIRE(flow != nullptr);
-    }
+    void attach_flow() { rig_.attach_flow(); }
     // Posts a WQE on slot `slot` with wr_id = slot.
-    int post(std::uint64_t slot) {
-        ibv_sge s{reinterpret_cast<std::uint64_t>(mem.data() + slot * kSlot), kSlot, mr->lkey};
-        ibv_recv_wr wr{};
-        wr.wr_id = slot;
-        wr.sg_list = &s;
-        wr.num_sge = 1;
-        ibv_recv_wr* bad = nullptr;
-        return ibv_post_wq_recv(wq, &wr, &bad);
-    }
+    int post(std::uint64_t slot) { return rig_.post(slot); }
     // Polls once; reposts every completed slot. Returns the successes seen.
     std::uint64_t poll_and_repost(std::uint64_t& failures) {
         std::uint64_t ok = 0;
-        std::vector<std::uint64_t> done;
-        ibv_poll_cq_attr pa{};
-        int rc = ibv_start_poll(cq, &pa);
-        if (rc == ENOENT) return 0;
-        REQUIRE(rc == 0);
-        for (; rc == 0; rc = ibv_next_poll(cq)) {
-            if (cq->status == IBV_WC_SUCCESS)
+        const auto done = rig_.poll();
+        for (const auto& c : done) {
+            if (c.status == IBV_WC_SUCCESS)
                 ++ok;
             else
                 ++failures;
-            done.push_back(cq->wr_id);
         }
-        ibv_end_poll(cq);
-        for (auto slot : done)
-            REQUIRE(post(slot) == 0);
+        for (const auto& c : done)
+            rig_.repost(c.wr_id);
         return ok;
     }
 
-    ibv_context* ctx = nullptr;
-    ibv_pd* pd = nullptr;
-    std::vector<std::uint8_t> mem;
-    ibv_mr* mr = nullptr;
-    ibv_cq_ex* cq = nullptr;
-    ibv_wq* wq = nullptr;
-    ibv_rwq_ind_table* table = nullptr;
-    ibv_qp* qp = nullptr;
-    ibv_flow* flow = nullptr;
+private:
+    test::VerbsDevice dev_;
+    test::ReceiveRig rig_;
 };
 
 sim::Config inline_config() {

@@ -32,6 +32,7 @@
 #include "device/objects.hpp"
 #include "sim/config.hpp"
 #include "sim/simulator.hpp"
+#include "support/receive_rig.hpp"
 #include "support/synthetic_source.hpp"
 
 using namespace rdmasim;
@@ -133,123 +134,49 @@ private:
 };
 
 // One simulator (thread engine, manual start, top speed, bursts of 64) fed by
-// a synthetic source, and a program's receive set-up on it: `wqs` WQs over
+// a synthetic source.
+std::unique_ptr<sim::Simulator> stress_sim(std::uint64_t frames, std::uint64_t seed) {
+    sim::Config config;
+    REQUIRE(config.set("engine", "thread"));
+    REQUIRE(config.set("start", "manual"));
+    REQUIRE(config.set("speed", "topspeed"));
+    REQUIRE(config.set("burst", "64"));
+    std::vector<std::unique_ptr<net::FrameSource>> sources;
+    sources.push_back(std::make_unique<test::SyntheticSource>(frames, seed));
+    auto s = sim::Simulator::create(config, std::move(sources));
+    REQUIRE(s);
+    return std::move(s.value());
+}
+
+// The stress simulator and a program's receive set-up on it: `wqs` WQs over
 // `cqs` extended CQs (WQ w completes on CQ w % cqs), an indirection table over
 // all WQs, an RSS QP hashing IPv4 addresses, a catch-all flow, one registered
-// buffer with `ring` slots per WQ.
+// buffer with `ring` slots per WQ. A CQ holds every WQE its WQs can have
+// outstanding: it never overflows. The test posts the WQEs (generation-tracked
+// wr_ids).
 class Rig {
 public:
     Rig(std::uint64_t frames, std::uint64_t seed, std::uint32_t wqs, std::uint32_t cqs,
         std::uint32_t ring)
-        : ring_(ring) {
-        REQUIRE(std::has_single_bit(wqs));
-        REQUIRE(wqs % cqs == 0);
-        sim::Config config;
-        REQUIRE(config.set("engine", "thread"));
-        REQUIRE(config.set("start", "manual"));
-        REQUIRE(config.set("speed", "topspeed"));
-        REQUIRE(config.set("burst", "64"));
-        std::vector<std::unique_ptr<net::FrameSource>> sources;
-        sources.push_back(std::make_unique<test::SyntheticSource>(frames, seed));
-        auto s = sim::Simulator::create(config, std::move(sources));
-        REQUIRE(s);
-        sim_ = std::move(s.value());
-
-        int n = 0;
-        ibv_device** list = ibv_get_device_list(&n);
-        REQUIRE(list != nullptr);
-        REQUIRE(n == 1);
-        ctx = ibv_open_device(list[0]);
-        ibv_free_device_list(list);
-        REQUIRE(ctx != nullptr);
-        pd = ibv_alloc_pd(ctx);
-        REQUIRE(pd != nullptr);
-        mem_.assign(static_cast<std::size_t>(wqs) * ring * kSlotBytes, 0);
-        mr = ibv_reg_mr(pd, mem_.data(), mem_.size(), int{IBV_ACCESS_LOCAL_WRITE});
-        REQUIRE(mr != nullptr);
-
-        // A CQ holds every WQE its WQs can have outstanding: it never overflows.
-        for (std::uint32_t c = 0; c < cqs; ++c) {
-            ibv_cq_init_attr_ex ca{};
-            ca.cqe = ring * (wqs / cqs);
-            ca.wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_QP_NUM;
-            ibv_cq_ex* cq = ibv_create_cq_ex(ctx, &ca);
-            REQUIRE(cq != nullptr);
-            this->cqs.push_back(cq);
-        }
-        for (std::uint32_t w = 0; w < wqs; ++w) {
-            ibv_wq_init_attr wa{};
-            wa.wq_type = IBV_WQT_RQ;
-            wa.max_wr = ring;
-            wa.max_sge = 1;
-            wa.pd = pd;
-            wa.cq = ibv_cq_ex_to_cq(this->cqs[w % cqs]);
-            ibv_wq* wq = ibv_create_wq(ctx, &wa);
-            REQUIRE(wq != nullptr);
-            this->wqs.push_back(wq);
-            ibv_wq_attr mod{};
-            mod.attr_mask = IBV_WQ_ATTR_STATE;
-            mod.wq_state = IBV_WQS_RDY;
-            REQUIRE(ibv_modify_wq(wq, &mod) == 0);
-        }
-        ibv_rwq_ind_table_init_attr ta{};
-        ta.log_ind_tbl_size = static_cast<std::uint32_t>(std::countr_zero(wqs));
-        ta.ind_tbl = this->wqs.data();
-        table = ibv_create_rwq_ind_table(ctx, &ta);
-        REQUIRE(table != nullptr);
-        static std::array<std::uint8_t, 40> key = {
-            0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3,
-            0x8f, 0xb0, 0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3,
-            0x80, 0x30, 0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa};
-        ibv_qp_init_attr_ex qa{};
-        qa.qp_type = IBV_QPT_RAW_PACKET;
-        qa.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH;
-        qa.pd = pd;
-        qa.rwq_ind_tbl = table;
-        qa.rx_hash_conf.rx_hash_function = IBV_RX_HASH_FUNC_TOEPLITZ;
-        qa.rx_hash_conf.rx_hash_key_len = static_cast<std::uint8_t>(key.size());
-        qa.rx_hash_conf.rx_hash_key = key.data();
-        qa.rx_hash_conf.rx_hash_fields_mask =
-            wqs > 1 ? IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4 : 0;
-        qp = ibv_create_qp_ex(ctx, &qa);
-        REQUIRE(qp != nullptr);
-        struct {
-            ibv_flow_attr attr;
-            ibv_flow_spec_eth eth;
-        } fa{};
-        fa.attr.type = IBV_FLOW_ATTR_NORMAL;
-        fa.attr.size = sizeof fa;
-        fa.attr.num_of_specs = 1;
-        fa.attr.port = 1;
-        fa.eth.type = IBV_FLOW_SPEC_ETH;
-        fa.eth.size = sizeof fa.eth; // all-zero masks: every frame
-        flow = ibv_create_flow(qp, &fa.attr);
-        REQUIRE(flow != nullptr);
-    }
-    ~Rig() {
-        CHECK(ibv_destroy_flow(flow) == 0);
-        CHECK(ibv_destroy_qp(qp) == 0);
-        CHECK(ibv_destroy_rwq_ind_table(table) == 0);
-        for (ibv_wq* wq : wqs)
-            CHECK(ibv_destroy_wq(wq) == 0);
-        for (ibv_cq_ex* cq : cqs)
-            CHECK(ibv_destroy_cq(ibv_cq_ex_to_cq(cq)) == 0);
-        CHECK(ibv_dereg_mr(mr) == 0);
-        CHECK(ibv_dealloc_pd(pd) == 0);
-        CHECK(ibv_close_device(ctx) == 0);
-    }
-    Rig(const Rig&) = delete;
-    Rig& operator=(const Rig&) = delete;
+        : sim_(stress_sim(frames, seed)),
+          rx_(dev_.ctx, dev_.pd,
+              {.wqs = wqs,
+               .depth = ring,
+               .slot_bytes = kSlotBytes,
+               .cqs = cqs,
+               .fill = false,
+               .hash_fields = wqs > 1 ? IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4 : 0}) {}
 
     [[nodiscard]] sim::Simulator& sim() { return *sim_; }
     [[nodiscard]] device::Device& device() { return sim_->device(0); }
     [[nodiscard]] const datapath::RxCounters& port() { return device().port.counters; }
-    [[nodiscard]] std::uint32_t ring() const noexcept { return ring_; }
+    [[nodiscard]] std::uint32_t ring() const noexcept { return rx_.depth(); }
+    [[nodiscard]] const std::vector<ibv_cq_ex*>& cqs() const { return rx_.cqs(); }
+    [[nodiscard]] const std::vector<ibv_wq*>& wqs() const { return rx_.wqs(); }
 
     // Fills `wr` / `sge` to post slot `id` (one 2 KiB SGE).
     void make_wr(const WrId& id, ibv_recv_wr& wr, ibv_sge& sge) {
-        const std::size_t at = (static_cast<std::size_t>(id.wq) * ring_ + id.slot) * kSlotBytes;
-        sge = {reinterpret_cast<std::uint64_t>(mem_.data() + at), kSlotBytes, mr->lkey};
+        sge = rx_.sge(std::uint64_t{id.wq} * rx_.depth() + id.slot);
         wr = ibv_recv_wr{};
         wr.wr_id = id.encode();
         wr.sg_list = &sge;
@@ -260,14 +187,9 @@ public:
         ibv_sge sge;
         make_wr(id, wr, sge);
         ibv_recv_wr* bad = nullptr;
-        return ibv_post_wq_recv(wqs[id.wq], &wr, &bad);
+        return ibv_post_wq_recv(wqs()[id.wq], &wr, &bad);
     }
-    int move_to_err(std::uint32_t w) {
-        ibv_wq_attr mod{};
-        mod.attr_mask = IBV_WQ_ATTR_STATE;
-        mod.wq_state = IBV_WQS_ERR;
-        return ibv_modify_wq(wqs[w], &mod);
-    }
+    int move_to_err(std::uint32_t w) { return test::set_wq_state(wqs()[w], IBV_WQS_ERR); }
     // Starts the replay and waits until every frame has its outcome. Returns seconds taken.
     double run_to_idle() {
         const auto t0 = Clock::now();
@@ -279,20 +201,10 @@ public:
         return secs;
     }
 
-    ibv_context* ctx = nullptr;
-    ibv_pd* pd = nullptr;
-    ibv_mr* mr = nullptr;
-    std::vector<ibv_cq_ex*> cqs;
-    std::vector<ibv_wq*> wqs;
-    ibv_rwq_ind_table* table = nullptr;
-    ibv_qp* qp = nullptr;
-    ibv_flow* flow = nullptr;
-
 private:
-    std::unique_ptr<sim::Simulator>
-        sim_; // declared first among owners: destroyed after the verbs objects
-    std::uint32_t ring_;
-    std::vector<std::uint8_t> mem_;
+    std::unique_ptr<sim::Simulator> sim_; // declared first: destroyed after the verbs objects
+    test::VerbsDevice dev_;
+    test::ReceiveRig rx_;
 };
 
 // What a program counted from its completions.
@@ -356,7 +268,7 @@ bool complete(std::vector<std::vector<Slot>>& slots, const Rig& rig, const Compl
                      " (slot gen " + std::to_string(s.gen) + (s.posted ? ", posted)" : ", idle)"));
         return false;
     }
-    if (c.qp_num != rig.wqs[c.id.wq]->wq_num)
+    if (c.qp_num != rig.wqs()[c.id.wq]->wq_num)
         failures.add("completion of wq " + std::to_string(c.id.wq) + " reports qp_num " +
                      std::to_string(c.qp_num));
     if (c.status == IBV_WC_SUCCESS && (c.byte_len < test::SyntheticSource::kMinLen ||
@@ -374,11 +286,11 @@ std::vector<std::vector<Slot>> make_slots(std::uint32_t wqs, std::uint32_t ring)
 // already) and must complete with IBV_WC_WR_FLUSH_ERR, exactly once.
 void flush_and_drain(Rig& rig, std::vector<std::vector<Slot>>& slots, Tally& tally,
                      Failures& failures) {
-    for (std::uint32_t w = 0; w < rig.wqs.size(); ++w)
-        if (rig.wqs[w]->state != IBV_WQS_ERR) REQUIRE(rig.move_to_err(w) == 0);
+    for (std::uint32_t w = 0; w < rig.wqs().size(); ++w)
+        if (rig.wqs()[w]->state != IBV_WQS_ERR) REQUIRE(rig.move_to_err(w) == 0);
     std::vector<Completion> batch;
     batch.reserve(256);
-    for (ibv_cq_ex* cq : rig.cqs) {
+    for (ibv_cq_ex* cq : rig.cqs()) {
         while (poll_batch(cq, batch) != 0) {
             for (const Completion& c : batch) {
                 if (!complete(slots, rig, c, failures)) continue;
@@ -434,7 +346,7 @@ void check_balance(Rig& rig, std::uint64_t frames, const Tally& tally,
     // The WQs' own counters add up to the port's.
     std::uint64_t wq_frames = 0, wq_delivered = 0, wq_flushed = 0;
     std::array<std::uint64_t, datapath::kDropKinds> wq_drops{};
-    for (ibv_wq* wq : rig.wqs) {
+    for (ibv_wq* wq : rig.wqs()) {
         const auto& c = device::from_verbs(wq)->rx.counters();
         wq_frames += c.frames.get();
         wq_delivered += c.delivered.get();
@@ -480,8 +392,8 @@ void report(const char* name, Rig& rig, std::uint64_t frames, double secs) {
 // set and the CQ is empty.
 void poller(Rig& rig, std::uint32_t c, std::vector<std::vector<Slot>>& slots, Tally& tally,
             Failures& failures, const std::atomic<bool>& drain, bool retire_on_flush) {
-    const auto ncq = static_cast<std::uint32_t>(rig.cqs.size());
-    const auto per_cq = static_cast<std::uint32_t>(rig.wqs.size()) / ncq;
+    const auto ncq = static_cast<std::uint32_t>(rig.cqs().size());
+    const auto per_cq = static_cast<std::uint32_t>(rig.wqs().size()) / ncq;
     std::vector<Completion> batch;
     batch.reserve(64);
     // Re-post lists, one per WQ of this CQ.
@@ -491,7 +403,7 @@ void poller(Rig& rig, std::uint32_t c, std::vector<std::vector<Slot>>& slots, Ta
     Backoff backoff;
     for (;;) {
         const bool last = drain.load(std::memory_order_acquire); // before the poll: see above
-        if (poll_batch(rig.cqs[c], batch) == 0) {
+        if (poll_batch(rig.cqs()[c], batch) == 0) {
             if (last) return;
             backoff.idle();
             continue;
@@ -523,7 +435,7 @@ void poller(Rig& rig, std::uint32_t c, std::vector<std::vector<Slot>>& slots, Ta
         for (std::uint32_t k = 0; k < per_cq; ++k) {
             if (nwr[k] == 0) continue;
             ibv_recv_wr* bad = nullptr;
-            if (int rc = ibv_post_wq_recv(rig.wqs[k * ncq + c], wrs[k].data(), &bad); rc != 0)
+            if (int rc = ibv_post_wq_recv(rig.wqs()[k * ncq + c], wrs[k].data(), &bad); rc != 0)
                 failures.add("ibv_post_wq_recv while running: " + std::to_string(rc));
         }
     }
@@ -531,7 +443,7 @@ void poller(Rig& rig, std::uint32_t c, std::vector<std::vector<Slot>>& slots, Ta
 
 Tally post_all(Rig& rig, std::vector<std::vector<Slot>>& slots) {
     Tally t;
-    for (std::uint32_t w = 0; w < rig.wqs.size(); ++w) {
+    for (std::uint32_t w = 0; w < rig.wqs().size(); ++w) {
         for (std::uint32_t s = 0; s < rig.ring(); ++s) {
             REQUIRE(rig.post_one({w, s, 0}) == 0);
             slots[w][s].posted = true;
@@ -571,7 +483,7 @@ TEST_CASE("stress: 8 WQs over 4 CQs, 4 pollers re-posting, thread engine at top 
     // Every WQE left posted at the end was flushed: the ring was full.
     CHECK(tally.flushed == std::uint64_t{kWqs} * kRing);
     // RSS spread the frames: every WQ saw a fair share.
-    for (ibv_wq* wq : rig.wqs)
+    for (ibv_wq* wq : rig.wqs())
         CHECK(device::from_verbs(wq)->rx.counters().frames.get() > frames / kWqs / 4);
     report("8wq-4cq", rig, frames, secs);
 }
@@ -617,7 +529,7 @@ TEST_CASE("stress: several threads post to the same WQ while another polls", "[s
                 }
                 backoff.reset();
                 ibv_recv_wr* bad = nullptr;
-                if (int rc = ibv_post_wq_recv(rig.wqs[0], wrs.data(), &bad); rc != 0)
+                if (int rc = ibv_post_wq_recv(rig.wqs()[0], wrs.data(), &bad); rc != 0)
                     failures.add("concurrent ibv_post_wq_recv: " + std::to_string(rc));
                 posts[k] += n;
             }
@@ -628,7 +540,7 @@ TEST_CASE("stress: several threads post to the same WQ while another polls", "[s
         Backoff backoff;
         for (;;) {
             const bool last = drain.load(std::memory_order_acquire);
-            if (poll_batch(rig.cqs[0], batch) == 0) {
+            if (poll_batch(rig.cqs()[0], batch) == 0) {
                 if (last) return;
                 backoff.idle();
                 continue;
@@ -658,13 +570,14 @@ TEST_CASE("stress: several threads post to the same WQ while another polls", "[s
 
     // Let the posters fill the ring before the frames come.
     const auto fill_deadline = Clock::now() + std::chrono::seconds(30);
-    while (device::from_verbs(rig.wqs[0])->rx.ring().size() < kRing && Clock::now() < fill_deadline)
+    while (device::from_verbs(rig.wqs()[0])->rx.ring().size() < kRing &&
+           Clock::now() < fill_deadline)
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
     const double secs = rig.run_to_idle();
     // No frame comes any more: the posters refill the ring, so that the flush
     // below has every slot to complete.
     const auto refill_deadline = Clock::now() + std::chrono::seconds(30);
-    while (device::from_verbs(rig.wqs[0])->rx.ring().size() < kRing &&
+    while (device::from_verbs(rig.wqs()[0])->rx.ring().size() < kRing &&
            Clock::now() < refill_deadline)
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
     posters.join();
@@ -678,7 +591,7 @@ TEST_CASE("stress: several threads post to the same WQ while another polls", "[s
     REQUIRE(rig.move_to_err(0) == 0);
     std::vector<Completion> batch;
     batch.reserve(256);
-    while (poll_batch(rig.cqs[0], batch) != 0) {
+    while (poll_batch(rig.cqs()[0], batch) != 0) {
         for (const Completion& c : batch) {
             if (c.id.wq != 0 || c.id.slot >= kRing) {
                 failures.add("flush completion for an unknown slot");
@@ -741,7 +654,7 @@ TEST_CASE("stress: ibv_modify_wq to ERR races the engine and the pollers", "[str
     Tally tally = initial;
     for (const Tally& t : tallies)
         tally += t;
-    for (ibv_wq* wq : rig.wqs)
+    for (ibv_wq* wq : rig.wqs())
         CHECK(wq->state == IBV_WQS_ERR);
     flush_and_drain(rig, slots, tally, failures); // collects flushes the pollers left
     INFO(failures.text());
