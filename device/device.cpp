@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <limits>
@@ -91,7 +92,11 @@ void port_ingress(Device& dev, const net::Frame& frame, std::uint64_t now_ns,
     }
     for (Flow* f : port.flows) {
         if (f->qp != exclude && datapath::flow_matches(f->rule, bytes, parsed)) {
+            const auto waits = port.counters.delay_drop_waits.get();
             deliver_to_qp(dev, *f->qp, frame, parsed, now_ns, true);
+            if (port.counters.delay_drop_waits.get() != waits) [[unlikely]] // it now waits
+                port.next_deadline_ns =
+                    std::min(port.next_deadline_ns, now_ns + dev.caps.delay_drop_timeout_ns);
             return;
         }
     }
@@ -101,23 +106,21 @@ void port_ingress(Device& dev, const net::Frame& frame, std::uint64_t now_ns,
 void port_service(Device& dev, std::uint64_t now_ns) noexcept {
     Port& port = dev.port;
     if (now_ns > port.now_ns) port.now_ns = now_ns;
+    std::uint64_t next = std::numeric_limits<std::uint64_t>::max();
     for (datapath::RxQueue* q : dev.queues) {
         if (!q->has_held()) continue;
         q->release_held(port.now_ns);
         // Hardware leaves delay-drop mode on a timeout; the driver re-arms it at once.
         if (q->expire_held(port.now_ns, dev.caps.delay_drop_timeout_ns) && !dev.caps.delay_drop_rearm)
             port.delay_drop_armed = false;
+        if (q->has_held())
+            next = std::min(next, q->oldest_held_ns() + dev.caps.delay_drop_timeout_ns);
     }
+    port.next_deadline_ns = next;
     for (Cq* cq : dev.cqs) cq_after_burst(*cq);
 }
 
-std::uint64_t port_next_deadline(const Device& dev) noexcept {
-    std::uint64_t next = std::numeric_limits<std::uint64_t>::max();
-    for (const datapath::RxQueue* q : dev.queues)
-        if (q->has_held() && q->oldest_held_ns() + dev.caps.delay_drop_timeout_ns < next)
-            next = q->oldest_held_ns() + dev.caps.delay_drop_timeout_ns;
-    return next;
-}
+std::uint64_t port_next_deadline(const Device& dev) noexcept { return dev.port.next_deadline_ns; }
 
 std::uint64_t port_held_frames(const Device& dev) noexcept {
     std::uint64_t n = 0;

@@ -35,8 +35,8 @@ void port_ingress(Device& dev, const net::Frame& frame, std::uint64_t now_ns,
 // Caller holds dev.port.lock.
 void port_service(Device& dev, std::uint64_t now_ns) noexcept;
 
-// The earliest time at which port_service has a delay-drop timeout to fire,
-// or UINT64_MAX. Caller holds dev.port.lock.
+// The earliest time at which port_service may have a delay-drop timeout to
+// fire, or UINT64_MAX; O(1), never later than the truth. Caller holds dev.port.lock.
 [[nodiscard]] std::uint64_t port_next_deadline(const Device& dev) noexcept;
 
 // Frames held for delay drop across the port's queues. Caller holds the lock.

@@ -72,6 +72,9 @@ struct Port {
     datapath::RxCounters counters;    // the port's balance: frames = delivered + drops + held
     bool delay_drop_armed = true;
     std::uint64_t now_ns = 0;         // the engine clock at the last frame
+    // The earliest delay-drop deadline, never later than the true one (a
+    // release can make it early: that costs one needless service, no more).
+    std::uint64_t next_deadline_ns = UINT64_MAX;
     std::uint64_t flow_seq = 0;
 };
 
