@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "sim/config.hpp"
+#include "tests/fuzz/scratch_file.hpp"
 
 namespace {
 
@@ -20,27 +21,6 @@ using namespace rdmasim;
 
 void check(bool ok) {
     if (!ok) __builtin_trap();
-}
-
-const std::string& temp_path() {
-    static const std::string path = [] {
-        const char* dir = std::getenv("TMPDIR");
-        return std::string(dir && *dir ? dir : "/tmp") + "/rdmasim_fuzz_config." +
-               std::to_string(::getpid()) + ".toml";
-    }();
-    return path;
-}
-
-// The temporary file goes when the fuzzer exits normally.
-void remove_temp_file() {
-    std::remove(temp_path().c_str());
-}
-
-bool write_file(const std::string& path, const std::uint8_t* data, std::size_t size) {
-    std::FILE* f = std::fopen(path.c_str(), "wb");
-    if (f == nullptr) return false;
-    const bool ok = std::fwrite(data, 1, size, f) == size;
-    return std::fclose(f) == 0 && ok;
 }
 
 void check_result(const Result<void>& r) {
@@ -64,11 +44,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         check(config.burst >= 1 && config.burst <= 4096);
         check(config.pcap.size() <= 16);
     }
-    static const int registered = std::atexit(remove_temp_file);
-    (void)registered;
-    if (!write_file(temp_path(), data, size)) return 0;
+    static const fuzz::ScratchFile file("rdmasim_fuzz_config", ".toml"); // removed at exit
+    if (!file.write(data, size)) return 0;
     sim::Config config;
-    const auto r = config.apply_toml_file(temp_path());
+    const auto r = config.apply_toml_file(file.path());
     check_result(r);
     if (r) check_result(config.validate());
     check(config.caps.pad_align == 64 || config.caps.pad_align == 128);

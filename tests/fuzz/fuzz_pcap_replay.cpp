@@ -28,6 +28,7 @@
 #include "net/pcap_file_source.hpp"
 #include "sim/config.hpp"
 #include "sim/simulator.hpp"
+#include "tests/fuzz/scratch_file.hpp"
 
 // The receive rig's assertions end the run as check() does.
 #define RECEIVE_RIG_REQUIRE(cond)                                                                  \
@@ -48,27 +49,6 @@ void check(bool ok) {
 template <class T> T* need(T* p) {
     check(p != nullptr);
     return p;
-}
-
-const std::string& temp_path() {
-    static const std::string path = [] {
-        const char* dir = std::getenv("TMPDIR");
-        return std::string(dir && *dir ? dir : "/tmp") + "/rdmasim_fuzz_replay." +
-               std::to_string(::getpid()) + ".pcap";
-    }();
-    return path;
-}
-
-// The temporary file goes when the fuzzer exits normally.
-void remove_temp_file() {
-    std::remove(temp_path().c_str());
-}
-
-bool write_file(const std::string& path, const std::uint8_t* data, std::size_t size) {
-    std::FILE* f = std::fopen(path.c_str(), "wb");
-    if (f == nullptr) return false;
-    const bool ok = std::fwrite(data, 1, size, f) == size;
-    return std::fclose(f) == 0 && ok;
 }
 
 constexpr std::uint32_t kWqs = 4;
@@ -176,10 +156,9 @@ private:
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    static const int registered = std::atexit(remove_temp_file);
-    (void)registered;
-    if (!write_file(temp_path(), data, size)) return 0;
-    auto src = net::PcapFileSource::open(temp_path());
+    static const fuzz::ScratchFile file("rdmasim_fuzz_replay", ".pcap"); // removed at exit
+    if (!file.write(data, size)) return 0;
+    auto src = net::PcapFileSource::open(file.path());
     if (!src) {
         check(src.error().code != 0 && !src.error().message.empty());
         return 0;
