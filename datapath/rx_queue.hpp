@@ -37,6 +37,7 @@ public:
     [[nodiscard]] const RxCounters& counters() const noexcept { return counters_; }
     [[nodiscard]] const WqSettings& settings() const noexcept { return settings_; }
     [[nodiscard]] std::uint32_t held() const noexcept { return hold_.size(); }
+    [[nodiscard]] std::uint32_t qp_num() const noexcept { return qp_num_; }
 
     // Control side, under the port lock.
     void set_ready(bool ready) noexcept { ready_ = ready; }

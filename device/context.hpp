@@ -1,4 +1,4 @@
-// Contexts: open / close, device and port queries, GIDs, P_Keys, async events.
+// Contexts: open / close, device and port queries, GIDs, P_Keys.
 #pragma once
 
 #include "device/objects.hpp"
@@ -18,8 +18,5 @@ int query_gid(ibv_context* context, uint8_t port_num, int index, ibv_gid* gid) n
 int query_pkey(ibv_context* context, uint8_t port_num, int index, __be16* pkey) noexcept;
 // GID 0 as RoCE v2 derives it from the port MAC (modified EUI-64 link-local).
 [[nodiscard]] ibv_gid port_gid(const Device& dev) noexcept;
-
-int get_async_event(ibv_context* context, ibv_async_event* event) noexcept;
-void ack_async_event(ibv_async_event* event) noexcept;
 
 } // namespace rdmasim::device

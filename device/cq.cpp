@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "device/abi_guard.hpp"
+#include "device/async_events.hpp"
 #include "device/device.hpp"
 
 namespace rdmasim::device {

@@ -1,7 +1,5 @@
 #include "device/device.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -126,17 +124,6 @@ std::uint64_t port_held_frames(const Device& dev) noexcept {
     std::uint64_t n = 0;
     for (const datapath::RxQueue* q : dev.queues) n += q->held();
     return n;
-}
-
-void raise_async_event(Context& ctx, const ibv_async_event& event) noexcept {
-    std::lock_guard lock(ctx.events.lock);
-    try {
-        ctx.events.queue.push_back(event);
-    } catch (...) {
-        return; // out of memory: the event is lost, the program is not harmed
-    }
-    const char byte = 1;
-    if (::write(ctx.events.write_fd, &byte, 1) != 1) ctx.events.queue.pop_back();
 }
 
 } // namespace rdmasim::device

@@ -42,7 +42,4 @@ void port_service(Device& dev, std::uint64_t now_ns) noexcept;
 // Frames held for delay drop across the port's queues. Caller holds the lock.
 [[nodiscard]] std::uint64_t port_held_frames(const Device& dev) noexcept;
 
-// Queues an asynchronous event on a context (pollable through async_fd).
-void raise_async_event(Context& ctx, const ibv_async_event& event) noexcept;
-
 } // namespace rdmasim::device

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "device/abi_guard.hpp"
+#include "device/async_events.hpp"
 #include "device/context.hpp"
 #include "device/cq.hpp"
 #include "device/pd.hpp"

@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "device/abi_guard.hpp"
+#include "device/async_events.hpp"
 #include "device/device.hpp"
 
 namespace rdmasim::device {

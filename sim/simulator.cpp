@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <mutex>
+
 #include "device/device.hpp"
 #include "device/registry.hpp"
 #include "net/memory_source.hpp"
@@ -67,6 +69,19 @@ Simulator::~Simulator() {
         device::unregister_device(dev.get());
         dev->hooks = nullptr;
     }
+}
+
+const datapath::RxCounters& Simulator::port_counters(std::size_t i) const noexcept {
+    return devices_[i]->port.counters;
+}
+
+const datapath::RxCounters* Simulator::queue_counters(std::size_t i,
+                                                      std::uint32_t qpn) const noexcept {
+    device::Device& dev = *devices_[i];
+    std::lock_guard lock(dev.port.lock);
+    for (const datapath::RxQueue* q : dev.queues)
+        if (q->qp_num() == qpn) return &q->counters();
+    return nullptr;
 }
 
 bool Simulator::idle() const noexcept {

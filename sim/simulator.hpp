@@ -32,6 +32,15 @@ public:
     [[nodiscard]] Engine& engine(std::size_t i) noexcept { return *engines_[i]; }
     [[nodiscard]] const Config& config() const noexcept { return config_; }
 
+    // Counters of device i's port: frames offered, delivered, drops by reason.
+    // Readable from any thread while the engine runs (relaxed counters).
+    [[nodiscard]] const datapath::RxCounters& port_counters(std::size_t i) const noexcept;
+    // Counters of the receive queue numbered `qpn` on device i (a WQ's
+    // wq_num, a raw-packet QP's qp_num), or nullptr when there is none. The
+    // pointer is valid until that WQ or QP is destroyed.
+    [[nodiscard]] const datapath::RxCounters* queue_counters(std::size_t i,
+                                                             std::uint32_t qpn) const noexcept;
+
     // Every engine idle: all sources exhausted, nothing held.
     [[nodiscard]] bool idle() const noexcept;
     bool wait_idle(std::chrono::milliseconds timeout);

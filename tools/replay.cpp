@@ -15,7 +15,6 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "device/objects.hpp"
 #include "net/pcap_writer.hpp"
 #include "sim/simulator.hpp"
 #include "sim/stats.hpp"
@@ -299,7 +298,7 @@ int replay(const ReplayOptions& o) {
     };
     std::vector<Done> repost;
     repost.reserve(64);
-    const auto& port = sim.device(0).port.counters;
+    const auto& port = sim.port_counters(0);
     for (int quiet = 0; quiet < 2;) {
         repost.clear();
         ibv_poll_cq_attr pa{};
@@ -352,7 +351,7 @@ int replay(const ReplayOptions& o) {
     out["error_completions"] = errors;
     nlohmann::json wq_list = nlohmann::json::array();
     for (std::uint32_t w = 0; w < o.wqs; ++w) {
-        const auto& c = device::from_verbs(wqs[w])->rx.counters();
+        const auto& c = *sim.queue_counters(0, wqs[w]->wq_num);
         wq_list.push_back({{"index", w},
                            {"wq_num", wqs[w]->wq_num},
                            {"delivered", c.delivered.get()},
