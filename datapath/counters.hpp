@@ -1,7 +1,9 @@
-// Frame accounting. Every frame offered to a port ends in exactly one outcome:
-// delivered, or one of the named drops. Counters have a single writer at a
-// time (the engine, or the program thread pumping the inline engine under the
-// port lock) and may be read from any thread.
+// Frame accounting (datapath/README.md, "Counters and outcomes"). Every frame
+// offered to a port ends in exactly one outcome: delivered, or one of the
+// named drops (or it is still held). Each stage returns its outcome and each
+// place (a port, a queue) counts it once, in its own RxCounters. Counters
+// have a single writer at a time (whoever holds the port lock) and may be
+// read from any thread.
 #pragma once
 
 #include <array>
@@ -49,6 +51,39 @@ inline constexpr std::size_t kDropKinds = static_cast<std::size_t>(Drop::count_)
     return names[static_cast<std::size_t>(d)];
 }
 
+// What one stage did with one frame.
+enum class Fate : std::uint8_t { delivered, held, dropped };
+
+struct RxOutcome {
+    Fate fate = Fate::dropped;
+    Drop drop = Drop::steering_miss; // meaningful when fate == dropped
+    std::uint32_t byte_len = 0;      // when delivered: the completion's byte_len
+    bool fcs_bad = false;            // the frame carried a bad FCS (an observation)
+
+    [[nodiscard]] static constexpr RxOutcome dropped(Drop d) noexcept { return {Fate::dropped, d}; }
+    [[nodiscard]] static constexpr RxOutcome held() noexcept { return {Fate::held}; }
+};
+
+// What a batch did (a release of held frames, a timeout, a flush): the sum
+// of its outcomes, for the port to count in one go.
+struct RxTally {
+    std::uint32_t delivered = 0;
+    std::uint64_t delivered_bytes = 0;
+    std::uint32_t fcs_bad = 0;
+    std::uint32_t flushed_wqes = 0;
+    std::array<std::uint32_t, kDropKinds> drops{};
+
+    void add(const RxOutcome& o) noexcept {
+        if (o.fcs_bad) ++fcs_bad;
+        if (o.fate == Fate::delivered) {
+            ++delivered;
+            delivered_bytes += o.byte_len;
+        } else if (o.fate == Fate::dropped) {
+            ++drops[static_cast<std::size_t>(o.drop)];
+        }
+    }
+};
+
 struct RxCounters {
     Counter frames;          // frames that reached this point (port: offered)
     Counter bytes;           // their wire bytes
@@ -62,6 +97,33 @@ struct RxCounters {
     Counter sniffer_copies;   // extra copies delivered to sniffer flows
 
     void drop(Drop d) noexcept { drops[static_cast<std::size_t>(d)].add(); }
+    // Counts one outcome (not the frame itself: `frames` is counted on arrival).
+    void count(const RxOutcome& o) noexcept {
+        if (o.fcs_bad) [[unlikely]]
+            fcs_bad.add();
+        switch (o.fate) {
+        case Fate::delivered:
+            delivered.add();
+            delivered_bytes.add(o.byte_len);
+            break;
+        case Fate::held:
+            delay_drop_waits.add();
+            break;
+        case Fate::dropped:
+            drop(o.drop);
+            break;
+        }
+    }
+    void count(const RxTally& t) noexcept {
+        if (t.delivered) {
+            delivered.add(t.delivered);
+            delivered_bytes.add(t.delivered_bytes);
+        }
+        if (t.fcs_bad) fcs_bad.add(t.fcs_bad);
+        if (t.flushed_wqes) flushed_wqes.add(t.flushed_wqes);
+        for (std::size_t i = 0; i < kDropKinds; ++i)
+            if (t.drops[i]) drops[i].add(t.drops[i]);
+    }
     [[nodiscard]] std::uint64_t drops_total() const noexcept {
         std::uint64_t n = 0;
         for (const auto& c : drops) n += c.get();

@@ -2,11 +2,24 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
+
+#include <infiniband/verbs.h>
 
 #include "datapath/toeplitz.hpp"
 #include "net/headers.hpp"
 
 namespace rdmasim::datapath {
+
+class RxQueue;
+
+// The hash-field groups of verbs' IBV_RX_HASH_* bits this HCA hashes on.
+inline constexpr std::uint64_t kRssIpv4Fields = IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4;
+inline constexpr std::uint64_t kRssIpv6Fields = IBV_RX_HASH_SRC_IPV6 | IBV_RX_HASH_DST_IPV6;
+inline constexpr std::uint64_t kRssTcpFields = IBV_RX_HASH_SRC_PORT_TCP | IBV_RX_HASH_DST_PORT_TCP;
+inline constexpr std::uint64_t kRssUdpFields = IBV_RX_HASH_SRC_PORT_UDP | IBV_RX_HASH_DST_PORT_UDP;
+inline constexpr std::uint64_t kRssKnownFields =
+    kRssIpv4Fields | kRssIpv6Fields | kRssTcpFields | kRssUdpFields;
 
 // `fields` is a mask of verbs' IBV_RX_HASH_* bits (SRC/DST_IPV4, SRC/DST_IPV6,
 // SRC/DST_PORT_TCP, SRC/DST_PORT_UDP). The hash input is, in this order and in
@@ -21,5 +34,18 @@ namespace rdmasim::datapath {
 [[nodiscard]] inline std::uint32_t rss_entry(std::uint32_t hash, std::uint32_t log_size) noexcept {
     return hash & ((1u << log_size) - 1u);
 }
+
+// A steering target that spreads frames over queues (an RSS QP): the hash of
+// the selected fields picks an entry of the indirection table.
+struct RssGroup {
+    Toeplitz toeplitz;                  // built from the QP's key (36 KiB: groups are few)
+    std::uint64_t fields = 0;           // IBV_RX_HASH_* bits
+    std::uint32_t log_size = 0;         // table has 2^log_size entries
+    std::vector<RxQueue*> table;        // the indirection table's queues
+
+    [[nodiscard]] RxQueue& pick(net::Bytes frame, const net::ParsedFrame& parsed) const noexcept {
+        return *table[rss_entry(rss_hash(toeplitz, fields, frame, parsed), log_size)];
+    }
+};
 
 } // namespace rdmasim::datapath

@@ -6,61 +6,48 @@
 
 namespace rdmasim::datapath {
 
-void RxQueue::init(const RxQueueConfig& config, CqRing* cq, const MrTable* mrs, const void* pd,
-                   RxCounters* port) {
+void RxQueue::init(const RxQueueConfig& config, CqRing* cq, const MrTable* mrs, const void* pd) {
     ring_.init(config.ring_entries, config.max_sge);
     if (config.settings.delay_drop) hold_.init(config.hold_frames, config.hold_bytes);
     settings_ = config.settings;
     cq_ = cq;
     mrs_ = mrs;
     pd_ = pd;
-    port_ = port;
     qp_num_ = config.qp_num;
 }
 
-void RxQueue::receive(const net::Frame& frame, const net::ParsedFrame& parsed,
-                      std::uint64_t now_ns, bool delay_drop_armed, bool primary) noexcept {
-    RxCounters& port = primary ? *port_ : uncounted_;
+RxOutcome RxQueue::receive(const net::Frame& frame, const net::ParsedFrame& parsed,
+                           std::uint64_t now_ns, bool delay_drop_armed, bool primary,
+                           RxTally& released) noexcept {
     counters_.frames.add();
     counters_.bytes.add(frame.len);
-    if (!ready_) [[unlikely]] {
-        drop(Drop::wq_not_ready, port);
-        return;
-    }
+    if (!ready_) [[unlikely]]
+        return counted(RxOutcome::dropped(Drop::wq_not_ready));
     // Frames already waiting go first: they take WQEs posted since they came
-    // (SPEC 4.3), so that a new frame never overtakes them, whether it then
-    // waits behind them or, with delay drop disarmed, is judged on its own.
-    if (!hold_.empty() && !ring_.empty()) release_held(now_ns);
+    // (datapath/README.md, "Per-frame order"), so that a new frame never
+    // overtakes them, whether it then waits behind them or, with delay drop
+    // disarmed, is judged on its own.
+    if (!hold_.empty() && !ring_.empty()) [[unlikely]]
+        released = release_held(now_ns);
     if (!hold_.empty() || ring_.empty()) {
         if (settings_.delay_drop && delay_drop_armed && primary) {
-            if (hold_.push(frame, parsed, now_ns)) {
-                counters_.delay_drop_waits.add();
-                port.delay_drop_waits.add();
-            } else {
-                drop(Drop::delay_drop_overflow, port);
-            }
-            return;
+            if (hold_.push(frame, parsed, now_ns)) return counted(RxOutcome::held());
+            return counted(RxOutcome::dropped(Drop::delay_drop_overflow));
         }
-        if (ring_.empty()) {
-            drop(Drop::out_of_buffer, port);
-            return;
-        }
+        if (ring_.empty()) return counted(RxOutcome::dropped(Drop::out_of_buffer));
     }
-    deliver(frame, parsed, now_ns, port);
+    return counted(deliver(frame, parsed, now_ns));
 }
 
-void RxQueue::deliver(const net::Frame& frame, const net::ParsedFrame& parsed,
-                      std::uint64_t now_ns, RxCounters& port) noexcept {
+RxOutcome RxQueue::deliver(const net::Frame& frame, const net::ParsedFrame& parsed,
+                           std::uint64_t now_ns) noexcept {
     if (!cq_->room()) [[unlikely]] {
         cq_->mark_overflow(); // the WQE stays posted; nothing in the CQ is lost
-        drop(Drop::cq_overflow, port);
-        return;
+        return RxOutcome::dropped(Drop::cq_overflow);
     }
     build_rx_image(frame, parsed, settings_, image_);
-    if (image_.fcs_bad) [[unlikely]] {
-        counters_.fcs_bad.add();
-        port.fcs_bad.add();
-    }
+    RxOutcome out;
+    out.fcs_bad = image_.fcs_bad;
     const Wqe& wqe = ring_.front();
     const auto status = scatter(wqe, ring_.front_sges(), image_, *mrs_, pd_,
                                 settings_.end_padding ? settings_.pad_align : 0);
@@ -76,51 +63,55 @@ void RxQueue::deliver(const net::Frame& frame, const net::ParsedFrame& parsed,
         cqe.cvlan = image_.cvlan;
         if (settings_.ip_csum && net::ip_checksums_ok(frame.payload(), parsed))
             cqe.wc_flags |= IBV_WC_IP_CSUM_OK;
-        counters_.delivered.add();
-        counters_.delivered_bytes.add(image_.byte_len);
-        port.delivered.add();
-        port.delivered_bytes.add(image_.byte_len);
+        out.fate = Fate::delivered;
+        out.byte_len = image_.byte_len;
         break;
     case ScatterStatus::length_error:
         cqe.status = IBV_WC_LOC_LEN_ERR;
-        drop(Drop::length_error, port);
+        out.drop = Drop::length_error;
         break;
     case ScatterStatus::protection_error:
         cqe.status = IBV_WC_LOC_PROT_ERR;
-        drop(Drop::protection_error, port);
+        out.drop = Drop::protection_error;
         break;
     }
     ring_.pop();
     (void)cq_->push(cqe); // room was checked above
+    return out;
 }
 
-std::uint32_t RxQueue::release_held(std::uint64_t now_ns) noexcept {
-    std::uint32_t n = 0;
+RxTally RxQueue::release_held(std::uint64_t now_ns) noexcept {
+    RxTally t;
     while (ready_ && !hold_.empty() && !ring_.empty() && cq_->room()) {
-        deliver(hold_.front(), hold_.front_parsed(), now_ns, *port_);
+        t.add(counted(deliver(hold_.front(), hold_.front_parsed(), now_ns)));
         hold_.pop();
-        ++n;
     }
-    return n;
+    return t;
 }
 
-bool RxQueue::expire_held(std::uint64_t now_ns, std::uint64_t timeout_ns) noexcept {
-    if (hold_.empty() || now_ns - hold_.front_arrival_ns() < timeout_ns) return false;
+RxTally RxQueue::expire_held(std::uint64_t now_ns, std::uint64_t timeout_ns,
+                             bool& timed_out) noexcept {
+    timed_out = !hold_.empty() && now_ns - hold_.front_arrival_ns() >= timeout_ns;
+    RxTally t;
+    if (!timed_out) return t;
     while (!hold_.empty()) {
         hold_.pop();
-        drop(Drop::delay_drop_timeout, *port_);
+        t.add(counted(RxOutcome::dropped(Drop::delay_drop_timeout)));
     }
-    return true;
+    return t;
 }
 
-void RxQueue::discard_held() noexcept {
+RxTally RxQueue::discard_held() noexcept {
+    RxTally t;
     while (!hold_.empty()) {
         hold_.pop();
-        drop(Drop::discarded, *port_);
+        t.add(counted(RxOutcome::dropped(Drop::discarded)));
     }
+    return t;
 }
 
-void RxQueue::flush() noexcept {
+RxTally RxQueue::flush() noexcept {
+    RxTally t;
     while (!ring_.empty()) {
         Cqe cqe;
         cqe.wr_id = ring_.front().wr_id;
@@ -129,9 +120,10 @@ void RxQueue::flush() noexcept {
         cqe.status = IBV_WC_WR_FLUSH_ERR;
         ring_.pop();
         (void)cq_->push(cqe); // a full CQ marks its overflow
-        counters_.flushed_wqes.add();
-        port_->flushed_wqes.add();
+        ++t.flushed_wqes;
     }
+    counters_.flushed_wqes.add(t.flushed_wqes);
+    return t;
 }
 
 } // namespace rdmasim::datapath

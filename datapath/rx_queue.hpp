@@ -1,10 +1,11 @@
 // One receive queue's pipeline (a WQ, or the receive side of a plain
 // raw-packet QP): ring of posted WQEs, offloads, delay-drop holding, scatter,
-// completions, counters. The engine side (receive / release / expire) runs
-// under the port lock; post() runs under the queue's post lock.
+// completions and the queue's own counters (datapath/README.md, "Per-frame
+// order"). Every engine-side call returns what became of the frame(s); the
+// port counts that in its own counters. Engine-side calls and state changes
+// run under the port lock; posting (ring()) under the queue's post lock.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 
 #include "datapath/counters.hpp"
@@ -29,9 +30,9 @@ struct RxQueueConfig {
 
 class RxQueue {
 public:
-    // Allocates. `port` counters are updated beside the queue's own.
-    void init(const RxQueueConfig& config, CqRing* cq, const MrTable* mrs, const void* pd,
-              RxCounters* port);
+    // Allocates: set-up only. Completions go to `cq`; SGEs are checked
+    // against `mrs` for protection domain `pd`.
+    void init(const RxQueueConfig& config, CqRing* cq, const MrTable* mrs, const void* pd);
 
     [[nodiscard]] RecvRing& ring() noexcept { return ring_; }
     [[nodiscard]] const RxCounters& counters() const noexcept { return counters_; }
@@ -39,36 +40,41 @@ public:
     [[nodiscard]] std::uint32_t held() const noexcept { return hold_.size(); }
     [[nodiscard]] std::uint32_t qp_num() const noexcept { return qp_num_; }
 
-    // Control side, under the port lock.
+    // Control side, under the port lock (Port::set_queue_state drives these).
     void set_ready(bool ready) noexcept { ready_ = ready; }
     [[nodiscard]] bool ready() const noexcept { return ready_; }
     void set_strip_cvlan(bool on) noexcept { settings_.strip_cvlan = on; }
     // Completes every posted WQE with IBV_WC_WR_FLUSH_ERR, in posting order.
-    void flush() noexcept;
-    // Forgets posted WQEs (RESET -> RDY).
+    [[nodiscard]] RxTally flush() noexcept;
+    // Forgets posted WQEs.
     void reset_ring() noexcept { ring_.reset(); }
-    // Drops every held frame as Drop::discarded (the queue is going away or to ERR).
-    void discard_held() noexcept;
+    // Drops every held frame as Drop::discarded (the queue is going away or stops).
+    [[nodiscard]] RxTally discard_held() noexcept;
 
-    // Engine side. `delay_drop_armed` is the device's delay-drop mode. A
-    // non-primary frame is an extra copy (a sniffer flow's): it is counted by
-    // the queue only, never held, and does not touch the port's balance.
-    void receive(const net::Frame& frame, const net::ParsedFrame& parsed, std::uint64_t now_ns,
-                 bool delay_drop_armed, bool primary = true) noexcept;
-    // Delivers held frames while WQEs are posted. Returns how many it delivered.
-    std::uint32_t release_held(std::uint64_t now_ns) noexcept;
-    // Drops every held frame when the oldest has waited `timeout_ns`.
-    // Returns true when a timeout fired.
-    bool expire_held(std::uint64_t now_ns, std::uint64_t timeout_ns) noexcept;
+    // Engine side: what became of `frame`. `delay_drop_armed` is the
+    // device's delay-drop mode. A non-primary frame is an extra copy (a
+    // sniffer flow's): never held, and the port does not count its outcome.
+    // Held frames go first: those the call releases to WQEs posted since they
+    // came are summed in `released` (left untouched when there are none).
+    [[nodiscard]] RxOutcome receive(const net::Frame& frame, const net::ParsedFrame& parsed,
+                                    std::uint64_t now_ns, bool delay_drop_armed, bool primary,
+                                    RxTally& released) noexcept;
+    // Delivers held frames while WQEs are posted and the CQ has room.
+    [[nodiscard]] RxTally release_held(std::uint64_t now_ns) noexcept;
+    // Drops every held frame when the oldest has waited `timeout_ns`;
+    // `timed_out` tells whether that happened.
+    [[nodiscard]] RxTally expire_held(std::uint64_t now_ns, std::uint64_t timeout_ns,
+                                      bool& timed_out) noexcept;
     [[nodiscard]] bool has_held() const noexcept { return !hold_.empty(); }
     [[nodiscard]] std::uint64_t oldest_held_ns() const noexcept { return hold_.front_arrival_ns(); }
 
 private:
-    void deliver(const net::Frame& frame, const net::ParsedFrame& parsed, std::uint64_t now_ns,
-                 RxCounters& port) noexcept;
-    void drop(Drop d, RxCounters& port) noexcept {
-        counters_.drop(d);
-        port.drop(d);
+    // Takes the front WQE (or not, on a CQ overflow) and completes it.
+    RxOutcome deliver(const net::Frame& frame, const net::ParsedFrame& parsed,
+                      std::uint64_t now_ns) noexcept;
+    RxOutcome counted(RxOutcome o) noexcept {
+        counters_.count(o);
+        return o;
     }
 
     RecvRing ring_;
@@ -77,9 +83,7 @@ private:
     CqRing* cq_ = nullptr;
     const MrTable* mrs_ = nullptr;
     const void* pd_ = nullptr;
-    RxCounters* port_ = nullptr;
     RxCounters counters_;
-    RxCounters uncounted_; // where non-primary copies' port updates go
     std::uint32_t qp_num_ = 0;
     bool ready_ = false;
     RxImage image_; // scratch for the frame in flight

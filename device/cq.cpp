@@ -9,7 +9,7 @@
 
 #include "device/abi_guard.hpp"
 #include "device/async_events.hpp"
-#include "device/device.hpp"
+#include <mutex>
 
 namespace rdmasim::device {
 
@@ -134,7 +134,7 @@ Cq* make_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* c
         cq->channel->cqs.fetch_add(1);
     }
     {
-        std::lock_guard lock(dev.port.lock);
+        std::lock_guard lock(dev.port.mutex());
         dev.cqs.push_back(cq.get());
     }
     ctx.live_objects.fetch_add(1);
@@ -181,7 +181,7 @@ int destroy_cq(ibv_cq* c) noexcept {
         if (cq->users.load() != 0) return EBUSY;
         Device& dev = *cq->device;
         {
-            std::lock_guard lock(dev.port.lock);
+            std::lock_guard lock(dev.port.mutex());
             std::erase(dev.cqs, cq);
         }
         if (cq->channel) {

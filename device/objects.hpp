@@ -2,10 +2,11 @@
 // member, so the pointer a program holds converts back with from_verbs()
 // (the rxe to_rcq() habit); every such type is standard-layout, and checked.
 //
-// Locking: the port lock guards steering and everything the engine touches
-// (it is taken once per burst, never per frame by the program); each WQ/QP
-// has a post lock for program threads posting; each CQ a poll lock for
-// program threads polling. There is no device-wide lock.
+// Locking (device/README.md, "Locking"): the port lock (port.mutex())
+// guards steering and everything the engine touches (it is taken once per
+// burst, never per frame by the program); each receive queue has a post lock
+// for program threads posting; each CQ a poll lock for program threads
+// polling. Lock order: port, then post. There is no device-wide lock.
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -19,14 +20,12 @@
 #include <type_traits>
 #include <vector>
 
-#include "datapath/counters.hpp"
 #include "datapath/cq_ring.hpp"
-#include "datapath/flow_rule.hpp"
 #include "datapath/mr_table.hpp"
+#include "datapath/port.hpp"
+#include "datapath/rss.hpp"
 #include "datapath/rx_queue.hpp"
-#include "datapath/toeplitz.hpp"
 #include "device/caps.hpp"
-#include "net/frame.hpp"
 
 namespace rdmasim::device {
 
@@ -47,8 +46,6 @@ public:
     virtual void on_post(Device& dev) noexcept = 0;
     // A flow rule was attached (a replay may start).
     virtual void on_flow_attached(Device& dev) noexcept = 0;
-    // A frame left the port (ibv_post_send on a raw-packet QP), after loopback.
-    virtual void on_transmit(Device& dev, std::span<const std::uint8_t> frame) noexcept = 0;
 };
 
 // A spinlock for program-side object locks (post, poll): short critical sections only.
@@ -65,34 +62,20 @@ private:
     std::atomic_flag flag_;
 };
 
-struct Port {
-    std::mutex lock;                  // steering, queues' engine side, CQ producers
-    std::vector<Flow*> flows;         // NORMAL / defaults, in match order
-    std::vector<Flow*> sniffers;      // SNIFFER flows: each gets a copy
-    datapath::RxCounters counters;    // the port's balance: frames = delivered + drops + held
-    bool delay_drop_armed = true;
-    std::uint64_t now_ns = 0;         // the engine clock at the last frame
-    // The earliest delay-drop deadline, never later than the true one (a
-    // release can make it early: that costs one needless service, no more).
-    std::uint64_t next_deadline_ns = UINT64_MAX;
-    std::uint64_t flow_seq = 0;
-};
-
 struct Device {
     ibv_device ibdev;                           // what ibv_get_device_list hands out
     const void* verbs_device_ops = nullptr;     // where rdma-core's verbs_device keeps its
                                                 // provider ops: NULL answers "not mine"
     DeviceIdentity identity;
     Capabilities caps;
-    Port port;
+    datapath::Port port;                        // frames in and out; see datapath/port.hpp
     datapath::MrTable mrs;                      // sized from caps.max_mr by make_device
     EngineHooks* hooks = nullptr;               // set by the runtime; may stay null
     std::atomic<std::uint32_t> next_qpn{0x100}; // WQ and QP numbers, unique per device
     std::atomic<std::uint32_t> next_handle{1};
     std::atomic<std::uint32_t> live_contexts{0};
-    // Under port.lock: what the engine visits after each burst.
+    // Under the port lock: what service() visits after each burst.
     std::vector<Cq*> cqs;                       // notifications, overflow events
-    std::vector<datapath::RxQueue*> queues;     // delay-drop release and timeouts
 };
 
 struct AsyncEvents {
@@ -141,15 +124,21 @@ struct Cq {
     std::atomic<std::uint32_t> users{0}; // WQs and QPs
 };
 
+// The receive side of a WQ or of a plain raw-packet QP, as verbs post to it.
+struct RecvQueue {
+    SpinLock post_lock;          // program threads posting; held to change in_error
+    datapath::RxQueue rx;        // the datapath pipeline (engine side under the port lock)
+    std::uint32_t max_sge = 1;   // per WQE, as created
+    bool in_error = false;       // WRs posted now are flushed at once
+};
+
 struct Wq {
     ibv_wq ibwq;
     Context* ctx = nullptr;
     Cq* cq = nullptr;
     Pd* pd = nullptr;
     std::uint32_t create_flags = 0;
-    std::uint32_t max_sge = 1;
-    SpinLock post_lock;
-    datapath::RxQueue rx;
+    RecvQueue recv;
     std::atomic<std::uint32_t> table_refs{0}; // indirection tables naming it
 };
 
@@ -167,18 +156,15 @@ struct Qp {
     bool rss = false;
     // RSS QP: hashes into an indirection table.
     IndTable* table = nullptr;
-    datapath::Toeplitz toeplitz;                // 36 KiB of tables: QPs are few
-    std::uint64_t hash_fields = 0;
+    datapath::RssGroup rss_group;               // the steering target its flows name
     // Plain raw-packet QP: its own receive queue and a send queue.
     Cq* recv_cq = nullptr;
     Cq* send_cq = nullptr;
-    std::uint32_t max_recv_sge = 1;
     std::uint32_t max_send_wr = 0;
     std::uint32_t max_send_sge = 1;
     std::uint32_t max_inline = 0;
     bool sq_sig_all = false;
-    SpinLock post_lock;
-    datapath::RxQueue rx;
+    RecvQueue recv;                             // also guards the QP state (post lock)
     ibv_qp_attr attr{}; // what ibv_query_qp reports
     std::atomic<std::uint32_t> flows{0};
 };
@@ -186,10 +172,7 @@ struct Qp {
 struct Flow {
     ibv_flow ibflow;
     Qp* qp = nullptr;
-    datapath::FlowRule rule;
-    ibv_flow_attr_type type = IBV_FLOW_ATTR_NORMAL;
-    std::uint16_t priority = 0;
-    std::uint64_t seq = 0;
+    datapath::SteeringEntry entry; // rule and target, registered with the port
 };
 
 static_assert(std::is_standard_layout_v<Device>);

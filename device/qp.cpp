@@ -6,17 +6,28 @@
 
 #include "device/abi_guard.hpp"
 #include "device/device.hpp"
-#include "device/wq.hpp"
+#include "device/recv.hpp"
 
 namespace rdmasim::device {
 
 namespace {
 
-constexpr std::uint64_t kIpv4Fields = IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4;
-constexpr std::uint64_t kIpv6Fields = IBV_RX_HASH_SRC_IPV6 | IBV_RX_HASH_DST_IPV6;
-constexpr std::uint64_t kTcpFields = IBV_RX_HASH_SRC_PORT_TCP | IBV_RX_HASH_DST_PORT_TCP;
-constexpr std::uint64_t kUdpFields = IBV_RX_HASH_SRC_PORT_UDP | IBV_RX_HASH_DST_PORT_UDP;
 constexpr std::uint32_t kMaxInline = 256;
+
+// What a verbs QP state means to a raw-packet QP's receive queue.
+datapath::QueueState rx_state(ibv_qp_state s) noexcept {
+    switch (s) {
+    case IBV_QPS_RESET:
+        return datapath::QueueState::reset;
+    case IBV_QPS_ERR:
+        return datapath::QueueState::error;
+    case IBV_QPS_RTR:
+    case IBV_QPS_RTS:
+        return datapath::QueueState::ready;
+    default:
+        return datapath::QueueState::stopped;
+    }
+}
 
 int validate_rss(const Device& dev, const ibv_qp_init_attr_ex& a, ibv_context* context) {
     if (!(a.comp_mask & IBV_QP_INIT_ATTR_IND_TABLE) || !(a.comp_mask & IBV_QP_INIT_ATTR_RX_HASH))
@@ -26,10 +37,10 @@ int validate_rss(const Device& dev, const ibv_qp_init_attr_ex& a, ibv_context* c
     if (h.rx_hash_function != IBV_RX_HASH_FUNC_TOEPLITZ) return EOPNOTSUPP;
     if (h.rx_hash_key_len != datapath::Toeplitz::kKeyLen || h.rx_hash_key == nullptr) return EINVAL;
     const std::uint64_t f = h.rx_hash_fields_mask;
-    if (f & ~(kIpv4Fields | kIpv6Fields | kTcpFields | kUdpFields)) return EOPNOTSUPP;
+    if (f & ~datapath::kRssKnownFields) return EOPNOTSUPP;
     if (f == 0 && from_verbs(a.rwq_ind_tbl)->log_size != 0) return EINVAL;
-    if ((f & kIpv4Fields) && (f & kIpv6Fields)) return EINVAL;
-    if ((f & kTcpFields) && (f & kUdpFields)) return EINVAL;
+    if ((f & datapath::kRssIpv4Fields) && (f & datapath::kRssIpv6Fields)) return EINVAL;
+    if ((f & datapath::kRssTcpFields) && (f & datapath::kRssUdpFields)) return EINVAL;
     (void)dev;
     return 0;
 }
@@ -98,16 +109,20 @@ ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) noexcept {
         pthread_cond_init(&q.cond, nullptr);
         if (rss) {
             qp->table = from_verbs(attr->rwq_ind_tbl);
-            qp->hash_fields = attr->rx_hash_conf.rx_hash_fields_mask;
-            qp->toeplitz = datapath::Toeplitz(std::span<const std::uint8_t, datapath::Toeplitz::kKeyLen>(
+            datapath::RssGroup& g = qp->rss_group;
+            g.fields = attr->rx_hash_conf.rx_hash_fields_mask;
+            g.toeplitz = datapath::Toeplitz(std::span<const std::uint8_t, datapath::Toeplitz::kKeyLen>(
                 attr->rx_hash_conf.rx_hash_key, datapath::Toeplitz::kKeyLen));
+            g.log_size = qp->table->log_size;
+            g.table.reserve(qp->table->entries.size());
+            for (Wq* wq : qp->table->entries) g.table.push_back(&wq->recv.rx);
             qp->table->qp_refs.fetch_add(1);
         } else {
             qp->send_cq = from_verbs(attr->send_cq);
             qp->recv_cq = from_verbs(attr->recv_cq);
             q.send_cq = attr->send_cq;
             q.recv_cq = attr->recv_cq;
-            qp->max_recv_sge = std::max<std::uint32_t>(attr->cap.max_recv_sge, 1);
+            qp->recv.max_sge = std::max<std::uint32_t>(attr->cap.max_recv_sge, 1);
             qp->max_send_wr = attr->cap.max_send_wr;
             qp->max_send_sge = std::max<std::uint32_t>(attr->cap.max_send_sge, 1);
             qp->max_inline = attr->cap.max_inline_data;
@@ -116,11 +131,11 @@ ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) noexcept {
             offloads.strip_cvlan = create_flags & IBV_QP_CREATE_CVLAN_STRIPPING;
             offloads.scatter_fcs = create_flags & IBV_QP_CREATE_SCATTER_FCS;
             offloads.end_padding = create_flags & IBV_QP_CREATE_PCI_WRITE_END_PADDING;
-            attach_rx_queue(dev, qp->rx, std::max<std::uint32_t>(attr->cap.max_recv_wr, 1),
-                            qp->max_recv_sge, q.qp_num, offloads, qp->recv_cq->ring, qp->pd);
+            attach_rx_queue(dev, qp->recv, std::max<std::uint32_t>(attr->cap.max_recv_wr, 1),
+                            q.qp_num, offloads, qp->recv_cq->ring, qp->pd);
             qp->send_cq->users.fetch_add(1);
             qp->recv_cq->users.fetch_add(1);
-            attr->cap.max_recv_sge = qp->max_recv_sge;
+            attr->cap.max_recv_sge = qp->recv.max_sge;
             attr->cap.max_send_sge = qp->max_send_sge;
         }
         qp->attr.qp_state = IBV_QPS_RESET;
@@ -159,8 +174,8 @@ int modify_qp(ibv_qp* q, ibv_qp_attr* attr, int mask) noexcept {
         const int known = IBV_QP_STATE | IBV_QP_CUR_STATE | IBV_QP_PORT | IBV_QP_PKEY_INDEX |
                           IBV_QP_QKEY | IBV_QP_RATE_LIMIT;
         if (mask & ~known) return EINVAL;
-        std::lock_guard port_lock(dev.port.lock);
-        std::lock_guard post_lock(qp.post_lock);
+        std::lock_guard port_lock(dev.port.mutex());
+        std::lock_guard post_lock(qp.recv.post_lock);
         const ibv_qp_state cur = q->state;
         if ((mask & IBV_QP_CUR_STATE) && raw_enum(attr->cur_qp_state) != cur) return EINVAL;
         if ((mask & IBV_QP_PORT) && attr->port_num != 1) return EINVAL;
@@ -177,20 +192,7 @@ int modify_qp(ibv_qp* q, ibv_qp_attr* attr, int mask) noexcept {
                 (cur == IBV_QPS_RTS && next == IBV_QPS_RTS);
             if (!legal) return EINVAL;
         }
-        if (next != cur && !qp.rss) {
-            if (next == IBV_QPS_RESET) {
-                qp.rx.set_ready(false);
-                qp.rx.discard_held();
-                qp.rx.reset_ring();
-            } else if (next == IBV_QPS_ERR) {
-                qp.rx.set_ready(false);
-                qp.rx.discard_held();
-                qp.rx.flush();
-            } else {
-                qp.rx.set_ready(next == IBV_QPS_RTR || next == IBV_QPS_RTS);
-            }
-            port_service(dev, dev.port.now_ns);
-        }
+        if (next != cur && !qp.rss) set_rx_state(dev, qp.recv, rx_state(next));
         q->state = next;
         qp.attr.qp_state = next;
         qp.attr.cur_qp_state = next;
@@ -223,7 +225,7 @@ int destroy_qp(ibv_qp* q) noexcept {
         if (qp->rss) {
             qp->table->qp_refs.fetch_sub(1);
         } else {
-            detach_rx_queue(dev, qp->rx);
+            detach_rx_queue(dev, qp->recv);
             qp->send_cq->users.fetch_sub(1);
             qp->recv_cq->users.fetch_sub(1);
         }
@@ -243,17 +245,7 @@ int post_recv(ibv_qp* q, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept {
         *bad_wr = wr;
         return EINVAL; // an RSS QP receives through its WQs
     }
-    Device& dev = *qp.ctx->device;
-    int err;
-    bool in_error;
-    {
-        std::lock_guard lock(qp.post_lock); // modify_qp changes the state under it
-        err = post_receive_list(qp.rx, qp.max_recv_sge, wr, bad_wr);
-        in_error = q->state == IBV_QPS_ERR;
-    }
-    if (in_error) flush_posted(dev, qp.rx, qp.post_lock);
-    if (dev.hooks) dev.hooks->on_post(dev);
-    return err;
+    return post_receive(*qp.ctx->device, qp.recv, wr, bad_wr);
 }
 
 int post_send(ibv_qp* q, ibv_send_wr* wr, ibv_send_wr** bad_wr) noexcept {
@@ -262,7 +254,7 @@ int post_send(ibv_qp* q, ibv_send_wr* wr, ibv_send_wr** bad_wr) noexcept {
     Device& dev = *qp.ctx->device;
     ibv_qp_state state;
     {
-        std::lock_guard lock(qp.post_lock); // modify_qp changes the state under it
+        std::lock_guard lock(qp.recv.post_lock); // modify_qp changes the state under it
         state = q->state;
     }
     if (qp.rss || state != IBV_QPS_RTS) {
@@ -303,13 +295,14 @@ int post_send(ibv_qp* q, ibv_send_wr* wr, ibv_send_wr** bad_wr) noexcept {
             frame.insert(frame.end(), src, src + s.length);
         }
         {
-            std::lock_guard lock(dev.port.lock);
+            std::lock_guard lock(dev.port.mutex());
+            const std::uint64_t now = dev.port.now_ns();
             if (status == IBV_WC_SUCCESS) {
                 net::Frame f;
                 f.data = frame.data();
                 f.len = f.wire_len = static_cast<std::uint32_t>(frame.size());
-                f.ts_ns = dev.port.now_ns;
-                port_ingress(dev, f, dev.port.now_ns, &qp);
+                f.ts_ns = now;
+                dev.port.transmit(f, &qp); // loops back to flows, then to the port's sinks
             }
             if (qp.sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED) || status != IBV_WC_SUCCESS) {
                 datapath::Cqe cqe;
@@ -318,12 +311,11 @@ int post_send(ibv_qp* q, ibv_send_wr* wr, ibv_send_wr** bad_wr) noexcept {
                 cqe.opcode = IBV_WC_SEND;
                 cqe.qp_num = q->qp_num;
                 cqe.byte_len = static_cast<std::uint32_t>(frame.size());
-                cqe.timestamp_ns = dev.port.now_ns;
+                cqe.timestamp_ns = now;
                 (void)qp.send_cq->ring.push(cqe);
             }
-            port_service(dev, dev.port.now_ns);
+            service(dev, now);
         }
-        if (status == IBV_WC_SUCCESS && dev.hooks) dev.hooks->on_transmit(dev, frame);
     }
     return 0;
 }

@@ -7,6 +7,7 @@
 #include "device/abi_guard.hpp"
 #include "device/async_events.hpp"
 #include "device/device.hpp"
+#include "device/recv.hpp"
 
 namespace rdmasim::device {
 
@@ -20,6 +21,18 @@ int validate_create_flags(const Device& dev, std::uint32_t flags) noexcept {
     if ((flags & IBV_WQ_FLAGS_DELAY_DROP) && !c.delay_drop) return EOPNOTSUPP;
     if ((flags & IBV_WQ_FLAGS_PCI_WRITE_END_PADDING) && !c.pci_write_end_padding) return EOPNOTSUPP;
     return 0;
+}
+
+// What a verbs WQ state means to the datapath.
+datapath::QueueState rx_state(ibv_wq_state s) noexcept {
+    switch (s) {
+    case IBV_WQS_RDY:
+        return datapath::QueueState::ready;
+    case IBV_WQS_ERR:
+        return datapath::QueueState::error;
+    default:
+        return datapath::QueueState::reset;
+    }
 }
 
 bool has_rawio() noexcept {
@@ -61,7 +74,7 @@ ibv_wq* create_wq(ibv_context* context, ibv_wq_init_attr* attr) noexcept {
         wq->cq = from_verbs(attr->cq);
         wq->pd = from_verbs(attr->pd);
         wq->create_flags = flags;
-        wq->max_sge = max_sge;
+        wq->recv.max_sge = max_sge;
         ibv_wq& w = wq->ibwq;
         w.context = context;
         w.pd = attr->pd;
@@ -77,8 +90,7 @@ ibv_wq* create_wq(ibv_context* context, ibv_wq_init_attr* attr) noexcept {
         offloads.scatter_fcs = flags & IBV_WQ_FLAGS_SCATTER_FCS;
         offloads.delay_drop = flags & IBV_WQ_FLAGS_DELAY_DROP;
         offloads.end_padding = flags & IBV_WQ_FLAGS_PCI_WRITE_END_PADDING;
-        attach_rx_queue(dev, wq->rx, attr->max_wr, max_sge, w.wq_num, offloads, wq->cq->ring,
-                        wq->pd);
+        attach_rx_queue(dev, wq->recv, attr->max_wr, w.wq_num, offloads, wq->cq->ring, wq->pd);
         wq->cq->users.fetch_add(1);
         wq->pd->users.fetch_add(1);
         ctx.live_objects.fetch_add(1);
@@ -97,8 +109,8 @@ int modify_wq(ibv_wq* w, ibv_wq_attr* attr) noexcept {
         if (mask == 0 || (mask & ~static_cast<std::uint32_t>(IBV_WQ_ATTR_RESERVED - 1)))
             return EINVAL;
 
-        std::lock_guard port_lock(dev.port.lock); // the engine is out while we change state
-        std::lock_guard post_lock(wq.post_lock);
+        std::lock_guard port_lock(dev.port.mutex()); // the engine is out while we change state
+        std::lock_guard post_lock(wq.recv.post_lock);
         const ibv_wq_state cur = w->state;
         if ((mask & IBV_WQ_ATTR_CURR_STATE) && raw_enum(attr->curr_wq_state) != cur) return EINVAL;
         ibv_wq_state next = cur;
@@ -122,25 +134,15 @@ int modify_wq(ibv_wq* w, ibv_wq_attr* attr) noexcept {
         // Validated: apply.
         if (mask & IBV_WQ_ATTR_FLAGS && (attr->flags_mask & IBV_WQ_FLAGS_CVLAN_STRIPPING)) {
             const bool on = attr->flags & IBV_WQ_FLAGS_CVLAN_STRIPPING;
-            wq.rx.set_strip_cvlan(on);
+            wq.recv.rx.set_strip_cvlan(on);
             wq.create_flags = on ? (wq.create_flags | IBV_WQ_FLAGS_CVLAN_STRIPPING)
                                  : (wq.create_flags & ~IBV_WQ_FLAGS_CVLAN_STRIPPING);
         }
         if (next != cur) {
-            if (next == IBV_WQS_RDY) {
-                wq.rx.reset_ring(); // what was posted in RESET is gone
-                wq.rx.set_ready(true);
-            } else if (next == IBV_WQS_ERR) {
-                wq.rx.set_ready(false);
-                wq.rx.discard_held();
-                wq.rx.flush();
-            } else { // RESET
-                wq.rx.set_ready(false);
-                wq.rx.discard_held();
-                wq.rx.reset_ring();
-            }
+            if (next == IBV_WQS_RDY) // from RESET: what was posted in RESET is gone
+                dev.port.set_queue_state(wq.recv.rx, datapath::QueueState::reset);
+            set_rx_state(dev, wq.recv, rx_state(next));
             w->state = next;
-            port_service(dev, dev.port.now_ns); // notifications for flushed completions
         }
         return 0;
     });
@@ -149,12 +151,10 @@ int modify_wq(ibv_wq* w, ibv_wq_attr* attr) noexcept {
 void wq_fatal(Wq& wq) noexcept {
     Device& dev = *wq.ctx->device;
     {
-        std::lock_guard port_lock(dev.port.lock);
-        std::lock_guard post_lock(wq.post_lock);
+        std::lock_guard port_lock(dev.port.mutex());
+        std::lock_guard post_lock(wq.recv.post_lock);
         if (wq.ibwq.state == IBV_WQS_RDY) {
-            wq.rx.set_ready(false);
-            wq.rx.discard_held();
-            wq.rx.flush();
+            set_rx_state(dev, wq.recv, datapath::QueueState::error);
             wq.ibwq.state = IBV_WQS_ERR;
         }
     }
@@ -170,7 +170,7 @@ int destroy_wq(ibv_wq* w) noexcept {
         Wq* wq = from_verbs(w);
         if (wq->table_refs.load() != 0) return EBUSY;
         Device& dev = *wq->ctx->device;
-        detach_rx_queue(dev, wq->rx);
+        detach_rx_queue(dev, wq->recv);
         wq->cq->users.fetch_sub(1);
         wq->pd->users.fetch_sub(1);
         wq->ctx->live_objects.fetch_sub(1);
@@ -179,58 +179,10 @@ int destroy_wq(ibv_wq* w) noexcept {
     });
 }
 
-int post_receive_list(datapath::RxQueue& rx, std::uint32_t max_sge, ibv_recv_wr* wr,
-                      ibv_recv_wr** bad_wr) noexcept {
-    datapath::RecvRing& ring = rx.ring();
-    for (; wr != nullptr; wr = wr->next) {
-        if (wr->num_sge < 0 || static_cast<std::uint32_t>(wr->num_sge) > max_sge ||
-            (wr->num_sge > 0 && wr->sg_list == nullptr)) {
-            *bad_wr = wr;
-            return EINVAL;
-        }
-        if (ring.full()) {
-            *bad_wr = wr;
-            return ENOMEM;
-        }
-        datapath::Wqe& wqe = ring.next_wqe();
-        datapath::Sge* sges = ring.next_sges();
-        wqe.wr_id = wr->wr_id;
-        wqe.num_sge = 0;
-        wqe.total_len = 0;
-        for (int i = 0; i < wr->num_sge; ++i) {
-            const ibv_sge& s = wr->sg_list[i];
-            if (s.length == 0) continue; // zero-length SGEs are skipped
-            sges[wqe.num_sge++] = {s.addr, s.length, s.lkey};
-            wqe.total_len += s.length;
-        }
-        ring.publish();
-    }
-    return 0;
-}
-
-void flush_posted(Device& dev, datapath::RxQueue& rx, SpinLock& post_lock) noexcept {
-    std::lock_guard port_lock(dev.port.lock); // lock order: port, then post
-    std::lock_guard lock(post_lock);
-    rx.flush();
-    port_service(dev, dev.port.now_ns);
-}
-
 int post_wq_recv(ibv_wq* w, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept {
     if (w == nullptr || bad_wr == nullptr) return EINVAL;
     Wq& wq = *from_verbs(w);
-    Device& dev = *wq.ctx->device;
-    int err;
-    bool in_error;
-    {
-        // The state is read under the post lock, which modify_wq holds to change it:
-        // a move to ERR after this point flushes what we posted.
-        std::lock_guard lock(wq.post_lock);
-        err = post_receive_list(wq.rx, wq.max_sge, wr, bad_wr);
-        in_error = w->state == IBV_WQS_ERR;
-    }
-    if (in_error) flush_posted(dev, wq.rx, wq.post_lock); // posted in ERR: flushed
-    if (dev.hooks) dev.hooks->on_post(dev);
-    return err;
+    return post_receive(*wq.ctx->device, wq.recv, wr, bad_wr);
 }
 
 ibv_rwq_ind_table* create_rwq_ind_table(ibv_context* context,

@@ -8,11 +8,6 @@ namespace rdmasim::sim {
 Engine::Engine(device::Device& dev, std::unique_ptr<net::FrameSource> source, const Config& config)
     : dev_(dev), source_(std::move(source)), config_(config) {}
 
-void Engine::on_transmit(device::Device&, std::span<const std::uint8_t>) noexcept {
-    // Frames sent by programs have already looped back to the port; no wire
-    // sink is attached in this build (live interfaces come with the packet engine).
-}
-
 std::unique_ptr<Engine> make_engine(device::Device& dev, std::unique_ptr<net::FrameSource> source,
                                     const Config& config) {
     if (config.engine == EngineKind::inline_)

@@ -3,7 +3,8 @@
 //                 is virtual (capture timestamps): bit-identical reruns.
 //   ThreadEngine  one Boost.Asio io_context on its own thread, real time,
 //                 optional pacing to the capture's timestamps.
-// Both implement the device's EngineHooks.
+// Both implement the device's EngineHooks and run the same burst
+// (sim/burst.hpp); each keeps only its clock and its pacing.
 #pragma once
 
 #include <atomic>
@@ -37,8 +38,6 @@ public:
     virtual bool wait_idle(std::chrono::milliseconds timeout) = 0;
     [[nodiscard]] bool started() const noexcept { return started_.load(std::memory_order_acquire); }
     [[nodiscard]] const net::FrameSource& source() const noexcept { return *source_; }
-    // The frame sink for on_transmit (a capture of what programs send), optional.
-    void on_transmit(device::Device& dev, std::span<const std::uint8_t> frame) noexcept override;
 
 protected:
     device::Device& dev_;

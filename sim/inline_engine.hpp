@@ -1,11 +1,14 @@
 // The deterministic engine: see engine.hpp.
 #pragma once
 
+#include <optional>
+
+#include "sim/burst.hpp"
 #include "sim/engine.hpp"
 
 namespace rdmasim::sim {
 
-class InlineEngine final : public Engine {
+class InlineEngine final : public Engine, private Pacing {
 public:
     using Engine::Engine;
 
@@ -22,7 +25,14 @@ public:
     void on_flow_attached(device::Device&) noexcept override;
 
 private:
+    // Virtual time: a frame arrives at its capture timestamp (never earlier
+    // than the clock); an idle step advances the clock by idle_tick.
+    std::optional<std::uint64_t> arrival(const net::Frame& frame) noexcept override;
+    std::uint64_t service_time(std::uint32_t frames) noexcept override;
+    void burst_done(const BurstResult& result) noexcept override;
+
     std::uint64_t now_ns_ = 0; // virtual: the latest capture timestamp seen, plus idle ticks
+    std::optional<net::Frame> pending_; // stays empty: every frame is due at once
     std::atomic<bool> held_{false}; // frames wait for WQEs (delay drop) after the last step
 };
 

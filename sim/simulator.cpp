@@ -72,16 +72,15 @@ Simulator::~Simulator() {
 }
 
 const datapath::RxCounters& Simulator::port_counters(std::size_t i) const noexcept {
-    return devices_[i]->port.counters;
+    return devices_[i]->port.counters();
 }
 
 const datapath::RxCounters* Simulator::queue_counters(std::size_t i,
                                                       std::uint32_t qpn) const noexcept {
-    device::Device& dev = *devices_[i];
-    std::lock_guard lock(dev.port.lock);
-    for (const datapath::RxQueue* q : dev.queues)
-        if (q->qp_num() == qpn) return &q->counters();
-    return nullptr;
+    const datapath::Port& port = devices_[i]->port;
+    std::lock_guard lock(port.mutex());
+    const datapath::RxQueue* q = port.find_queue(qpn);
+    return q ? &q->counters() : nullptr;
 }
 
 bool Simulator::idle() const noexcept {

@@ -11,7 +11,7 @@
 
 #include <boost/asio/post.hpp>
 
-#include "device/device.hpp"
+#include <mutex>
 
 namespace rdmasim::sim {
 
@@ -76,61 +76,49 @@ void ThreadEngine::schedule(Clock::time_point when) {
     });
 }
 
+std::optional<std::uint64_t> ThreadEngine::arrival(const net::Frame& frame) noexcept {
+    if (config_.speed > 0) {
+        if (!have_t0_) {
+            have_t0_ = true;
+            capture_t0_ns_ = frame.ts_ns;
+            replay_t0_ = Clock::now();
+        }
+        const auto offset = frame.ts_ns > capture_t0_ns_ ? frame.ts_ns - capture_t0_ns_ : 0;
+        const auto due = replay_t0_ + std::chrono::nanoseconds(static_cast<std::int64_t>(
+                                          static_cast<double>(offset) / config_.speed));
+        if (due > Clock::now()) {
+            next_due_ = due;
+            return std::nullopt;
+        }
+    }
+    return now_ns();
+}
+
+std::uint64_t ThreadEngine::service_time(std::uint32_t) noexcept { return now_ns(); }
+
+void ThreadEngine::burst_done(const BurstResult& r) noexcept {
+    const bool idle = !r.pending && source_->exhausted() && !r.held;
+    if (idle != idle_.load()) {
+        std::lock_guard l(idle_mu_);
+        idle_.store(idle, std::memory_order_release);
+    }
+}
+
 void ThreadEngine::step() {
     step_queued_.store(false);
     if (!started_.load()) return;
-    Clock::time_point next_due = Clock::time_point::max();
-    std::uint32_t n = 0;
-    std::uint64_t deadline_ns;
-    bool held;
-    {
-        std::lock_guard lock(dev_.port.lock);
-        while (n < config_.burst) {
-            if (!has_pending_) {
-                if (!source_->next(pending_)) break;
-                has_pending_ = true;
-            }
-            if (config_.speed > 0) {
-                if (!have_t0_) {
-                    have_t0_ = true;
-                    capture_t0_ns_ = pending_.ts_ns;
-                    replay_t0_ = Clock::now();
-                }
-                const auto offset = pending_.ts_ns > capture_t0_ns_ ? pending_.ts_ns - capture_t0_ns_ : 0;
-                const auto due = replay_t0_ + std::chrono::nanoseconds(static_cast<std::int64_t>(
-                                                  static_cast<double>(offset) / config_.speed));
-                if (due > Clock::now()) {
-                    next_due = due;
-                    break;
-                }
-            }
-            const auto arrival = now_ns();
-            // A delay-drop timeout already due fires before this frame enters (SPEC 4.3).
-            if (device::port_next_deadline(dev_) <= arrival) device::port_service(dev_, arrival);
-            device::port_ingress(dev_, pending_, arrival);
-            has_pending_ = false;
-            ++n;
-        }
-        const auto now = now_ns();
-        device::port_service(dev_, now);
-        deadline_ns = device::port_next_deadline(dev_);
-        held = device::port_held_frames(dev_) != 0;
-        const bool idle = !has_pending_ && source_->exhausted() && !held;
-        if (idle != idle_.load()) {
-            std::lock_guard l(idle_mu_);
-            idle_.store(idle, std::memory_order_release);
-        }
-    }
+    next_due_ = Clock::time_point::max();
+    const BurstResult r = run_burst(dev_, *source_, pending_, config_.burst, *this);
     idle_cv_.notify_all();
 
-    if (n == config_.burst) {
+    if (r.frames == config_.burst) {
         post_step(); // more to do: yield to other handlers, then continue
         return;
     }
-    Clock::time_point when = next_due;
-    if (held && deadline_ns != UINT64_MAX)
-        when = std::min(when, t0_ + std::chrono::nanoseconds(deadline_ns));
-    if (!has_pending_ && !source_->exhausted()) // a live source with nothing now
+    Clock::time_point when = r.pending ? next_due_ : Clock::time_point::max();
+    if (r.held && r.next_deadline_ns != UINT64_MAX)
+        when = std::min(when, t0_ + std::chrono::nanoseconds(r.next_deadline_ns));
+    if (!r.pending && !source_->exhausted()) // a live source with nothing now
         when = std::min(when, Clock::now() + std::chrono::microseconds(100));
     if (when != Clock::time_point::max()) schedule(when);
 }

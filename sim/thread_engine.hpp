@@ -6,11 +6,12 @@
 #include <boost/asio/steady_timer.hpp>
 #include <thread>
 
+#include "sim/burst.hpp"
 #include "sim/engine.hpp"
 
 namespace rdmasim::sim {
 
-class ThreadEngine final : public Engine {
+class ThreadEngine final : public Engine, private Pacing {
 public:
     ThreadEngine(device::Device& dev, std::unique_ptr<net::FrameSource> source, const Config& config);
     ~ThreadEngine() override;
@@ -26,6 +27,11 @@ public:
 
 private:
     void step();                // runs on the engine thread
+    // Real time; with a speed set, a frame is due at its capture offset
+    // divided by the speed, from the first frame on.
+    std::optional<std::uint64_t> arrival(const net::Frame& frame) noexcept override;
+    std::uint64_t service_time(std::uint32_t frames) noexcept override;
+    void burst_done(const BurstResult& result) noexcept override;
     void schedule(std::chrono::steady_clock::time_point when);
     void post_step() noexcept;  // from any thread
     std::uint64_t now_ns() const noexcept;
@@ -38,8 +44,8 @@ private:
     std::chrono::steady_clock::time_point replay_t0_{};
     std::uint64_t capture_t0_ns_ = 0;           // first frame's timestamp
     bool have_t0_ = false;
-    net::Frame pending_;                        // pulled but not yet due
-    bool has_pending_ = false;
+    std::optional<net::Frame> pending_;         // pulled but not yet due
+    std::chrono::steady_clock::time_point next_due_{}; // when pending_ is due
     std::atomic<bool> step_queued_{false};
     std::mutex idle_mu_;
     std::condition_variable idle_cv_;

@@ -38,7 +38,7 @@ struct Queue {
         c.ring_entries = 8;
         c.qp_num = 0x123;
         c.settings.delay_drop = delay_drop;
-        q.init(c, &cq, &mrs, &kPd, &port);
+        q.init(c, &cq, &mrs, &kPd);
         q.set_ready(true);
     }
     void post(std::uint64_t wr_id, std::uint32_t slot) {
@@ -47,19 +47,28 @@ struct Queue {
         ring.next_sges()[0] = datapath::Sge{0x10000 + slot * 1024ull, 1024, lkey};
         ring.publish();
     }
-    void receive(const std::vector<std::uint8_t>& bytes, std::uint64_t now, bool armed) {
+    // Counts into `port` as the port does: the frame's outcome and what it released.
+    datapath::RxOutcome receive(const std::vector<std::uint8_t>& bytes, std::uint64_t now,
+                                bool armed) {
         net::Frame f;
         f.data = bytes.data();
         f.len = f.wire_len = static_cast<std::uint32_t>(bytes.size());
         f.ts_ns = now;
-        q.receive(f, net::parse_frame(f.payload()), now, armed);
+        port.frames.add();
+        datapath::RxTally released;
+        const auto out = q.receive(f, net::parse_frame(f.payload()), now, armed, true, released);
+        port.count(released);
+        port.count(out);
+        return out;
     }
     [[nodiscard]] std::vector<std::uint8_t> slot(std::uint32_t i, std::size_t n) const {
         return {mem.begin() + i * 1024, mem.begin() + i * 1024 + static_cast<std::ptrdiff_t>(n)};
     }
+    // Both places balance: the queue's own counters and the port's, kept from outcomes.
     [[nodiscard]] bool balanced() const {
         const auto& c = q.counters();
-        return c.frames.get() == c.delivered.get() + c.drops_total() + q.held();
+        return c.frames.get() == c.delivered.get() + c.drops_total() + q.held() &&
+               port.frames.get() == port.delivered.get() + port.drops_total() + q.held();
     }
 };
 
@@ -96,9 +105,13 @@ TEST_CASE("rx queue: completions carry wr_id, byte_len and the queue number",
     Queue t(false);
     t.post(41, 0);
     t.post(42, 1);
-    t.receive(golden::concat(golden::kUntagged), 1, true);
-    t.receive(golden::concat(golden::kTcpGood), 2, true);
-    t.receive(golden::concat(golden::kTcpGood), 3, true); // no WQE left
+    const auto first = t.receive(golden::concat(golden::kUntagged), 1, true);
+    CHECK(first.fate == datapath::Fate::delivered);
+    CHECK(first.byte_len == 58);
+    CHECK(t.receive(golden::concat(golden::kTcpGood), 2, true).fate == datapath::Fate::delivered);
+    const auto last = t.receive(golden::concat(golden::kTcpGood), 3, true); // no WQE left
+    CHECK(last.fate == datapath::Fate::dropped);
+    CHECK(last.drop == Drop::out_of_buffer);
     REQUIRE(t.cq.size() == 2);
     CHECK(t.cq.front().wr_id == 41);
     CHECK(t.cq.front().qp_num == 0x123);

@@ -44,8 +44,8 @@ std::uint64_t drops(SimFixture& fx, Drop d) {
 }
 
 std::uint64_t held(SimFixture& fx) {
-    std::lock_guard lock(fx.device().port.lock);
-    return device::port_held_frames(fx.device());
+    std::lock_guard lock(fx.device().port.mutex());
+    return fx.device().port.held_frames();
 }
 
 // Page-aligned memory full of guard bytes, registered on a PD.

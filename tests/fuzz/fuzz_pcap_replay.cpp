@@ -73,9 +73,8 @@ test::EthFlowAttr eth_flow(std::uint16_t ether_type, std::uint16_t priority) {
 }
 
 bool balanced(device::Device& dev) {
-    std::lock_guard lock(dev.port.lock);
-    const auto& c = dev.port.counters;
-    return c.frames.get() == c.delivered.get() + c.drops_total() + device::port_held_frames(dev);
+    std::lock_guard lock(dev.port.mutex());
+    return dev.port.balanced();
 }
 
 // Four WQs (every WQ flag covered, filled; two SGEs per WQE on WQ 3), one
@@ -182,6 +181,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // Everything still held went away with its WQ: counted as discarded.
     device::Device& dev = sim->device(0);
     check(balanced(dev));
-    check(device::port_held_frames(dev) == 0);
+    check(dev.port.held_frames() == 0);
     return 0;
 }

@@ -188,16 +188,14 @@ public:
         REQUIRE(sim_->wait_idle(std::chrono::milliseconds(1000)));
         return rx_.poll();
     }
-    [[nodiscard]] const datapath::RxCounters& port() { return sim_->device(0).port.counters; }
+    [[nodiscard]] const datapath::RxCounters& port() { return sim_->device(0).port.counters(); }
     [[nodiscard]] std::uint64_t drops(datapath::Drop d) {
         return port().drops[static_cast<std::size_t>(d)].get();
     }
     [[nodiscard]] bool balanced() {
         auto& dev = sim_->device(0);
-        std::lock_guard lock(dev.port.lock);
-        const auto& c = dev.port.counters;
-        return c.frames.get() ==
-               c.delivered.get() + c.drops_total() + device::port_held_frames(dev);
+        std::lock_guard lock(dev.port.mutex());
+        return dev.port.balanced();
     }
     [[nodiscard]] const net::PcapFileSource& source() const { return *source_; }
     [[nodiscard]] const std::uint8_t* slot(std::size_t i) const { return rx_.slot(i); }

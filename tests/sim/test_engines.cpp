@@ -44,9 +44,8 @@ std::unique_ptr<sim::Simulator> make_sim(sim::Config config, std::size_t frames)
 }
 
 bool balanced(device::Device& dev) {
-    std::lock_guard lock(dev.port.lock);
-    const auto& c = dev.port.counters;
-    return c.frames.get() == c.delivered.get() + c.drops_total() + device::port_held_frames(dev);
+    std::lock_guard lock(dev.port.mutex());
+    return dev.port.balanced();
 }
 
 // A program's receive set-up on the simulator's device: CQ-ex, WQ in RDY, a
@@ -104,19 +103,19 @@ TEST_CASE("inline engine: each pump pulls at most `burst` frames; idle after exh
     REQUIRE(engine.started());
     CHECK_FALSE(engine.idle());
     engine.pump();
-    CHECK(dev.port.counters.frames.get() == 4);
+    CHECK(dev.port.counters().frames.get() == 4);
     CHECK_FALSE(engine.idle());
     engine.pump();
-    CHECK(dev.port.counters.frames.get() == 8);
+    CHECK(dev.port.counters().frames.get() == 8);
     CHECK_FALSE(engine.idle());
     engine.pump();
-    CHECK(dev.port.counters.frames.get() == 10);
+    CHECK(dev.port.counters().frames.get() == 10);
     CHECK(engine.idle());
     CHECK(s->idle());
     engine.pump();
-    CHECK(dev.port.counters.frames.get() == 10);
+    CHECK(dev.port.counters().frames.get() == 10);
     // No flow: every frame is a steering miss, and the balance holds.
-    CHECK(dev.port.counters.drops[static_cast<std::size_t>(datapath::Drop::steering_miss)].get() ==
+    CHECK(dev.port.counters().drops[static_cast<std::size_t>(datapath::Drop::steering_miss)].get() ==
           10);
     CHECK(balanced(dev));
 }
@@ -135,20 +134,20 @@ TEST_CASE("inline engine: by default no frame enters before a flow is attached",
             engine.pump();
         std::uint64_t failures = 0;
         CHECK(p.poll_and_repost(failures) == 0); // polling pumps too
-        CHECK(dev.port.counters.frames.get() == 0);
+        CHECK(dev.port.counters().frames.get() == 0);
         for (std::uint64_t i = 0; i < 16; ++i)
             REQUIRE(p.post(i) == 0);
-        CHECK(dev.port.counters.frames.get() == 0); // posting does not start it either
+        CHECK(dev.port.counters().frames.get() == 0); // posting does not start it either
 
         p.attach_flow();
         CHECK(engine.started());
         engine.pump();
-        CHECK(dev.port.counters.frames.get() == 8);
+        CHECK(dev.port.counters().frames.get() == 8);
         std::uint64_t delivered = p.poll_and_repost(failures); // pumps the last 4
         delivered += p.poll_and_repost(failures);
         CHECK(delivered == 12);
         CHECK(failures == 0);
-        CHECK(dev.port.counters.delivered.get() == 12);
+        CHECK(dev.port.counters().delivered.get() == 12);
         CHECK(engine.idle());
         CHECK(balanced(dev));
     }
@@ -166,12 +165,12 @@ TEST_CASE("inline engine: held frames keep it busy; wait_idle pumps them to thei
         Program p(4, IBV_WQ_FLAGS_DELAY_DROP);
         p.attach_flow();
         engine.pump();
-        CHECK(dev.port.counters.frames.get() == 3);
-        CHECK(dev.port.counters.delay_drop_waits.get() == 3);
+        CHECK(dev.port.counters().frames.get() == 3);
+        CHECK(dev.port.counters().delay_drop_waits.get() == 3);
         CHECK_FALSE(engine.idle()); // the source is done, but frames are held
         CHECK(engine.wait_idle(std::chrono::milliseconds(0)));
         CHECK(engine.idle());
-        CHECK(dev.port.counters.drops[static_cast<std::size_t>(datapath::Drop::delay_drop_timeout)]
+        CHECK(dev.port.counters().drops[static_cast<std::size_t>(datapath::Drop::delay_drop_timeout)]
                   .get() == 3);
         CHECK(balanced(dev));
     }
@@ -191,7 +190,7 @@ TEST_CASE("thread engine: thousands of frames to a polling program, and the bala
             REQUIRE(p.post(i) == 0);
         // Not started: nothing moves, and waiting for idle times out.
         CHECK_FALSE(engine.wait_idle(std::chrono::milliseconds(50)));
-        CHECK(dev.port.counters.frames.get() == 0);
+        CHECK(dev.port.counters().frames.get() == 0);
 
         p.attach_flow();
         std::uint64_t delivered = 0, failures = 0;
@@ -205,7 +204,7 @@ TEST_CASE("thread engine: thousands of frames to a polling program, and the bala
         CHECK(engine.wait_idle(std::chrono::milliseconds(1000)));
         CHECK(s->wait_idle(std::chrono::milliseconds(1000)));
 
-        const auto& c = dev.port.counters;
+        const auto& c = dev.port.counters();
         CHECK(c.frames.get() == kFrames);
         CHECK(c.delivered.get() == delivered);
         CHECK(failures == 0);

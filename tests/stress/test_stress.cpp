@@ -169,7 +169,7 @@ public:
 
     [[nodiscard]] sim::Simulator& sim() { return *sim_; }
     [[nodiscard]] device::Device& device() { return sim_->device(0); }
-    [[nodiscard]] const datapath::RxCounters& port() { return device().port.counters; }
+    [[nodiscard]] const datapath::RxCounters& port() { return device().port.counters(); }
     [[nodiscard]] std::uint32_t ring() const noexcept { return rx_.depth(); }
     [[nodiscard]] const std::vector<ibv_cq_ex*>& cqs() const { return rx_.cqs(); }
     [[nodiscard]] const std::vector<ibv_wq*>& wqs() const { return rx_.wqs(); }
@@ -322,8 +322,8 @@ void check_balance(Rig& rig, std::uint64_t frames, const Tally& tally,
     const auto& p = rig.port();
     std::uint64_t held;
     {
-        std::lock_guard lock(rig.device().port.lock);
-        held = device::port_held_frames(rig.device());
+        std::lock_guard lock(rig.device().port.mutex());
+        held = rig.device().port.held_frames();
     }
     CHECK(held == 0);
     CHECK(p.frames.get() == frames);
@@ -347,7 +347,7 @@ void check_balance(Rig& rig, std::uint64_t frames, const Tally& tally,
     std::uint64_t wq_frames = 0, wq_delivered = 0, wq_flushed = 0;
     std::array<std::uint64_t, datapath::kDropKinds> wq_drops{};
     for (ibv_wq* wq : rig.wqs()) {
-        const auto& c = device::from_verbs(wq)->rx.counters();
+        const auto& c = device::from_verbs(wq)->recv.rx.counters();
         wq_frames += c.frames.get();
         wq_delivered += c.delivered.get();
         wq_flushed += c.flushed_wqes.get();
@@ -484,7 +484,7 @@ TEST_CASE("stress: 8 WQs over 4 CQs, 4 pollers re-posting, thread engine at top 
     CHECK(tally.flushed == std::uint64_t{kWqs} * kRing);
     // RSS spread the frames: every WQ saw a fair share.
     for (ibv_wq* wq : rig.wqs())
-        CHECK(device::from_verbs(wq)->rx.counters().frames.get() > frames / kWqs / 4);
+        CHECK(device::from_verbs(wq)->recv.rx.counters().frames.get() > frames / kWqs / 4);
     report("8wq-4cq", rig, frames, secs);
 }
 
@@ -570,14 +570,14 @@ TEST_CASE("stress: several threads post to the same WQ while another polls", "[s
 
     // Let the posters fill the ring before the frames come.
     const auto fill_deadline = Clock::now() + std::chrono::seconds(30);
-    while (device::from_verbs(rig.wqs()[0])->rx.ring().size() < kRing &&
+    while (device::from_verbs(rig.wqs()[0])->recv.rx.ring().size() < kRing &&
            Clock::now() < fill_deadline)
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
     const double secs = rig.run_to_idle();
     // No frame comes any more: the posters refill the ring, so that the flush
     // below has every slot to complete.
     const auto refill_deadline = Clock::now() + std::chrono::seconds(30);
-    while (device::from_verbs(rig.wqs()[0])->rx.ring().size() < kRing &&
+    while (device::from_verbs(rig.wqs()[0])->recv.rx.ring().size() < kRing &&
            Clock::now() < refill_deadline)
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
     posters.join();

@@ -65,19 +65,14 @@ public:
     }
 
     [[nodiscard]] device::Device& device() { return sim_->device(0); }
-    [[nodiscard]] const datapath::RxCounters& port() { return device().port.counters; }
+    [[nodiscard]] const datapath::RxCounters& port() { return device().port.counters(); }
     [[nodiscard]] sim::InlineEngine& engine() {
         return static_cast<sim::InlineEngine&>(sim_->engine(0));
     }
     // The port balance every test that offers frames must keep.
     [[nodiscard]] bool balanced() {
-        const auto& c = port();
-        std::uint64_t held;
-        {
-            std::lock_guard lock(device().port.lock);
-            held = device::port_held_frames(device());
-        }
-        return c.frames.get() == c.delivered.get() + c.drops_total() + held;
+        std::lock_guard lock(device().port.mutex());
+        return device().port.balanced();
     }
 
     ibv_context* ctx = nullptr;

@@ -1,0 +1,137 @@
+#include "datapath/port.hpp"
+
+#include <algorithm>
+
+namespace rdmasim::datapath {
+
+namespace {
+
+// Match order (datapath/README.md, "The port"): NORMAL before MC_DEFAULT
+// before ALL_DEFAULT; within a kind, lower priority value first; then
+// creation order.
+bool before(const SteeringEntry* a, const SteeringEntry* b) noexcept {
+    if (a->kind != b->kind) return a->kind < b->kind;
+    if (a->priority != b->priority) return a->priority < b->priority;
+    return a->seq < b->seq;
+}
+
+} // namespace
+
+void Port::attach_queue(RxQueue& queue) { queues_.push_back(&queue); }
+
+void Port::detach_queue(RxQueue& queue) noexcept {
+    counters_.count(queue.discard_held());
+    std::erase(queues_, &queue);
+}
+
+void Port::set_queue_state(RxQueue& queue, QueueState state) noexcept {
+    switch (state) {
+    case QueueState::reset:
+        queue.set_ready(false);
+        counters_.count(queue.discard_held());
+        queue.reset_ring();
+        break;
+    case QueueState::stopped:
+        queue.set_ready(false);
+        break;
+    case QueueState::ready:
+        queue.set_ready(true);
+        break;
+    case QueueState::error:
+        queue.set_ready(false);
+        counters_.count(queue.discard_held());
+        counters_.count(queue.flush());
+        break;
+    }
+}
+
+void Port::add_rule(SteeringEntry& entry) {
+    entry.seq = next_seq_++;
+    auto& list = entry.kind == RuleKind::sniffer ? sniffers_ : rules_;
+    list.insert(std::upper_bound(list.begin(), list.end(), &entry, before), &entry);
+}
+
+void Port::remove_rule(SteeringEntry& entry) noexcept {
+    std::erase(rules_, &entry);
+    std::erase(sniffers_, &entry);
+}
+
+void Port::attach_sink(net::FrameSink& sink) { sinks_.push_back(&sink); }
+
+void Port::detach_sink(net::FrameSink& sink) noexcept { std::erase(sinks_, &sink); }
+
+RxOutcome Port::deliver(const Target& target, const net::Frame& frame,
+                        const net::ParsedFrame& parsed, bool primary) noexcept {
+    RxQueue& q = target.queue ? *target.queue : target.rss->pick(frame.payload(), parsed);
+    RxTally released;
+    const RxOutcome out = q.receive(frame, parsed, now_ns_, delay_drop_armed_, primary, released);
+    counters_.count(released);
+    return out;
+}
+
+void Port::ingress(const net::Frame& frame, std::uint64_t now_ns, const void* exclude) noexcept {
+    now_ns_ = now_ns;
+    counters_.frames.add();
+    counters_.bytes.add(frame.len);
+    if (frame.truncated() || frame.len < frame.fcs_len) [[unlikely]] {
+        counters_.drop(Drop::truncated_capture);
+        return;
+    }
+    const auto bytes = frame.payload();
+    if (bytes.size() < net::kEthHeaderLen) [[unlikely]] {
+        counters_.drop(Drop::runt);
+        return;
+    }
+    const auto parsed = net::parse_frame(bytes);
+    for (const SteeringEntry* e : sniffers_) {
+        if (e->owner != exclude && flow_matches(e->rule, bytes, parsed)) {
+            (void)deliver(e->target, frame, parsed, false); // the queue counts the copy
+            counters_.sniffer_copies.add();
+        }
+    }
+    for (const SteeringEntry* e : rules_) {
+        if (e->owner != exclude && flow_matches(e->rule, bytes, parsed)) {
+            const RxOutcome out = deliver(e->target, frame, parsed, true);
+            counters_.count(out);
+            if (out.fate == Fate::held) [[unlikely]]
+                next_deadline_ns_ =
+                    std::min(next_deadline_ns_, now_ns + config_.delay_drop_timeout_ns);
+            return;
+        }
+    }
+    counters_.drop(Drop::steering_miss);
+}
+
+void Port::transmit(const net::Frame& frame, const void* sender) noexcept {
+    ingress(frame, now_ns_, sender);
+    for (net::FrameSink* s : sinks_) s->send(frame.payload(), now_ns_);
+}
+
+void Port::service(std::uint64_t now_ns) noexcept {
+    if (now_ns > now_ns_) now_ns_ = now_ns;
+    std::uint64_t next = UINT64_MAX;
+    for (RxQueue* q : queues_) {
+        if (!q->has_held()) continue;
+        counters_.count(q->release_held(now_ns_));
+        bool timed_out = false;
+        counters_.count(q->expire_held(now_ns_, config_.delay_drop_timeout_ns, timed_out));
+        // Hardware leaves delay-drop mode on a timeout; the driver re-arms it at once.
+        if (timed_out && !config_.delay_drop_rearm) delay_drop_armed_ = false;
+        if (q->has_held()) next = std::min(next, q->oldest_held_ns() + config_.delay_drop_timeout_ns);
+    }
+    next_deadline_ns_ = next;
+}
+
+std::uint64_t Port::held_frames() const noexcept {
+    std::uint64_t n = 0;
+    for (const RxQueue* q : queues_) n += q->held();
+    return n;
+}
+
+const RxQueue* Port::find_queue(std::uint32_t qp_num) const noexcept {
+    for (const RxQueue* q : queues_)
+        if (q->qp_num() == qp_num) return q;
+    return nullptr;
+}
+
+} // namespace rdmasim::datapath

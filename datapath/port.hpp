@@ -1,0 +1,126 @@
+// The port: where frames enter and leave the HCA (datapath/README.md, "The
+// port"). It owns ingress (runt and truncation checks, one parse), the
+// steering table (flow rules and their targets), RSS dispatch, the
+// delay-drop service (release, expiry, next deadline), held-frame accounting
+// and the port counters. Frame sources are pulled by the runtime (sim/),
+// which calls ingress(); frame sinks attach here and get what programs send.
+//
+// The device layer registers and unregisters targets (queues, steering
+// entries) as verbs create and destroy WQs, QPs and flows; the port never
+// owns them. Locking: every member function but counters() and mutex()
+// requires mutex() held by the caller.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "datapath/counters.hpp"
+#include "datapath/flow_rule.hpp"
+#include "datapath/rss.hpp"
+#include "datapath/rx_queue.hpp"
+#include "net/frame.hpp"
+#include "net/frame_sink.hpp"
+
+namespace rdmasim::datapath {
+
+// Where a steering entry sends the frames it matches: one receive queue, or
+// an RSS group that picks one. Exactly one of the two is set.
+struct Target {
+    RxQueue* queue = nullptr;
+    const RssGroup* rss = nullptr;
+};
+
+// verbs' flow attribute types, in the order they are matched (mlx5 keeps the
+// defaults in later tables). Sniffers are not matched in order: each gets a copy.
+enum class RuleKind : std::uint8_t { normal, mc_default, all_default, sniffer };
+
+struct SteeringEntry {
+    FlowRule rule;
+    Target target;
+    RuleKind kind = RuleKind::normal;
+    std::uint16_t priority = 0;  // lower first, within a kind
+    const void* owner = nullptr; // who receives (a QP): never gets its own sends back
+    std::uint64_t seq = 0;       // creation order, set by add_rule
+};
+
+struct PortConfig {
+    std::uint64_t delay_drop_timeout_ns = 100'000'000;
+    bool delay_drop_rearm = true; // the driver re-arms delay drop after a timeout
+};
+
+// What a queue's verbs state means to the datapath (device/README.md, "Work
+// queues" and "Raw-packet QPs" map verbs states onto these).
+enum class QueueState : std::uint8_t {
+    reset,   // stopped; held frames discarded; posted WQEs forgotten
+    stopped, // stopped; posted WQEs kept (a QP in INIT)
+    ready,   // receiving; posted WQEs kept
+    error,   // stopped; held frames discarded; posted WQEs flushed (IBV_WC_WR_FLUSH_ERR)
+};
+
+class Port {
+public:
+    void configure(const PortConfig& config) noexcept { config_ = config; }
+    [[nodiscard]] std::mutex& mutex() const noexcept { return mutex_; }
+    [[nodiscard]] const RxCounters& counters() const noexcept { return counters_; }
+
+    // --- control side (set-up paths: may allocate) ---
+    void attach_queue(RxQueue& queue);
+    // The queue stops being serviced; its held frames are discarded.
+    void detach_queue(RxQueue& queue) noexcept;
+    void set_queue_state(RxQueue& queue, QueueState state) noexcept;
+    // Inserts `entry` in match order and stamps its creation order. The entry
+    // must outlive its registration.
+    void add_rule(SteeringEntry& entry);
+    void remove_rule(SteeringEntry& entry) noexcept;
+    [[nodiscard]] std::size_t rule_count() const noexcept { return rules_.size() + sniffers_.size(); }
+    void attach_sink(net::FrameSink& sink);
+    void detach_sink(net::FrameSink& sink) noexcept;
+
+    // --- frame side ---
+    // One frame arriving at `now_ns`: steering, RSS, the queue's pipeline.
+    // `exclude` names an owner that must not receive it (a sender's own QP).
+    void ingress(const net::Frame& frame, std::uint64_t now_ns, const void* exclude = nullptr) noexcept;
+    // A frame a program sends: looped back to matching entries of this port
+    // (never the sender's own), then handed to every attached sink.
+    void transmit(const net::Frame& frame, const void* sender) noexcept;
+    // Time passes: held frames go to WQEs posted since, delay-drop waits
+    // that reached the timeout are dropped (and delay drop is disarmed when
+    // the configuration does not re-arm it).
+    void service(std::uint64_t now_ns) noexcept;
+
+    // The latest time the port has seen (frames and services).
+    [[nodiscard]] std::uint64_t now_ns() const noexcept { return now_ns_; }
+    // The earliest time service() may have a timeout to fire, or UINT64_MAX.
+    // O(1); never later than the truth (a release may leave it early: that
+    // costs one needless service, no more).
+    [[nodiscard]] std::uint64_t next_deadline_ns() const noexcept { return next_deadline_ns_; }
+    [[nodiscard]] std::uint64_t held_frames() const noexcept;
+    // The balance every frame keeps: frames = delivered + drops + held.
+    [[nodiscard]] bool balanced() const noexcept {
+        return counters_.frames.get() ==
+               counters_.delivered.get() + counters_.drops_total() + held_frames();
+    }
+    // The attached queue completing as `qp_num`, or nullptr.
+    [[nodiscard]] const RxQueue* find_queue(std::uint32_t qp_num) const noexcept;
+    [[nodiscard]] bool delay_drop_armed() const noexcept { return delay_drop_armed_; }
+
+private:
+    // Hands `frame` to `target`'s queue; returns what became of it.
+    RxOutcome deliver(const Target& target, const net::Frame& frame,
+                      const net::ParsedFrame& parsed, bool primary) noexcept;
+
+    mutable std::mutex mutex_;
+    PortConfig config_;
+    RxCounters counters_; // frames = delivered + drops + held
+    std::vector<SteeringEntry*> rules_;    // NORMAL / defaults, in match order
+    std::vector<SteeringEntry*> sniffers_; // each gets a copy
+    std::vector<RxQueue*> queues_;         // serviced for delay drop
+    std::vector<net::FrameSink*> sinks_;
+    std::uint64_t now_ns_ = 0;
+    std::uint64_t next_deadline_ns_ = UINT64_MAX;
+    std::uint64_t next_seq_ = 0;
+    bool delay_drop_armed_ = true;
+};
+
+} // namespace rdmasim::datapath

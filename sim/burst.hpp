@@ -1,0 +1,46 @@
+// One engine step, shared by both engines (sim/README.md, "Engines"): up to
+// `limit` frames from a source enter a device's port in order, then the
+// device is serviced (delay-drop release and expiry, completion
+// notifications). What differs between engines, the clock and the pacing,
+// comes in through Pacing.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "device/objects.hpp"
+#include "net/frame_source.hpp"
+
+namespace rdmasim::sim {
+
+class Pacing {
+public:
+    virtual ~Pacing() = default;
+    // The time at which `frame` enters the port, or nullopt when it is not
+    // due yet (the frame then stays pending for a later burst).
+    virtual std::optional<std::uint64_t> arrival(const net::Frame& frame) noexcept = 0;
+    // The time at which the device is serviced after a burst that moved `frames`.
+    virtual std::uint64_t service_time(std::uint32_t frames) noexcept = 0;
+    // The burst's end, still under the port lock: record what must be
+    // consistent with the port (held frames, idleness).
+    virtual void burst_done(const struct BurstResult& result) noexcept = 0;
+};
+
+struct BurstResult {
+    std::uint32_t frames = 0;                   // frames that entered the port
+    bool pending = false;                       // a frame pulled is not due yet
+    bool held = false;                          // frames wait for WQEs after the burst
+    std::uint64_t next_deadline_ns = UINT64_MAX; // earliest delay-drop timeout, if held
+};
+
+// Moves frames from `source` (after `pending`, a frame pulled earlier and not
+// yet due) into `dev`'s port. A delay-drop timeout that falls due before a
+// frame arrives fires first: the frame must not join, and die with, frames
+// that timed out before it came, and a device that the timeout disarmed
+// must see it disarmed (datapath/README.md, "Offloads, byte by byte").
+// Takes the port lock for the whole burst; call it holding no lock.
+BurstResult run_burst(device::Device& dev, net::FrameSource& source,
+                      std::optional<net::Frame>& pending, std::uint32_t limit,
+                      Pacing& pacing) noexcept;
+
+} // namespace rdmasim::sim
