@@ -83,14 +83,19 @@ void Port::ingress(const net::Frame& frame, std::uint64_t now_ns, const void* ex
         return;
     }
     const auto parsed = net::parse_frame(bytes);
+    // The sender's own entries never see its frame (exclude is null for
+    // frames from a source: nothing is excluded).
+    const auto eligible = [exclude](const SteeringEntry* e) {
+        return exclude == nullptr || e->owner != exclude;
+    };
     for (const SteeringEntry* e : sniffers_) {
-        if (e->owner != exclude && flow_matches(e->rule, bytes, parsed)) {
+        if (eligible(e) && flow_matches(e->rule, bytes, parsed)) {
             (void)deliver(e->target, frame, parsed, false); // the queue counts the copy
             counters_.sniffer_copies.add();
         }
     }
     for (const SteeringEntry* e : rules_) {
-        if (e->owner != exclude && flow_matches(e->rule, bytes, parsed)) {
+        if (eligible(e) && flow_matches(e->rule, bytes, parsed)) {
             const RxOutcome out = deliver(e->target, frame, parsed, true);
             counters_.count(out);
             if (out.fate == Fate::held) [[unlikely]]

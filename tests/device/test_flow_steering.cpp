@@ -7,8 +7,11 @@
 
 #include <cerrno>
 #include <cstring>
+#include <mutex>
+#include <span>
 #include <vector>
 
+#include "net/frame_sink.hpp"
 #include "tests/device/verbs_helpers.hpp"
 
 using namespace rdmasim;
@@ -327,8 +330,21 @@ TEST_CASE("a QP with a flow rule cannot be destroyed", "[device][flow]") {
     CHECK(ibv_destroy_cq(cq) == 0);
 }
 
+// Records what leaves the port, as a wire or a capture would.
+struct RecordingSink final : net::FrameSink {
+    std::vector<std::vector<std::uint8_t>> frames;
+    void send(std::span<const std::uint8_t> frame, std::uint64_t) noexcept override {
+        frames.emplace_back(frame.begin(), frame.end());
+    }
+};
+
 TEST_CASE("ibv_post_send on a raw QP loops the frame back to another QP's flow", "[device][flow]") {
     SimFixture fx;
+    RecordingSink wire;
+    {
+        std::lock_guard lock(fx.device().port.mutex());
+        fx.device().port.attach_sink(wire);
+    }
     RawQp tx(fx.pd);
     RawQp rx(fx.pd);
     MrBuffer rx_buf(fx.pd, 4);
@@ -367,6 +383,13 @@ TEST_CASE("ibv_post_send on a raw QP loops the frame back to another QP's flow",
     CHECK(sent[0].opcode == IBV_WC_SEND);
     CHECK(sent[0].wr_id == 0x5eed);
     CHECK(sent[0].qp_num == tx.qp->qp_num);
+    // ... and it left the port: the attached sink has exactly its bytes.
+    REQUIRE(wire.frames.size() == 1);
+    CHECK(wire.frames[0] == f);
+    {
+        std::lock_guard lock(fx.device().port.mutex());
+        fx.device().port.detach_sink(wire);
+    }
 
     REQUIRE(ibv_destroy_flow(tx_flow) == 0);
     REQUIRE(ibv_destroy_flow(rx_flow) == 0);

@@ -1,0 +1,337 @@
+// The port driven directly (no device, no engine): steering order, sniffer
+// copies, RSS dispatch, transmit with loopback and sinks, the delay-drop
+// service and the queue-state sequences, with the port's balance checked
+// after every step (datapath/README.md, "The port").
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <vector>
+
+#include "datapath/port.hpp"
+#include "support/golden_frames.hpp"
+
+using namespace rdmasim;
+using datapath::Drop;
+using datapath::Fate;
+using datapath::QueueState;
+using datapath::RuleKind;
+namespace golden = rdmasim::test::golden;
+
+namespace {
+
+const int kPd = 0;
+constexpr std::uint64_t kTimeout = 1'000'000; // 1 ms delay-drop timeout
+constexpr std::uint32_t kSlot = 2048;
+
+std::uint64_t drops(const datapath::RxCounters& c, Drop d) {
+    return c.drops[static_cast<std::size_t>(d)].get();
+}
+
+// A port with `n` queues over one memory region; each queue has its own CQ.
+struct Bench {
+    std::vector<std::uint8_t> mem;
+    datapath::MrTable mrs{4};
+    std::uint32_t lkey = 0;
+    std::deque<datapath::CqRing> cqs;
+    std::deque<datapath::RxQueue> queues;
+    std::deque<datapath::SteeringEntry> entries;
+    datapath::Port port;
+
+    explicit Bench(std::size_t n, bool delay_drop = false, bool rearm = true)
+        : mem(n * 8 * kSlot, 0) {
+        datapath::MrEntry e;
+        e.addr = 0x100000;
+        e.length = mem.size();
+        e.host = reinterpret_cast<std::uint64_t>(mem.data());
+        e.pd = &kPd;
+        e.local_write = true;
+        lkey = mrs.add(e);
+        port.configure({kTimeout, rearm});
+        std::lock_guard lock(port.mutex());
+        for (std::size_t i = 0; i < n; ++i) {
+            cqs.emplace_back().init(64);
+            datapath::RxQueueConfig c;
+            c.ring_entries = 8;
+            c.qp_num = 0x100 + static_cast<std::uint32_t>(i);
+            c.settings.delay_drop = delay_drop;
+            queues.emplace_back().init(c, &cqs.back(), &mrs, &kPd);
+            port.attach_queue(queues.back());
+            port.set_queue_state(queues.back(), QueueState::ready);
+        }
+    }
+    // Posts one 2 KiB WQE on queue q (slot s of its eight).
+    void post(std::size_t q, std::uint64_t wr_id, std::uint32_t s = 0) {
+        auto& ring = queues[q].ring();
+        ring.next_wqe() = datapath::Wqe{wr_id, 1, kSlot};
+        ring.next_sges()[0] = datapath::Sge{0x100000 + (q * 8 + s) * kSlot, kSlot, lkey};
+        ring.publish();
+    }
+    // A match-everything rule of `kind` and `priority` onto queue q.
+    datapath::SteeringEntry& rule(std::size_t q, RuleKind kind, std::uint16_t priority = 0,
+                                  const void* owner = nullptr) {
+        auto& e = entries.emplace_back();
+        e.rule.has_eth = true; // all-zero masks: every frame
+        e.target.queue = &queues[q];
+        e.kind = kind;
+        e.priority = priority;
+        e.owner = owner;
+        std::lock_guard lock(port.mutex());
+        port.add_rule(e);
+        return e;
+    }
+    void offer(const std::vector<std::uint8_t>& bytes, std::uint64_t now_ns = 0) {
+        net::Frame f;
+        f.data = bytes.data();
+        f.len = f.wire_len = static_cast<std::uint32_t>(bytes.size());
+        std::lock_guard lock(port.mutex());
+        port.ingress(f, now_ns);
+    }
+    [[nodiscard]] bool balanced() const {
+        std::lock_guard lock(port.mutex());
+        return port.balanced();
+    }
+    [[nodiscard]] const datapath::RxCounters& counters() const { return port.counters(); }
+};
+
+// IPv4/TCP 66.9.149.187:2794 -> 161.142.100.80:1766, the first row of the
+// Microsoft RSS verification suite (IPv4-only hash 0x323e8fc2).
+std::vector<std::uint8_t> ms_row0_frame() {
+    std::vector<std::uint8_t> f = {0x02, 0, 0, 0, 0, 1, 0x02, 0, 0, 0, 0, 2, 0x08, 0x00};
+    const std::uint8_t ip[20] = {0x45, 0, 0, 40, 0, 0, 0x40, 0, 64, 6, 0, 0,
+                                 66, 9, 149, 187, 161, 142, 100, 80};
+    f.insert(f.end(), ip, ip + 20);
+    const std::uint8_t tcp[20] = {0x0a, 0xea, 0x06, 0xe6, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x02};
+    f.insert(f.end(), tcp, tcp + 20);
+    f.resize(60, 0);
+    return f;
+}
+
+struct RecordingSink final : net::FrameSink {
+    std::vector<std::vector<std::uint8_t>> frames;
+    std::vector<std::uint64_t> times;
+    void send(std::span<const std::uint8_t> frame, std::uint64_t ts_ns) noexcept override {
+        frames.emplace_back(frame.begin(), frame.end());
+        times.push_back(ts_ns);
+    }
+};
+
+} // namespace
+
+TEST_CASE("port: normal rules before defaults, then priority, then creation order",
+          "[datapath][port]") {
+    Bench b(4);
+    for (std::size_t q = 0; q < 4; ++q) b.post(q, 10 + q);
+    // Inserted worst first: the all-default, the multicast default, a normal
+    // rule of priority 2, then two normal rules of priority 1.
+    b.rule(0, RuleKind::all_default);
+    b.rule(1, RuleKind::mc_default);
+    b.rule(2, RuleKind::normal, 2);
+    auto& first = b.rule(3, RuleKind::normal, 1);
+    b.rule(2, RuleKind::normal, 1); // same priority, created later: loses to `first`
+    b.offer(golden::concat(golden::kUntagged));
+    CHECK(b.cqs[3].size() == 1);
+    CHECK(b.counters().delivered.get() == 1);
+    {
+        std::lock_guard lock(b.port.mutex());
+        b.port.remove_rule(first);
+    }
+    b.offer(golden::concat(golden::kUntagged));
+    CHECK(b.cqs[2].size() == 1); // the later priority-1 rule now
+    CHECK(b.cqs[0].empty());
+    CHECK(b.cqs[1].empty());
+    CHECK(b.counters().frames.get() == 2);
+    CHECK(b.balanced());
+}
+
+TEST_CASE("port: a frame no rule matches is a steering miss; runts and truncated captures are "
+          "dropped before steering", "[datapath][port]") {
+    Bench b(1);
+    b.offer(golden::concat(golden::kUntagged));
+    CHECK(drops(b.counters(), Drop::steering_miss) == 1);
+    b.rule(0, RuleKind::normal);
+    b.offer(std::vector<std::uint8_t>(10, 0xff));
+    CHECK(drops(b.counters(), Drop::runt) == 1);
+    const auto bytes = golden::concat(golden::kUntagged);
+    net::Frame cut;
+    cut.data = bytes.data();
+    cut.len = 40;
+    cut.wire_len = static_cast<std::uint32_t>(bytes.size());
+    {
+        std::lock_guard lock(b.port.mutex());
+        b.port.ingress(cut, 0);
+    }
+    CHECK(drops(b.counters(), Drop::truncated_capture) == 1);
+    CHECK(b.queues[0].counters().frames.get() == 0); // none of them reached the queue
+    CHECK(b.counters().frames.get() == 3);
+    CHECK(b.balanced());
+}
+
+TEST_CASE("port: a sniffer's copy is counted by its queue only", "[datapath][port]") {
+    Bench b(2);
+    b.post(0, 1);
+    b.post(1, 2);
+    b.rule(0, RuleKind::normal);
+    b.rule(1, RuleKind::sniffer);
+    b.offer(golden::concat(golden::kTcpGood));
+    CHECK(b.cqs[0].size() == 1);
+    CHECK(b.cqs[1].size() == 1);
+    CHECK(b.counters().frames.get() == 1);
+    CHECK(b.counters().delivered.get() == 1); // the primary delivery only
+    CHECK(b.counters().sniffer_copies.get() == 1);
+    CHECK(b.queues[1].counters().delivered.get() == 1);
+    // A copy that finds no WQE is the queue's drop, not the port's.
+    b.post(0, 3, 1);
+    b.offer(golden::concat(golden::kTcpGood));
+    CHECK(drops(b.queues[1].counters(), Drop::out_of_buffer) == 1);
+    CHECK(drops(b.counters(), Drop::out_of_buffer) == 0);
+    CHECK(b.balanced());
+}
+
+TEST_CASE("port: an RSS group sends a frame to table[hash & (size - 1)]", "[datapath][port]") {
+    Bench b(8);
+    static constexpr std::array<std::uint8_t, 40> kMsKey = {
+        0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3,
+        0x8f, 0xb0, 0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3,
+        0x80, 0x30, 0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa};
+    datapath::RssGroup g;
+    g.toeplitz = datapath::Toeplitz(kMsKey);
+    g.fields = datapath::kRssIpv4Fields;
+    g.log_size = 3;
+    for (auto& q : b.queues) g.table.push_back(&q);
+    for (std::size_t q = 0; q < 8; ++q) b.post(q, q);
+    auto& e = b.entries.emplace_back();
+    e.rule.has_eth = true;
+    e.target.rss = &g;
+    {
+        std::lock_guard lock(b.port.mutex());
+        b.port.add_rule(e);
+    }
+    b.offer(ms_row0_frame());
+    // 0x323e8fc2 & 7 == 2
+    CHECK(b.cqs[2].size() == 1);
+    CHECK(b.counters().delivered.get() == 1);
+    // A frame without the hashed fields (IPv6 is not IPv4) hashes to 0: entry 0.
+    std::vector<std::uint8_t> v6(60, 0);
+    v6[12] = 0x86;
+    v6[13] = 0xdd;
+    v6[14] = 0x60;
+    b.offer(v6);
+    CHECK(b.cqs[0].size() == 1);
+    CHECK(b.balanced());
+}
+
+TEST_CASE("port: transmit loops back to every owner but the sender, then to the sinks",
+          "[datapath][port]") {
+    Bench b(2);
+    const int sender = 1, other = 2;
+    b.post(0, 100);
+    b.post(1, 200);
+    b.rule(0, RuleKind::normal, 0, &sender); // ranks first, but it is the sender's
+    b.rule(1, RuleKind::normal, 5, &other);
+    RecordingSink wire, capture;
+    {
+        std::lock_guard lock(b.port.mutex());
+        b.port.attach_sink(wire);
+        b.port.attach_sink(capture);
+        b.port.service(777);
+        const auto bytes = golden::concat(golden::kUntagged);
+        net::Frame f;
+        f.data = bytes.data();
+        f.len = f.wire_len = static_cast<std::uint32_t>(bytes.size());
+        b.port.transmit(f, &sender);
+        b.port.detach_sink(capture);
+        b.port.transmit(f, &sender);
+    }
+    CHECK(b.cqs[0].empty());
+    CHECK(b.cqs[1].size() == 1);
+    CHECK(drops(b.counters(), Drop::out_of_buffer) == 1); // the second copy: no WQE left
+    REQUIRE(wire.frames.size() == 2);
+    CHECK(wire.frames[0] == golden::concat(golden::kUntagged));
+    CHECK(wire.times[0] == 777); // stamped with the port's clock
+    CHECK(capture.frames.size() == 1);
+    CHECK(b.balanced());
+}
+
+TEST_CASE("port: delay drop holds, releases at the service and expires at the timeout",
+          "[datapath][port]") {
+    for (const bool rearm : {true, false}) {
+        INFO("re-arm after a timeout: " << rearm);
+        Bench b(1, true, rearm);
+        b.rule(0, RuleKind::normal);
+        b.offer(golden::concat(golden::kUntagged), 1000);
+        b.offer(golden::concat(golden::kTcpGood), 2000);
+        {
+            std::lock_guard lock(b.port.mutex());
+            CHECK(b.port.held_frames() == 2);
+            CHECK(b.port.next_deadline_ns() == 1000 + kTimeout);
+            CHECK(b.port.balanced());
+        }
+        CHECK(b.counters().delay_drop_waits.get() == 2);
+        b.post(0, 1);
+        {
+            std::lock_guard lock(b.port.mutex());
+            b.port.service(3000);
+            CHECK(b.port.held_frames() == 1);
+            CHECK(b.port.next_deadline_ns() == 2000 + kTimeout);
+            b.port.service(2000 + kTimeout - 1); // not yet
+            CHECK(b.port.held_frames() == 1);
+            b.port.service(2000 + kTimeout);
+            CHECK(b.port.held_frames() == 0);
+            CHECK(b.port.next_deadline_ns() == UINT64_MAX);
+            CHECK(b.port.delay_drop_armed() == rearm);
+        }
+        CHECK(b.counters().delivered.get() == 1);
+        CHECK(b.cqs[0].front().wr_id == 1);
+        CHECK(drops(b.counters(), Drop::delay_drop_timeout) == 1);
+        // Disarmed, a frame that finds no WQE is dropped at once.
+        b.offer(golden::concat(golden::kUntagged), 3 * kTimeout);
+        CHECK(drops(b.counters(), rearm ? Drop::delay_drop_timeout : Drop::out_of_buffer) == 1);
+        CHECK(b.counters().delay_drop_waits.get() == (rearm ? 3 : 2));
+        CHECK(b.balanced());
+    }
+}
+
+TEST_CASE("port: error flushes posted WQEs and discards held frames; reset forgets; detach "
+          "discards", "[datapath][port]") {
+    Bench b(2, true);
+    b.rule(0, RuleKind::normal);
+    b.offer(golden::concat(golden::kUntagged), 10); // held: nothing posted
+    b.post(1, 7);
+    b.post(1, 8, 1);
+    {
+        std::lock_guard lock(b.port.mutex());
+        b.port.set_queue_state(b.queues[0], QueueState::error);
+        b.port.set_queue_state(b.queues[1], QueueState::error);
+        CHECK(b.port.held_frames() == 0);
+    }
+    CHECK(drops(b.counters(), Drop::discarded) == 1);
+    CHECK(b.counters().flushed_wqes.get() == 2);
+    CHECK(b.queues[1].counters().flushed_wqes.get() == 2);
+    REQUIRE(b.cqs[1].size() == 2);
+    CHECK(b.cqs[1].front().wr_id == 7); // in posting order
+    CHECK(b.cqs[1].front().status == IBV_WC_WR_FLUSH_ERR);
+    // A stopped queue drops what it is given.
+    b.offer(golden::concat(golden::kUntagged), 20);
+    CHECK(drops(b.counters(), Drop::wq_not_ready) == 1);
+    b.post(0, 9); // posted in error, then forgotten by the reset
+    {
+        std::lock_guard lock(b.port.mutex());
+        b.port.set_queue_state(b.queues[0], QueueState::reset);
+        b.port.set_queue_state(b.queues[0], QueueState::ready);
+    }
+    b.offer(golden::concat(golden::kUntagged), 30); // held again: WQE 9 is gone
+    CHECK(b.cqs[0].empty());
+    {
+        std::lock_guard lock(b.port.mutex());
+        CHECK(b.port.held_frames() == 1);
+        b.port.detach_queue(b.queues[0]);
+        CHECK(b.port.held_frames() == 0);
+        CHECK(b.port.find_queue(0x100) == nullptr);
+        CHECK(b.port.find_queue(0x101) == &b.queues[1]);
+    }
+    CHECK(drops(b.counters(), Drop::discarded) == 2);
+    CHECK(b.balanced());
+}
