@@ -30,7 +30,7 @@ public:
     [[nodiscard]] std::uint32_t add(const MrEntry& entry) noexcept;
     void remove(std::uint32_t lkey) noexcept;
 
-    // The SPEC section 4 rule: lkey names a live MR of `pd` with local write
+    // The MR check (datapath/README.md, "Per-frame order"): lkey names a live MR of `pd` with local write
     // access (or any access, for reads) that covers [addr, addr + length).
     // Returns the host address of `addr`, or nullptr when the check fails.
     [[nodiscard]] std::uint8_t* translate(std::uint32_t lkey, const void* pd, std::uint64_t addr,

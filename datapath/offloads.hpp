@@ -1,6 +1,7 @@
-// Receive offloads as pure functions over one frame and a WQ's settings,
-// decided in SPEC.md section 4 order: CVLAN strip, scatter FCS, (delay drop
-// is the queue's business), scatter with end padding, completion.
+// Receive offloads as pure functions over one frame and a WQ's settings, in
+// the order of datapath/README.md, "Per-frame order": CVLAN strip, scatter
+// FCS, (delay drop is the queue's business), scatter with end padding,
+// completion. The bytes of each are in "Offloads, byte by byte".
 #pragma once
 
 #include <array>

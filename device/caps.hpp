@@ -1,6 +1,6 @@
 // Capabilities: what an emulated device reports and allows. A profile is a
 // Capabilities value; configuration can turn any offload off so that a
-// program's fallback paths can be tested (SPEC.md section 2).
+// program's fallback paths can be tested (device/README.md, "Device and port").
 #pragma once
 
 #include <array>

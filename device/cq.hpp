@@ -1,4 +1,4 @@
-// Completion queues and completion channels (SPEC.md section 7).
+// Completion queues and completion channels (device/README.md, "Completion queues and events").
 #pragma once
 
 #include "device/objects.hpp"

@@ -1,4 +1,4 @@
-// Flow steering rules (SPEC.md section 6).
+// Flow steering rules (device/README.md, "Flow steering").
 #pragma once
 
 #include "device/objects.hpp"

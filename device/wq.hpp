@@ -1,4 +1,5 @@
-// Receive work queues and RSS indirection tables (SPEC.md sections 3 and 5).
+// Receive work queues and RSS indirection tables (device/README.md, "Work queues"
+// and "Indirection tables and RSS QPs").
 #pragma once
 
 #include "device/objects.hpp"

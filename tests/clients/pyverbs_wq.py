@@ -45,7 +45,7 @@ with d.Context(name="rdmasim0") as ctx:
                      max_sge=1, comp_mask=e.IBV_WQ_INIT_ATTR_FLAGS, create_flags=flags)
     wq = WQ(ctx, wia)
 
-    # A reserved creation flag is refused, as SPEC section 3 says.
+    # A reserved creation flag is refused, as device/README.md, "Work queues", says.
     bad = WQInitAttr(wq_context=None, wq_pd=pd, wq_cq=cq, wq_type=e.IBV_WQT_RQ, max_wr=16,
                      max_sge=1, comp_mask=e.IBV_WQ_INIT_ATTR_FLAGS, create_flags=1 << 4)
     try:

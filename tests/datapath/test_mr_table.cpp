@@ -1,4 +1,4 @@
-// MrTable: the SPEC section 4 MR check (lkey of a live MR of the WQ's PD,
+// MrTable: the MR check of datapath/README.md, "Per-frame order" (lkey of a live MR of the WQ's PD,
 // LOCAL_WRITE for writes, covering [addr, addr + length)) and key lifetime.
 #include <catch2/catch.hpp>
 

@@ -1,8 +1,8 @@
 // The bad-input matrix: one row per way of calling a verb wrongly, for every
 // libibverbs entry point that takes arguments (the exported functions and the
 // ops-table slots the static inline wrappers of verbs.h call). Each row sets
-// up what it needs, makes the bad call and names the answer SPEC.md (or, where
-// SPEC.md is silent or wrong, rdma-core and its man pages) requires. After
+// up what it needs, makes the bad call and names the answer the folder READMEs (or, where
+// they are silent, rdma-core and its man pages) requires. After
 // every row the device must still work: a fresh WQ goes to RDY, takes a WQE
 // and receives one frame through RSS, the port balance holds, and the context
 // holds exactly the objects it held before the row.
@@ -972,7 +972,7 @@ void cq_rows(std::vector<Row>& rows) {
         return a;
     };
     // rdma-core (ibv_cmd_create_cq_ex): reserved comp_mask bits EINVAL,
-    // reserved flags EOPNOTSUPP; SPEC: unsupported wc_flags EOPNOTSUPP.
+    // reserved flags EOPNOTSUPP; device/README.md: unsupported wc_flags EOPNOTSUPP.
     for (unsigned bit = 2; bit < 32; ++bit)
         rows.push_back({bit_name("ibv_create_cq_ex comp_mask", bit),
                         [=](Bed& b) {
@@ -1408,7 +1408,7 @@ void qp_rows(std::vector<Row>& rows) {
                     },
                     null(EINVAL)});
     // Bits 1 (XRCD), 3 (MAX_TSO_HEADER), 6 (SEND_OPS_FLAGS): known, not
-    // emulated; 7.. reserved. SPEC is silent and mlx5 returns NULL without
+    // emulated; 7.. reserved. the README is silent and mlx5 returns NULL without
     // errno; EOPNOTSUPP makes rdma-core's tests skip.
     for (unsigned bit : {1u, 3u, 6u})
         rows.push_back({bit_name("ibv_create_qp_ex comp_mask (not emulated)", bit),
@@ -1829,7 +1829,7 @@ void qp_rows(std::vector<Row>& rows) {
                     rc(EINVAL)});
 }
 
-// Verbs that are not emulated answer EOPNOTSUPP (SPEC.md section 1), through
+// Verbs that are not emulated answer EOPNOTSUPP (device/README.md, "The library seen by a program"), through
 // the exported name or through an op left NULL in the context.
 void unsupported_rows(std::vector<Row>& rows) {
     const auto np = [](auto* p) {

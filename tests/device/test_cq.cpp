@@ -1,4 +1,4 @@
-// Completion queues, CQ overflow events and completion channels (SPEC.md section 7).
+// Completion queues, CQ overflow events and completion channels (device/README.md, "Completion queues and events").
 #include <catch2/catch.hpp>
 
 #include <infiniband/verbs.h>

@@ -1,4 +1,4 @@
-// Device, port, GID and P_Key queries (SPEC.md section 2), and capability
+// Device, port, GID and P_Key queries (device/README.md, "Device and port"), and capability
 // profiles that turn an offload off.
 #include <catch2/catch.hpp>
 

@@ -1,5 +1,6 @@
 // Flow steering onto plain RAW_PACKET QPs, and frames sent on a raw QP
-// looping back to the port (SPEC.md sections 4 and 6).
+// looping back to the port (datapath/README.md, "The port";
+// device/README.md, "Flow steering").
 #include <catch2/catch.hpp>
 
 #include <arpa/inet.h>

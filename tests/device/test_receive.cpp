@@ -1,5 +1,5 @@
-// The receive path end to end, as a program sees it through verbs (SPEC.md
-// section 4): CQ-ex, WQ with creation flags, MR, RDY, post, an indirection
+// The receive path end to end, as a program sees it through verbs
+// (datapath/README.md, "Per-frame order"): CQ-ex, WQ with creation flags, MR, RDY, post, an indirection
 // table, an RSS QP and a catch-all flow; golden frames offered on the port of
 // the inline (virtual-time) engine. Every check is on exact bytes, a status,
 // an errno or a counter, and every test keeps the port balance.

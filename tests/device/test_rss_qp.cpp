@@ -1,4 +1,4 @@
-// RSS: indirection tables and RSS QPs (SPEC.md section 5), and frames
+// RSS: indirection tables and RSS QPs (device/README.md, "Indirection tables and RSS QPs"), and frames
 // distributed to WQs as an independent Toeplitz model predicts.
 #include <catch2/catch.hpp>
 

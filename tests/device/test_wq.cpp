@@ -1,5 +1,5 @@
 // Receive work queues: ibv_create_wq, ibv_modify_wq, ibv_post_wq_recv,
-// ibv_destroy_wq (SPEC.md section 3).
+// ibv_destroy_wq (device/README.md, "Work queues").
 #include <catch2/catch.hpp>
 
 #include <infiniband/verbs.h>

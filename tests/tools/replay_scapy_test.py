@@ -10,7 +10,7 @@ jumbo frames that cannot fit), replays it through
     RDMASIM replay IN.pcap --wqs N [--flags cvlan,fcs] --capture OUT.pcap --json
 
 and checks, for every flag combination, that OUT.pcap holds exactly the
-frames the receive path must deliver (SPEC.md section 4), in input order:
+frames the receive path must deliver (datapath/README.md, "Per-frame order"), in input order:
 
   * cvlan: an 802.1Q tag (TPID 0x8100) right after the source MAC is removed;
   * fcs:   the CRC-32 of the ORIGINAL frame (as on the wire, tag included) is
