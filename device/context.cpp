@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "device/abi/ops.hpp"
+#include "device/abi/sysfs.hpp"
 #include "device/abi_guard.hpp"
 
 namespace rdmasim::device {
@@ -18,7 +19,7 @@ namespace {
 void fill_device_attr(const Device& dev, ibv_device_attr& a) noexcept {
     const Capabilities& c = dev.caps;
     std::memset(&a, 0, sizeof a);
-    std::snprintf(a.fw_ver, sizeof a.fw_ver, "rdmasim-0.1.0");
+    std::snprintf(a.fw_ver, sizeof a.fw_ver, "%s", firmware_version);
     a.node_guid = dev.identity.node_guid;
     a.sys_image_guid = dev.identity.node_guid;
     a.max_mr_size = c.max_mr_size;

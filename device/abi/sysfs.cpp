@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "device/abi/declarations.hpp"
+#include "device/abi/sysfs.hpp"
 #include "device/context.hpp"
 #include "device/registry.hpp"
 
@@ -26,10 +27,7 @@ namespace {
 // and never reaches the real filesystem: a device's ibdev_path and dev_path
 // (device.cpp, make_device) and their sysfs-shaped aliases
 // <root>/class/infiniband/<name> and <root>/class/infiniband_verbs/<dev_name>.
-constexpr std::string_view emulated_root = "/rdmasim";
-
-// Must match fill_device_attr() in context.cpp (ibv_query_device's fw_ver).
-constexpr std::string_view emulated_fw_ver = "rdmasim-0.1.0";
+constexpr std::string_view emulated_root = sysfs_root;
 
 // dir + "/" + file, with runs of '/' collapsed and no trailing '/'.
 std::string join_path(std::string_view dir, std::string_view file) {
@@ -88,7 +86,7 @@ std::string node_desc(const Device& dev) {
 // A file under the device's ibdev_path (sysfs class/infiniband/<name>).
 std::optional<std::string> ibdev_file(const Device& dev, std::string_view rel) {
     if (rel == "board_id") return "RDMASIM";
-    if (rel == "fw_ver") return std::string(emulated_fw_ver);
+    if (rel == "fw_ver") return std::string(firmware_version);
     if (rel == "hca_type") return "rdmasim";
     if (rel == "node_desc") return node_desc(dev);
     if (rel == "node_guid" || rel == "sys_image_guid") return guid_text(dev.identity.node_guid);
@@ -169,7 +167,7 @@ int read_sysfs_path(const std::string& path, char* buf, size_t size) {
 extern "C" {
 
 const char* ibv_get_sysfs_path(void) {
-    return "/rdmasim";
+    return sysfs_root;
 }
 
 int ibv_read_sysfs_file(const char* dir, const char* file, char* buf, size_t size) {
