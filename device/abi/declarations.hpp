@@ -78,8 +78,8 @@ extern bool verbs_allow_disassociate_destroy;
 
 namespace rdmasim::device {
 
-// What every verb the emulator does not model answers (device/README.md,
-// "The library seen by a program").
+// What every verb the emulator does not model answers
+// (device/README.md, "The library seen by a program").
 inline constexpr int not_emulated = EOPNOTSUPP;
 
 } // namespace rdmasim::device
