@@ -1,3 +1,5 @@
+// Contexts: open and close (the ops table comes from abi/ops.cpp), device and
+// port queries, GID 0 and P_Key 0 (device/README.md, "Device and port").
 #include "device/context.hpp"
 
 #include <endian.h>
