@@ -1,29 +1,27 @@
+// Contexts: open and close (the ops table comes from abi/ops.cpp), device and
+// port queries, GID 0 and P_Key 0 (device/README.md, "Device and port").
 #include "device/context.hpp"
 
+#include <endian.h>
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
+#include "device/abi/ops.hpp"
+#include "device/abi/sysfs.hpp"
 #include "device/abi_guard.hpp"
-#include "device/cq.hpp"
-#include "device/flow.hpp"
-#include "device/qp.hpp"
-#include "device/wq.hpp"
 
 namespace rdmasim::device {
 
 namespace {
 
-int query_port_op(ibv_context* context, uint8_t port_num, ibv_port_attr* attr, size_t len) {
-    return query_port(context, port_num, attr, len);
-}
-
 void fill_device_attr(const Device& dev, ibv_device_attr& a) noexcept {
     const Capabilities& c = dev.caps;
     std::memset(&a, 0, sizeof a);
-    std::snprintf(a.fw_ver, sizeof a.fw_ver, "rdmasim-0.1.0");
+    std::snprintf(a.fw_ver, sizeof a.fw_ver, "%s", firmware_version);
     a.node_guid = dev.identity.node_guid;
     a.sys_image_guid = dev.identity.node_guid;
     a.max_mr_size = c.max_mr_size;
@@ -92,21 +90,7 @@ ibv_context* open_device(ibv_device* device) noexcept {
         c.num_comp_vectors = static_cast<int>(dev.caps.num_comp_vectors);
         c.abi_compat = __VERBS_ABI_IS_EXTENDED;
         pthread_mutex_init(&c.mutex, nullptr);
-        c.ops.poll_cq = poll_cq;
-        c.ops.req_notify_cq = req_notify_cq;
-        c.ops.post_send = post_send;
-        c.ops.post_recv = post_recv;
-        v.query_port = query_port_op;
-        v.query_device_ex = query_device_ex;
-        v.create_cq_ex = create_cq_ex;
-        v.create_wq = create_wq;
-        v.modify_wq = modify_wq;
-        v.destroy_wq = destroy_wq;
-        v.create_rwq_ind_table = create_rwq_ind_table;
-        v.destroy_rwq_ind_table = destroy_rwq_ind_table;
-        v.create_qp_ex = create_qp_ex;
-        v.ibv_create_flow = create_flow;
-        v.ibv_destroy_flow = destroy_flow;
+        install_ops(v);
         dev.live_contexts.fetch_add(1);
         return &ctx.release()->vctx.context;
     });

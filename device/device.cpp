@@ -4,6 +4,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "device/abi/sysfs.hpp"
 #include "device/cq.hpp"
 
 namespace rdmasim::device {
@@ -15,9 +16,9 @@ std::unique_ptr<Device> make_device(const DeviceIdentity& identity, const Capabi
     dev->ibdev.transport_type = IBV_TRANSPORT_IB;
     std::snprintf(dev->ibdev.name, sizeof dev->ibdev.name, "%s", identity.name.c_str());
     std::snprintf(dev->ibdev.dev_name, sizeof dev->ibdev.dev_name, "uverbs-%s", identity.name.c_str());
-    std::snprintf(dev->ibdev.dev_path, sizeof dev->ibdev.dev_path, "/rdmasim/uverbs/%s",
+    std::snprintf(dev->ibdev.dev_path, sizeof dev->ibdev.dev_path, "%s/uverbs/%s", sysfs_root,
                   identity.name.c_str());
-    std::snprintf(dev->ibdev.ibdev_path, sizeof dev->ibdev.ibdev_path, "/rdmasim/ibdev/%s",
+    std::snprintf(dev->ibdev.ibdev_path, sizeof dev->ibdev.ibdev_path, "%s/ibdev/%s", sysfs_root,
                   identity.name.c_str());
     dev->identity = identity;
     dev->caps = caps;

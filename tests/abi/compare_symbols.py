@@ -12,8 +12,9 @@ every defined global or weak symbol, the tuple
 A hidden version is one objdump shows in parentheses, `(IBVERBS_1.0) name`:
 it binds old binaries only and is never the default. The version nodes
 themselves (IBVERBS_1.0 ... IBVERBS_PRIVATE_34) are compared the same way.
-SPEC.md section 1: a missing name makes dlopen(RTLD_NOW) of pyverbs or a
-provider library fail; a missing hidden version is what old binaries bind.
+A missing name makes dlopen(RTLD_NOW) of pyverbs or a provider library fail;
+a missing hidden version is what old binaries bind
+(device/README.md, "The library seen by a program").
 
 Prints each difference and a closing "N passed, M failed" line. Exit 0 when
 the tables match, 1 on any difference or when objdump fails, 77 (skip) when

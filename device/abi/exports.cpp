@@ -1,6 +1,6 @@
 // The exported libibverbs functions: the C ABI programs link against. Every
 // entry point sits here and only forwards to the device model; the ops-table
-// slots the inline wrappers of verbs.h call are installed by open_device().
+// slots the inline wrappers of verbs.h call are in the ops table (ops.cpp).
 #include <infiniband/verbs.h>
 
 #include <cstdlib>

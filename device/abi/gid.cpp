@@ -1,0 +1,81 @@
+// GID and P_Key queries beyond ibv_query_gid/ibv_query_pkey (context.cpp):
+// each port has one GID (index 0, RoCE v2, no netdev) and one P_Key, 0xffff
+// (device/README.md, "Device and port").
+#include <endian.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "device/abi/declarations.hpp"
+#include "device/context.hpp"
+
+using namespace rdmasim::device;
+
+namespace {
+
+int valid_gid_query(ibv_context* context, uint32_t port_num, uint32_t flags) noexcept {
+    if (context == nullptr || flags != 0) return EINVAL;
+    if (port_num != 1) return EINVAL;
+    return 0;
+}
+
+ibv_gid_entry gid_entry(ibv_context* context) noexcept {
+    ibv_gid_entry e;
+    std::memset(&e, 0, sizeof e);
+    e.gid = port_gid(*from_verbs(context)->device);
+    e.gid_index = 0;
+    e.port_num = 1;
+    e.gid_type = IBV_GID_TYPE_ROCE_V2;
+    e.ndev_ifindex = 0;
+    return e;
+}
+
+// Writes one entry of the caller's size (at least the 1.11 layout; any tail zeroed).
+void store_gid_entry(const ibv_gid_entry& e, void* out, size_t entry_size) noexcept {
+    std::memcpy(out, &e, sizeof e);
+    if (entry_size > sizeof e)
+        std::memset(static_cast<char*>(out) + sizeof e, 0, entry_size - sizeof e);
+}
+
+} // namespace
+
+extern "C" {
+
+int ibv_query_gid_type(struct ibv_context* context, uint8_t port_num, unsigned int index,
+                       enum ibv_gid_type_sysfs* type) {
+    if (context == nullptr || type == nullptr || port_num != 1 || index != 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    *type = IBV_GID_TYPE_SYSFS_ROCE_V2;
+    return 0;
+}
+
+int _ibv_query_gid_ex(struct ibv_context* context, uint32_t port_num, uint32_t gid_index,
+                      struct ibv_gid_entry* entry, uint32_t flags, size_t entry_size) {
+    if (int err = valid_gid_query(context, port_num, flags)) return err;
+    if (entry == nullptr || entry_size < sizeof(ibv_gid_entry) || gid_index != 0) return EINVAL;
+    store_gid_entry(gid_entry(context), entry, entry_size);
+    return 0;
+}
+
+ssize_t _ibv_query_gid_table(struct ibv_context* context, struct ibv_gid_entry* entries,
+                             size_t max_entries, uint32_t flags, size_t entry_size) {
+    if (int err = valid_gid_query(context, 1, flags)) return -err;
+    if (entries == nullptr || entry_size < sizeof(ibv_gid_entry)) return -EINVAL;
+    if (max_entries < 1) return -EINVAL; // the table holds one valid entry
+    store_gid_entry(gid_entry(context), entries, entry_size);
+    return 1;
+}
+
+int ibv_get_pkey_index(struct ibv_context* context, uint8_t port_num, __be16 pkey) {
+    if (context == nullptr || port_num != 1) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (pkey == htobe16(0xffff)) return 0;
+    errno = ENOENT;
+    return -1;
+}
+
+} // extern "C"

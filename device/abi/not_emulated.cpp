@@ -1,0 +1,103 @@
+// Verbs the emulator does not model (AH, multicast, SRQ, CQ resize, MR rereg
+// and dma-buf, import, ECE, QP send ops): each answers EOPNOTSUPP the way its
+// verb reports errors (device/README.md, "The library seen by a program").
+#include "device/abi/declarations.hpp"
+#include "device/abi_guard.hpp"
+
+using namespace rdmasim::device;
+
+extern "C" {
+
+// ---------------------------------------------------------------------------
+// QP extras.
+
+struct ibv_qp_ex* ibv_qp_to_qp_ex(struct ibv_qp*) {
+    // No QP is created with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS: there is no
+    // ibv_qp_ex to hand out.
+    return fail<ibv_qp_ex>(not_emulated);
+}
+
+// 0: no in-order data placement is promised.
+int ibv_query_qp_data_in_order(struct ibv_qp*, enum ibv_wr_opcode, uint32_t) {
+    return 0;
+}
+int ibv_query_ece(struct ibv_qp*, struct ibv_ece*) {
+    return not_emulated;
+}
+int ibv_set_ece(struct ibv_qp*, struct ibv_ece*) {
+    return not_emulated;
+}
+
+int ibv_resolve_eth_l2_from_gid(struct ibv_context*, struct ibv_ah_attr*, uint8_t[ETHERNET_LL_SIZE],
+                                uint16_t*) {
+    return not_emulated;
+}
+
+// ---------------------------------------------------------------------------
+// Not emulated: address handles, multicast, SRQs, CQ resize, MR re-registration,
+// dma-buf MRs, shared (imported) objects.
+
+struct ibv_ah* ibv_create_ah(struct ibv_pd*, struct ibv_ah_attr*) {
+    return fail<ibv_ah>(not_emulated);
+}
+int ibv_destroy_ah(struct ibv_ah*) {
+    return not_emulated;
+}
+struct ibv_ah* ibv_create_ah_from_wc(struct ibv_pd*, struct ibv_wc*, struct ibv_grh*, uint8_t) {
+    return fail<ibv_ah>(not_emulated);
+}
+int ibv_init_ah_from_wc(struct ibv_context*, uint8_t, struct ibv_wc*, struct ibv_grh*,
+                        struct ibv_ah_attr*) {
+    return not_emulated;
+}
+
+int ibv_attach_mcast(struct ibv_qp*, const union ibv_gid*, uint16_t) {
+    return not_emulated;
+}
+int ibv_detach_mcast(struct ibv_qp*, const union ibv_gid*, uint16_t) {
+    return not_emulated;
+}
+
+struct ibv_srq* ibv_create_srq(struct ibv_pd*, struct ibv_srq_init_attr*) {
+    return fail<ibv_srq>(not_emulated);
+}
+int ibv_modify_srq(struct ibv_srq*, struct ibv_srq_attr*, int) {
+    return not_emulated;
+}
+int ibv_query_srq(struct ibv_srq*, struct ibv_srq_attr*) {
+    return not_emulated;
+}
+int ibv_destroy_srq(struct ibv_srq*) {
+    return not_emulated;
+}
+
+int ibv_resize_cq(struct ibv_cq*, int) {
+    return not_emulated;
+}
+
+int ibv_rereg_mr(struct ibv_mr*, int, struct ibv_pd*, void*, size_t, int) {
+    errno = not_emulated;
+    return IBV_REREG_MR_ERR_INPUT; // the man page's code: the old MR stays valid
+}
+
+struct ibv_mr* ibv_reg_dmabuf_mr(struct ibv_pd*, uint64_t, size_t, uint64_t, int, int) {
+    return fail<ibv_mr>(not_emulated);
+}
+
+struct ibv_context* ibv_import_device(int) {
+    return fail<ibv_context>(not_emulated);
+}
+struct ibv_pd* ibv_import_pd(struct ibv_context*, uint32_t) {
+    return fail<ibv_pd>(not_emulated);
+}
+struct ibv_mr* ibv_import_mr(struct ibv_pd*, uint32_t) {
+    return fail<ibv_mr>(not_emulated);
+}
+struct ibv_dm* ibv_import_dm(struct ibv_context*, uint32_t) {
+    return fail<ibv_dm>(not_emulated);
+}
+void ibv_unimport_pd(struct ibv_pd*) {}
+void ibv_unimport_mr(struct ibv_mr*) {}
+void ibv_unimport_dm(struct ibv_dm*) {}
+
+} // extern "C"

@@ -1,0 +1,41 @@
+// The ops table, one assignment a slot: each slot the device model implements,
+// bound to the verb that implements it (context.cpp, cq.cpp, qp.cpp, wq.cpp,
+// flow.cpp). open_device() installs it into every new context.
+#include "device/abi/ops.hpp"
+
+#include "device/context.hpp"
+#include "device/cq.hpp"
+#include "device/flow.hpp"
+#include "device/qp.hpp"
+#include "device/wq.hpp"
+
+namespace rdmasim::device {
+
+namespace {
+
+int query_port_op(ibv_context* context, uint8_t port_num, ibv_port_attr* attr, size_t len) {
+    return query_port(context, port_num, attr, len);
+}
+
+} // namespace
+
+void install_ops(verbs_context& v) noexcept {
+    ibv_context_ops& ops = v.context.ops;
+    ops.poll_cq = poll_cq;
+    ops.req_notify_cq = req_notify_cq;
+    ops.post_send = post_send;
+    ops.post_recv = post_recv;
+    v.query_port = query_port_op;
+    v.query_device_ex = query_device_ex;
+    v.create_cq_ex = create_cq_ex;
+    v.create_wq = create_wq;
+    v.modify_wq = modify_wq;
+    v.destroy_wq = destroy_wq;
+    v.create_rwq_ind_table = create_rwq_ind_table;
+    v.destroy_rwq_ind_table = destroy_rwq_ind_table;
+    v.create_qp_ex = create_qp_ex;
+    v.ibv_create_flow = create_flow;
+    v.ibv_destroy_flow = destroy_flow;
+}
+
+} // namespace rdmasim::device
