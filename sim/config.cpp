@@ -1,5 +1,6 @@
 #include "sim/config.hpp"
 
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
@@ -41,13 +42,14 @@ bool* cap_switch(device::Capabilities& c, std::string_view key) {
     return nullptr;
 }
 
-std::string env_name(std::string_view key) {
+} // namespace
+
+std::string environment_name(std::string_view key) {
     std::string s = "RDMASIM_";
-    for (char ch : key) s += ch == '.' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    for (char ch : key)
+        s += ch == '.' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
     return s;
 }
-
-} // namespace
 
 const std::vector<std::pair<std::string_view, std::string_view>>& Config::keys() {
     static const std::vector<std::pair<std::string_view, std::string_view>> k{
@@ -168,14 +170,16 @@ Result<void> Config::apply_environment() {
         if (key == "pcap.N") {
             for (int i = 0; i < 16; ++i) {
                 const std::string k = fmt::format("pcap.{}", i);
-                if (const char* v = std::getenv(env_name(k).c_str()))
-                    if (auto r = set(k, v); !r) return make_error(EINVAL, fmt::format("{} (from {})", r.error().message, env_name(k)));
+                if (const char* v = std::getenv(environment_name(k).c_str()))
+                    if (auto r = set(k, v); !r)
+                        return make_error(EINVAL, fmt::format("{} (from {})", r.error().message,
+                                                              environment_name(k)));
             }
             continue;
         }
-        if (const char* v = std::getenv(env_name(key).c_str()))
+        if (const char* v = std::getenv(environment_name(key).c_str()))
             if (auto r = set(key, v); !r)
-                return make_error(EINVAL, fmt::format("{} (from {})", r.error().message, env_name(key)));
+                return make_error(EINVAL, fmt::format("{} (from {})", r.error().message, environment_name(key)));
     }
     return {};
 }

@@ -42,4 +42,10 @@ struct Config {
     Result<void> validate() const;
 };
 
+// The environment variable that carries configuration key `key`: "RDMASIM_",
+// then the key in upper case with dots as underscores ("caps.ip_csum" ->
+// "RDMASIM_CAPS_IP_CSUM"). apply_environment() reads these names and
+// `rdmasim run` sets them.
+[[nodiscard]] std::string environment_name(std::string_view key);
+
 } // namespace rdmasim::sim

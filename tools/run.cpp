@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -18,12 +17,6 @@
 namespace rdmasim::tools {
 
 namespace {
-
-std::string env_name(const std::string& key) {
-    std::string s = "RDMASIM_";
-    for (char c : key) s += c == '.' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    return s;
-}
 
 // Where libibverbs.so.1 is: RDMASIM_LIBDIR, else the build tree this tool came from.
 std::string library_dir() {
@@ -63,7 +56,7 @@ bool run_environment(const RunOptions& o, std::vector<std::pair<std::string, std
     for (const auto& [k, v] : o.settings) {
         // Capture paths are made absolute: the program may change directory.
         const bool path = k == "pcap" || k.starts_with("pcap.");
-        env.emplace_back(env_name(k), path ? std::filesystem::absolute(v).string() : v);
+        env.emplace_back(sim::environment_name(k), path ? std::filesystem::absolute(v).string() : v);
     }
     return true;
 }

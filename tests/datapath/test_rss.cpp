@@ -8,16 +8,14 @@
 #include <infiniband/verbs.h>
 
 #include "datapath/rss.hpp"
+#include "datapath/toeplitz.hpp"
 
 using namespace rdmasim;
 using datapath::Toeplitz;
 
 namespace {
 
-constexpr std::array<std::uint8_t, Toeplitz::kKeyLen> kMsKey = {
-    0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3,
-    0x8f, 0xb0, 0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3,
-    0x80, 0x30, 0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa};
+using datapath::kMicrosoftRssKey;
 
 constexpr std::uint64_t kIpv4 = IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4;
 constexpr std::uint64_t kIpv6 = IBV_RX_HASH_SRC_IPV6 | IBV_RX_HASH_DST_IPV6;
@@ -118,7 +116,7 @@ FrameDesc v6_row0() {
 
 TEST_CASE("RSS of real IPv4 frames gives the verification hashes, tagged or not",
           "[datapath][rss]") {
-    const Toeplitz t(kMsKey);
+    const Toeplitz t(kMicrosoftRssKey);
     for (const V4Row& row : kV4Rows) {
         FrameDesc d = v4(row.src, row.dst, row.src_port, row.dst_port);
         for (const bool tagged : {false, true}) {
@@ -134,7 +132,7 @@ TEST_CASE("RSS of real IPv4 frames gives the verification hashes, tagged or not"
 }
 
 TEST_CASE("RSS of real IPv6 frames gives the verification hashes", "[datapath][rss]") {
-    const Toeplitz t(kMsKey);
+    const Toeplitz t(kMicrosoftRssKey);
     FrameDesc d = v6_row0();
     CHECK(rss_of(t, kIpv6, d) == 0x2cc18cd5);
     CHECK(rss_of(t, kIpv6 | kTcp, d) == 0x40207d3d);
@@ -147,7 +145,7 @@ TEST_CASE("RSS of real IPv6 frames gives the verification hashes", "[datapath][r
 
 TEST_CASE("RSS hashes only the selected fields, in src IP, dst IP, src port, dst port order",
           "[datapath][rss]") {
-    const Toeplitz t(kMsKey);
+    const Toeplitz t(kMicrosoftRssKey);
     const FrameDesc d = v4({66, 9, 149, 187}, {161, 142, 100, 80}, 2794, 1766);
     const std::uint8_t src[4] = {66, 9, 149, 187};
     const std::uint8_t dst[4] = {161, 142, 100, 80};
@@ -163,7 +161,7 @@ TEST_CASE("RSS hashes only the selected fields, in src IP, dst IP, src port, dst
 }
 
 TEST_CASE("RSS hashes a frame lacking a selected field to 0", "[datapath][rss]") {
-    const Toeplitz t(kMsKey);
+    const Toeplitz t(kMicrosoftRssKey);
     const FrameDesc tcp4 = v4({66, 9, 149, 187}, {161, 142, 100, 80}, 2794, 1766);
 
     SECTION("no fields") {

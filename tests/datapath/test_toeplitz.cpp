@@ -11,11 +11,7 @@ using rdmasim::datapath::Toeplitz;
 
 namespace {
 
-// The key of Microsoft's "Verifying the RSS Hash Calculation".
-constexpr std::array<std::uint8_t, Toeplitz::kKeyLen> kMsKey = {
-    0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3,
-    0x8f, 0xb0, 0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3,
-    0x80, 0x30, 0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa};
+using rdmasim::datapath::kMicrosoftRssKey;
 
 // Trivially correct model: for every set input bit, xor the 32 key bits that
 // start at that bit position.
@@ -88,7 +84,7 @@ const V6Row kV6Rows[] = {
 } // namespace
 
 TEST_CASE("Toeplitz matches the Microsoft IPv4 verification rows", "[datapath][toeplitz]") {
-    const Toeplitz t(kMsKey);
+    const Toeplitz t(kMicrosoftRssKey);
     for (const V4Row& row : kV4Rows) {
         std::vector<std::uint8_t> in(row.src.begin(), row.src.end());
         in.insert(in.end(), row.dst.begin(), row.dst.end());
@@ -100,7 +96,7 @@ TEST_CASE("Toeplitz matches the Microsoft IPv4 verification rows", "[datapath][t
 }
 
 TEST_CASE("Toeplitz matches the Microsoft IPv6 verification rows", "[datapath][toeplitz]") {
-    const Toeplitz t(kMsKey);
+    const Toeplitz t(kMicrosoftRssKey);
     for (const V6Row& row : kV6Rows) {
         std::vector<std::uint8_t> in(row.src.begin(), row.src.end());
         in.insert(in.end(), row.dst.begin(), row.dst.end());
@@ -113,8 +109,8 @@ TEST_CASE("Toeplitz matches the Microsoft IPv6 verification rows", "[datapath][t
 }
 
 TEST_CASE("Toeplitz keeps its key and hashes empty input to 0", "[datapath][toeplitz]") {
-    const Toeplitz t(kMsKey);
-    CHECK(t.key() == kMsKey);
+    const Toeplitz t(kMicrosoftRssKey);
+    CHECK(t.key() == kMicrosoftRssKey);
     CHECK(t.hash({}) == 0);
 }
 
@@ -137,10 +133,10 @@ TEST_CASE("Toeplitz tables agree with a bit-by-bit model on random input", "[dat
 }
 
 TEST_CASE("Toeplitz cuts input longer than kMaxInput", "[datapath][toeplitz]") {
-    const Toeplitz t(kMsKey);
+    const Toeplitz t(kMicrosoftRssKey);
     std::vector<std::uint8_t> in(Toeplitz::kMaxInput + 8, 0xa5);
     const std::uint32_t full = t.hash(in);
     in.resize(Toeplitz::kMaxInput);
     CHECK(full == t.hash(in));
-    CHECK(full == reference_hash(kMsKey, in));
+    CHECK(full == reference_hash(kMicrosoftRssKey, in));
 }

@@ -25,7 +25,11 @@
 #define RING 512
 #define BUF 2048
 
-/* Microsoft's RSS verification key. */
+/*
+ * Microsoft's RSS verification key. The project's one copy is
+ * rdmasim::datapath::kMicrosoftRssKey (datapath/toeplitz.hpp), but this example
+ * is C built against the system headers only, so it carries its own.
+ */
 static uint8_t rss_key[40] = {
 	0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67,
 	0x25, 0x3d, 0x43, 0xa3, 0x8f, 0xb0, 0xd0, 0xca, 0x2b, 0xcb,

@@ -21,11 +21,6 @@ namespace {
 
 using namespace rdmasim;
 
-constexpr std::array<std::uint8_t, 40> kKey = {
-    0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3,
-    0x8f, 0xb0, 0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3,
-    0x80, 0x30, 0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa};
-
 void check(bool ok) {
     if (!ok) __builtin_trap();
 }
@@ -101,7 +96,7 @@ void check_parse(const net::ParsedFrame& p, std::size_t size) {
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    static const datapath::Toeplitz toeplitz{std::span<const std::uint8_t, 40>(kKey)};
+    static const datapath::Toeplitz toeplitz{datapath::kMicrosoftRssKey};
     static const Rules rules;
     if (size < 2) return 0;
     const std::uint64_t fields = data[0];

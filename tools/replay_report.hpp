@@ -1,0 +1,34 @@
+// What `rdmasim replay` prints when the capture is done: one JSON object
+// (--json) or a human table, both from the port's and each WQ's counters.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "datapath/counters.hpp"
+#include "tools/replay.hpp"
+
+namespace rdmasim::tools {
+
+struct QueueReport {
+    std::uint32_t index;                  // WQ index in the replay's set-up
+    std::uint32_t wq_num;                 // the verbs WQ number
+    const datapath::RxCounters* counters; // the Simulator's, valid while the WQ lives
+};
+
+struct ReplayReport {
+    const ReplayOptions& options;
+    const datapath::RxCounters& port;
+    std::vector<QueueReport> queues;
+    std::uint64_t completions = 0;       // polled, successful or not
+    std::uint64_t error_completions = 0; // polled with a status other than IBV_WC_SUCCESS
+};
+
+// {"file", "engine", "frames_offered", "delivered", "delivered_bytes", "drops",
+//  "completions", "error_completions", "wqs": [...], "port": {...}}
+[[nodiscard]] nlohmann::json report_json(const ReplayReport& report);
+// On stdout: report_json() when options.json, else the table.
+void print_report(const ReplayReport& report);
+
+} // namespace rdmasim::tools
