@@ -3,11 +3,13 @@
 
 Usage: /usr/bin/python3 tests/layering/check_includes.py [SOURCE_ROOT]
 
-The layers, top to bottom (DESIGN.md, "Layers and folders"):
+The layers, top to bottom (README.md, "The code"):
 
     tools -> sim -> device -> datapath -> net
 
-A file may include headers of its own layer and of the layers below it. For
+A file may include headers of its own layer and of the layers below it, and
+one more rule: tools/ never includes device/ (a tool drives the HCA through
+the verbs API and the Simulator's public API, never through its objects). For
 every `#include "..."` in net/ datapath/ device/ sim/ tools/ (.hpp .cpp .h
 .c), the header is resolved as the compiler does for quotes (next to the
 including file first, then from the source root) and its layer is the first
@@ -29,6 +31,7 @@ import tempfile
 LAYERS = ["net", "datapath", "device", "sim", "tools"]  # bottom to top
 RANK = {name: i for i, name in enumerate(LAYERS)}
 EXTENSIONS = (".hpp", ".cpp", ".h", ".c")
+FORBIDDEN = {("tools", "device")}  # (includer, included) pairs refused although downward
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
 
 
@@ -75,6 +78,11 @@ def check(root):
                         f"{os.path.relpath(path, root)}:{lineno}: a {own}/ file includes "
                         f'"{m.group(1)}" from {target}/, a layer above it '
                         f"(layers point one way: {' -> '.join(reversed(LAYERS))})")
+                elif (own, target) in FORBIDDEN:
+                    violations.append(
+                        f"{os.path.relpath(path, root)}:{lineno}: a {own}/ file includes "
+                        f'"{m.group(1)}" from {target}/: tools use the verbs API and the '
+                        f"Simulator's public API, not the device's objects")
     return checked, violations
 
 
@@ -106,8 +114,9 @@ def self_test():
         write(tmp, "datapath/rss.cpp",
               '#include "datapath/port.hpp"\n\n  #  include "device/wq.hpp"\n')
         write(tmp, "net/crc.c", '#include "../sim/engine.hpp"\n')
+        write(tmp, "tools/run.cpp", '#include "sim/engine.hpp"\n#include "device/wq.hpp"\n')
         checked, violations = check(tmp)
-        expected = ["datapath/rss.cpp:3:", "net/crc.c:1:"]
+        expected = ["datapath/rss.cpp:3:", "net/crc.c:1:", "tools/run.cpp:2:"]
         found = sorted(v.split(" ")[0] for v in violations)
         if found != expected:
             problems.append(f"upward includes found at {found}, expected {expected}")
