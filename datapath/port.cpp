@@ -7,11 +7,14 @@ namespace rdmasim::datapath {
 namespace {
 
 // Match order (datapath/README.md, "The port"): NORMAL before MC_DEFAULT
-// before ALL_DEFAULT; within a kind, lower priority value first; then
-// creation order.
+// before ALL_DEFAULT; within a kind, lower priority value first; within a
+// priority, DONT_TRAP entries first (mlx5 puts a DONT_TRAP rule of priority p
+// at core priority 2p, a trapping one at 2p + 1: ib_prio_to_core_prio in the
+// kernel's drivers/infiniband/hw/mlx5/fs.c); then creation order.
 bool before(const SteeringEntry* a, const SteeringEntry* b) noexcept {
     if (a->kind != b->kind) return a->kind < b->kind;
     if (a->priority != b->priority) return a->priority < b->priority;
+    if (a->dont_trap != b->dont_trap) return a->dont_trap;
     return a->seq < b->seq;
 }
 
@@ -94,15 +97,34 @@ void Port::ingress(const net::Frame& frame, std::uint64_t now_ns, const void* ex
             counters_.sniffer_copies.add();
         }
     }
+    // The frame's one outcome, counted by the port.
+    const auto deliver_primary = [&](const SteeringEntry* e) {
+        const RxOutcome out = deliver(e->target, frame, parsed, true);
+        counters_.count(out);
+        if (out.fate == Fate::held) [[unlikely]]
+            next_deadline_ns_ = std::min(next_deadline_ns_, now_ns + config_.delay_drop_timeout_ns);
+    };
+    // A DONT_TRAP entry's target gets the frame and the walk goes on. The
+    // frame's outcome is the trapping entry's, or with none the last DONT_TRAP
+    // entry's; the other DONT_TRAP deliveries are copies, counted by their
+    // queues only, as a sniffer's. So each match is delivered when the next
+    // one is found (in walk order), knowing by then whether it was the last.
+    const SteeringEntry* pending = nullptr; // a DONT_TRAP match not delivered yet
     for (const SteeringEntry* e : rules_) {
-        if (eligible(e) && flow_matches(e->rule, bytes, parsed)) {
-            const RxOutcome out = deliver(e->target, frame, parsed, true);
-            counters_.count(out);
-            if (out.fate == Fate::held) [[unlikely]]
-                next_deadline_ns_ =
-                    std::min(next_deadline_ns_, now_ns + config_.delay_drop_timeout_ns);
-            return;
+        if (!eligible(e) || !flow_matches(e->rule, bytes, parsed)) continue;
+        if (pending != nullptr) [[unlikely]]
+            (void)deliver(pending->target, frame, parsed, false);
+        pending = nullptr;
+        if (e->dont_trap) [[unlikely]] {
+            pending = e;
+            continue;
         }
+        deliver_primary(e);
+        return;
+    }
+    if (pending != nullptr) [[unlikely]] {
+        deliver_primary(pending);
+        return;
     }
     counters_.drop(Drop::steering_miss);
 }

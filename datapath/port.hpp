@@ -40,6 +40,10 @@ struct SteeringEntry {
     Target target;
     RuleKind kind = RuleKind::normal;
     std::uint16_t priority = 0;  // lower first, within a kind
+    // IBV_FLOW_ATTR_FLAGS_DONT_TRAP: the target gets the frame and the frame
+    // goes on to the entries after this one. Ranks before the trapping
+    // entries of its priority (mlx5: ib_prio_to_core_prio).
+    bool dont_trap = false;
     const void* owner = nullptr; // who receives (a QP): never gets its own sends back
     std::uint64_t seq = 0;       // creation order, set by add_rule
 };

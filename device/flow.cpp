@@ -41,6 +41,9 @@ ibv_flow* create_flow(ibv_qp* q, ibv_flow_attr* attr) noexcept {
         flow->qp = &qp;
         e.kind = rule_kind(attr->type);
         e.priority = attr->priority;
+        // Delivered, and on to the rules below (sniffers never trap anyway).
+        e.dont_trap = e.kind == datapath::RuleKind::normal &&
+                      (attr->flags & IBV_FLOW_ATTR_FLAGS_DONT_TRAP) != 0;
         e.owner = &qp;
         if (qp.rss)
             e.target.rss = &qp.rss_group;

@@ -134,7 +134,15 @@ int parse_flow_attr(const ibv_flow_attr& attr, std::size_t available,
     default:
         return EINVAL;
     }
-    if ((attr.flags & ~kKnownAttrFlags) != 0) return EOPNOTSUPP;
+    // Flags, as the kernel checks them: an unknown bit is EINVAL (the core's
+    // IB_FLOW_ATTR_FLAGS_RESERVED check in ib_uverbs_ex_create_flow, then
+    // mlx5_ib_create_flow's for the bit below DONT_TRAP); DONT_TRAP only on a
+    // NORMAL or SNIFFER rule (ib_uverbs_ex_create_flow), EGRESS not on a default
+    // rule (mlx5_ib_create_flow).
+    if ((attr.flags & ~kKnownAttrFlags) != 0) return EINVAL;
+    const bool default_rule =
+        attr_type == IBV_FLOW_ATTR_ALL_DEFAULT || attr_type == IBV_FLOW_ATTR_MC_DEFAULT;
+    if (default_rule && (attr.flags & kKnownAttrFlags) != 0) return EINVAL;
     // attr.size is not trusted: rdma-core itself ignores it (pyverbs sets it
     // to sizeof(ibv_flow_attr) alone). Each spec's own size walks the list.
     const std::size_t end = available < kMaxFlowBytes ? available : kMaxFlowBytes;
@@ -178,6 +186,10 @@ int parse_flow_attr(const ibv_flow_attr& attr, std::size_t available,
         }
         offset += size;
     }
+    // An egress rule matches what is sent (mlx5 takes it only with IPsec
+    // crypto actions, which this HCA lacks); as an ingress rule it would take
+    // received frames: refused, so that programs see it is not there.
+    if (attr.flags & IBV_FLOW_ATTR_FLAGS_EGRESS) return EOPNOTSUPP;
     rule = out;
     return 0;
 }

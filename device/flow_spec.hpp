@@ -16,12 +16,14 @@ namespace rdmasim::device {
 // kMaxFlowBytes: like libibverbs, it trusts the specs to be where the
 // program says; a fuzzer passes the size of its buffer.
 // Returns 0 and replaces `rule`, or an errno and leaves `rule` untouched:
-//   EINVAL     comp_mask != 0, port != 1, unknown attribute type, a spec
-//              running past the bound or smaller than its type's struct, a
-//              second spec of a kind, two L3 or two L4 specs;
-//   EOPNOTSUPP unknown flag bits (DONT_TRAP and EGRESS are known), a spec type
-//              other than ETH, IPV4, IPV4_EXT, IPV6, TCP, UDP (inner, tunnel,
-//              MPLS, ESP, actions).
+//   EINVAL     comp_mask != 0, port != 1, unknown attribute type, a flag bit
+//              other than DONT_TRAP and EGRESS, either of those on an
+//              ALL_DEFAULT or MC_DEFAULT rule, a spec running past the bound
+//              or smaller than its type's struct, a second spec of a kind, two
+//              L3 or two L4 specs;
+//   EOPNOTSUPP a spec type other than ETH, IPV4, IPV4_EXT, IPV6, TCP, UDP
+//              (inner, tunnel, MPLS, ESP, actions); then the EGRESS flag.
+// DONT_TRAP is the caller's to honour (datapath::SteeringEntry::dont_trap).
 // Verbs values are network order; the rule gets host-order integers and
 // addresses as bytes. Every value is reduced to its mask (value &= mask).
 // The attribute type, priority and flags are the caller's to read.

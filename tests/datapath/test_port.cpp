@@ -331,3 +331,47 @@ TEST_CASE("port: error flushes posted WQEs and discards held frames; reset forge
     CHECK(drops(b.counters(), Drop::discarded) == 2);
     CHECK(b.balanced());
 }
+
+TEST_CASE("port: DONT_TRAP entries hand the frame on; the trapping entry, else the last "
+          "DONT_TRAP one, is its one outcome",
+          "[datapath][port]") {
+    Bench b(3);
+    for (std::size_t q = 0; q < 3; ++q) {
+        b.post(q, 10 + q);
+        b.post(q, 20 + q, 1);
+    }
+    auto& trap = b.rule(0, RuleKind::normal, 1);
+    // Entries are ranked when added, so the DONT_TRAP ones are built by hand.
+    for (const std::size_t q : {1u, 2u}) {
+        auto& e = b.entries.emplace_back();
+        e.rule.has_eth = true;
+        e.target.queue = &b.queues[q];
+        e.priority = q == 1 ? 1 : 0;
+        e.dont_trap = true;
+        std::lock_guard lock(b.port.mutex());
+        b.port.add_rule(e); // queue 1's: same priority as `trap`, created later, ranks first
+    }
+    b.offer(golden::concat(golden::kUntagged));
+    CHECK(b.cqs[2].size() == 1);
+    CHECK(b.cqs[1].size() == 1);
+    CHECK(b.cqs[0].size() == 1);
+    CHECK(b.counters().frames.get() == 1);
+    CHECK(b.counters().delivered.get() == 1);
+    CHECK(b.counters().sniffer_copies.get() == 0);
+    {
+        std::lock_guard lock(b.port.mutex());
+        b.port.remove_rule(trap);
+    }
+    b.offer(golden::concat(golden::kUntagged));
+    CHECK(b.cqs[2].size() == 2);
+    CHECK(b.cqs[1].size() == 2);
+    CHECK(b.cqs[0].size() == 1);
+    CHECK(b.counters().delivered.get() == 2);
+    CHECK(drops(b.counters(), Drop::steering_miss) == 0);
+    // Out of WQEs: the copy's drop is its queue's only, the last one's is the frame's.
+    b.offer(golden::concat(golden::kUntagged));
+    CHECK(drops(b.counters(), Drop::out_of_buffer) == 1); // queue 1's: the outcome
+    CHECK(drops(b.queues[2].counters(), Drop::out_of_buffer) == 1);
+    CHECK(b.counters().frames.get() == 3);
+    CHECK(b.balanced());
+}

@@ -22,44 +22,6 @@ namespace {
 
 constexpr Mac kOtherMac = {0x02, 0x00, 0x00, 0x00, 0x00, 0x99};
 
-// A plain raw-packet QP with its own CQ, moved RESET -> INIT -> RTR -> RTS.
-class RawQp {
-public:
-    explicit RawQp(ibv_pd* pd, std::uint32_t depth = 16) {
-        cq = make_cq(pd->context, 64);
-        ibv_qp_init_attr_ex a{};
-        a.qp_type = IBV_QPT_RAW_PACKET;
-        a.comp_mask = IBV_QP_INIT_ATTR_PD;
-        a.pd = pd;
-        a.send_cq = cq;
-        a.recv_cq = cq;
-        a.cap.max_send_wr = depth;
-        a.cap.max_recv_wr = depth;
-        a.cap.max_send_sge = 1;
-        a.cap.max_recv_sge = 1;
-        qp = ibv_create_qp_ex(pd->context, &a);
-        REQUIRE(qp != nullptr);
-        ibv_qp_attr m{};
-        m.qp_state = IBV_QPS_INIT;
-        m.port_num = 1;
-        REQUIRE(ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_PORT) == 0);
-        m.qp_state = IBV_QPS_RTR;
-        REQUIRE(ibv_modify_qp(qp, &m, IBV_QP_STATE) == 0);
-        m.qp_state = IBV_QPS_RTS;
-        REQUIRE(ibv_modify_qp(qp, &m, IBV_QP_STATE) == 0);
-        REQUIRE(qp->state == IBV_QPS_RTS);
-    }
-    ~RawQp() {
-        CHECK(ibv_destroy_qp(qp) == 0);
-        CHECK(ibv_destroy_cq(cq) == 0);
-    }
-    RawQp(const RawQp&) = delete;
-    RawQp& operator=(const RawQp&) = delete;
-
-    ibv_cq* cq = nullptr;
-    ibv_qp* qp = nullptr;
-};
-
 // The receives a test expects: slot i of `buf` with wr_id base + i.
 void post_receives(const RawQp& q, const MrBuffer& buf, std::size_t n, std::uint64_t base = 0) {
     for (std::size_t i = 0; i < n; ++i)
