@@ -30,6 +30,7 @@ enum class Drop : std::uint8_t {
     steering_miss,       // no flow rule matched
     truncated_capture,   // the source lost bytes (caplen < len)
     runt,                // shorter than an Ethernet header: no MAC would pass it
+    fcs_error,           // its carried FCS does not match: the MAC drops it (CRC error)
     wq_not_ready,        // steered to a WQ that is not in RDY
     out_of_buffer,       // no WQE posted and no delay drop (rx_out_of_buffer)
     delay_drop_timeout,  // held for a WQE that did not come in time
@@ -45,9 +46,10 @@ inline constexpr std::size_t kDropKinds = static_cast<std::size_t>(Drop::count_)
 
 [[nodiscard]] constexpr std::string_view drop_name(Drop d) noexcept {
     constexpr std::array<std::string_view, kDropKinds> names{
-        "steering_miss",       "truncated_capture", "runt_frames",   "wq_not_ready",  "rx_out_of_buffer",
-        "delay_drop_timeouts", "delay_drop_overflow", "length_errors", "protection_errors",
-        "cq_overflow",         "fault_drops",        "discarded"};
+        "steering_miss",       "truncated_capture",   "runt_frames",   "fcs_errors",
+        "wq_not_ready",        "rx_out_of_buffer",    "delay_drop_timeouts", "delay_drop_overflow",
+        "length_errors",       "protection_errors",   "cq_overflow",   "fault_drops",
+        "discarded"};
     return names[static_cast<std::size_t>(d)];
 }
 

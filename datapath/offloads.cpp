@@ -1,10 +1,18 @@
 #include "datapath/offloads.hpp"
 
+#include <array>
 #include <cstring>
 
 #include "net/crc32.hpp"
 
 namespace rdmasim::datapath {
+
+bool carried_fcs_ok(const net::Frame& frame) noexcept {
+    if (frame.fcs_len != net::kFcsLen) return true;
+    std::array<std::uint8_t, net::kFcsLen> good{};
+    net::write_fcs(frame.payload(), good.data());
+    return std::memcmp(good.data(), frame.data + frame.len - net::kFcsLen, net::kFcsLen) == 0;
+}
 
 void build_rx_image(const net::Frame& frame, const net::ParsedFrame& parsed,
                     const WqSettings& settings, RxImage& image) noexcept {
@@ -26,9 +34,7 @@ void build_rx_image(const net::Frame& frame, const net::ParsedFrame& parsed,
     if (frame.fcs_len == net::kFcsLen) {
         // The wire's FCS, kept as it came, good or bad.
         std::memcpy(image.fcs.data(), frame.data + frame.len - net::kFcsLen, net::kFcsLen);
-        std::array<std::uint8_t, 4> good{};
-        net::write_fcs(bytes, good.data());
-        image.fcs_bad = good != image.fcs;
+        image.fcs_bad = !settings.fcs_checked && !carried_fcs_ok(frame);
     } else if (settings.scatter_fcs) {
         net::write_fcs(bytes, image.fcs.data()); // over the frame as on the wire, tag included
     }

@@ -20,8 +20,15 @@ struct WqSettings {
     bool delay_drop = false;
     bool end_padding = false;
     bool ip_csum = false;         // report IBV_WC_IP_CSUM_OK (device capability)
+    // The port already dropped every frame whose carried FCS is bad (the
+    // default, PortConfig::deliver_bad_fcs off): a carried FCS reaching this
+    // queue is good and is not checked a second time.
+    bool fcs_checked = false;
     std::uint32_t pad_align = 64; // cache line for end padding: 64 or 128
 };
+
+// True when `frame` carries no FCS, or carries one that matches its bytes.
+[[nodiscard]] bool carried_fcs_ok(const net::Frame& frame) noexcept;
 
 // The bytes a completion delivers, as up to three pieces to be written in
 // order: the frame around a stripped tag, and the FCS.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "datapath/offloads.hpp"
+
 namespace rdmasim::datapath {
 
 namespace {
@@ -83,6 +85,12 @@ void Port::ingress(const net::Frame& frame, std::uint64_t now_ns, const void* ex
     const auto bytes = frame.payload();
     if (bytes.size() < net::kEthHeaderLen) [[unlikely]] {
         counters_.drop(Drop::runt);
+        return;
+    }
+    // The MAC checks the CRC before anything else sees the frame; only a
+    // source whose frames carry their FCS lets it (the others pay nothing).
+    if (frame.fcs_len != 0 && !config_.deliver_bad_fcs && !carried_fcs_ok(frame)) [[unlikely]] {
+        counters_.drop(Drop::fcs_error);
         return;
     }
     const auto parsed = net::parse_frame(bytes);

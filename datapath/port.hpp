@@ -1,5 +1,5 @@
 // The port: where frames enter and leave the HCA (datapath/README.md, "The
-// port"). It owns ingress (runt and truncation checks, one parse), the
+// port"). It owns ingress (truncation, runt and FCS checks, one parse), the
 // steering table (flow rules and their targets), RSS dispatch, the
 // delay-drop service (release, expiry, next deadline), held-frame accounting
 // and the port counters. Frame sources are pulled by the runtime (sim/),
@@ -51,6 +51,9 @@ struct SteeringEntry {
 struct PortConfig {
     std::uint64_t delay_drop_timeout_ns = 100'000'000;
     bool delay_drop_rearm = true; // the driver re-arms delay drop after a timeout
+    // A frame whose carried FCS is bad goes on (counted in fcs_bad) instead of
+    // being dropped as fcs_errors, as a MAC does (caps.deliver_bad_fcs).
+    bool deliver_bad_fcs = false;
 };
 
 // What a queue's verbs state means to the datapath (device/README.md, "Work

@@ -18,6 +18,10 @@ struct Capabilities {
     bool pci_write_end_padding = true;
     // Strict profile: IBV_WQ_FLAGS_DELAY_DROP needs CAP_SYS_RAWIO (EPERM).
     bool delay_drop_needs_rawio = false;
+    // A frame whose carried FCS is bad is delivered (and counted in fcs_bad)
+    // instead of being dropped by the MAC as fcs_errors: for replaying damaged
+    // captures on purpose.
+    bool deliver_bad_fcs = false;
 
     std::uint32_t pad_align = 64;                        // end padding cache line, 64 or 128
     std::uint64_t delay_drop_timeout_ns = 100'000'000;   // 100 us steps, at most 100 ms

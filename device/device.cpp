@@ -26,6 +26,7 @@ std::unique_ptr<Device> make_device(const DeviceIdentity& identity, const Capabi
     datapath::PortConfig pc;
     pc.delay_drop_timeout_ns = caps.delay_drop_timeout_ns;
     pc.delay_drop_rearm = caps.delay_drop_rearm;
+    pc.deliver_bad_fcs = caps.deliver_bad_fcs;
     dev->port.configure(pc);
     return dev;
 }
@@ -38,6 +39,7 @@ void attach_rx_queue(Device& dev, RecvQueue& recv, std::uint32_t entries, std::u
     rc.qp_num = qpn;
     rc.settings = offloads;
     rc.settings.ip_csum = dev.caps.ip_csum;
+    rc.settings.fcs_checked = !dev.caps.deliver_bad_fcs; // the port drops bad ones
     rc.settings.pad_align = dev.caps.pad_align;
     rc.hold_frames = dev.caps.hold_frames;
     rc.hold_bytes = dev.caps.hold_bytes;

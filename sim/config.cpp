@@ -39,6 +39,7 @@ bool* cap_switch(device::Capabilities& c, std::string_view key) {
     if (key == "caps.pci_write_end_padding") return &c.pci_write_end_padding;
     if (key == "caps.delay_drop_needs_rawio") return &c.delay_drop_needs_rawio;
     if (key == "caps.delay_drop_rearm") return &c.delay_drop_rearm;
+    if (key == "caps.deliver_bad_fcs") return &c.deliver_bad_fcs;
     return nullptr;
 }
 
@@ -70,6 +71,7 @@ const std::vector<std::pair<std::string_view, std::string_view>>& Config::keys()
         {"caps.pci_write_end_padding", "on/off"},
         {"caps.delay_drop_needs_rawio", "on/off: strict profile, DELAY_DROP needs CAP_SYS_RAWIO"},
         {"caps.delay_drop_rearm", "on/off: re-arm delay drop after a timeout (the driver's job)"},
+        {"caps.deliver_bad_fcs", "on/off: deliver frames whose carried FCS is bad (counted in fcs_bad) instead of dropping them as fcs_errors"},
         {"caps.delay_drop_timeout_us", "100..100000 in steps of 100"},
         {"caps.pad_align", "64 or 128: end padding cache line"},
         {"caps.max_wr", "largest WQ, 1..1048576"},

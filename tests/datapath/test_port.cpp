@@ -375,3 +375,30 @@ TEST_CASE("port: DONT_TRAP entries hand the frame on; the trapping entry, else t
     CHECK(b.counters().frames.get() == 3);
     CHECK(b.balanced());
 }
+
+TEST_CASE("port: a bad carried FCS is dropped as fcs_errors before steering, unless "
+          "deliver_bad_fcs",
+          "[datapath][port]") {
+    for (const bool deliver : {false, true}) {
+        INFO("deliver_bad_fcs " << deliver);
+        Bench b(1);
+        b.port.configure({kTimeout, true, deliver});
+        b.rule(0, RuleKind::normal);
+        b.post(0, 1);
+        const auto bytes = golden::concat(golden::kUntagged, std::array<std::uint8_t, 4>{1, 2, 3, 4});
+        net::Frame f;
+        f.data = bytes.data();
+        f.len = f.wire_len = static_cast<std::uint32_t>(bytes.size());
+        f.fcs_len = 4;
+        {
+            std::lock_guard lock(b.port.mutex());
+            b.port.ingress(f, 0);
+        }
+        CHECK(drops(b.counters(), Drop::fcs_error) == (deliver ? 0u : 1u));
+        CHECK(b.queues[0].counters().frames.get() == (deliver ? 1u : 0u));
+        CHECK(b.counters().fcs_bad.get() == (deliver ? 1u : 0u));
+        CHECK(b.counters().delivered.get() == (deliver ? 1u : 0u));
+        CHECK(datapath::drop_name(Drop::fcs_error) == "fcs_errors");
+        CHECK(b.balanced());
+    }
+}

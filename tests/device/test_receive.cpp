@@ -232,8 +232,9 @@ TEST_CASE("receive: strip and FCS together: the FCS is the wire's, over the tag"
     REQUIRE(fx.balanced());
 }
 
-TEST_CASE("receive: a source-carried FCS is kept as is, even when bad", "[device][receive]") {
-    SimFixture fx;
+TEST_CASE("receive: with caps.deliver_bad_fcs a source-carried FCS is kept as is, even when bad",
+          "[device][receive]") {
+    SimFixture fx(Settings{{"caps.deliver_bad_fcs", "on"}}); // default: dropped (test_fcs.cpp)
     Buffer buf(fx.pd);
     Rx rx(fx, IBV_WQ_FLAGS_CVLAN_STRIPPING | IBV_WQ_FLAGS_SCATTER_FCS);
     const std::array<std::uint8_t, 4> bad = {0xde, 0xad, 0xbe, 0xef};
