@@ -22,14 +22,19 @@ bool before(const SteeringEntry* a, const SteeringEntry* b) noexcept {
 
 } // namespace
 
-void Port::attach_queue(RxQueue& queue) { queues_.push_back(&queue); }
+void Port::attach_queue(RxQueue& queue) {
+    queues_.push_back(&queue);
+    failed_.reserve(queues_.size());
+}
 
 void Port::detach_queue(RxQueue& queue) noexcept {
     counters_.count(queue.discard_held());
     std::erase(queues_, &queue);
+    std::erase(failed_, &queue);
 }
 
 void Port::set_queue_state(RxQueue& queue, QueueState state) noexcept {
+    std::erase(failed_, &queue); // whoever sets the state now decides it
     switch (state) {
     case QueueState::reset:
         queue.set_ready(false);
@@ -65,12 +70,31 @@ void Port::attach_sink(net::FrameSink& sink) { sinks_.push_back(&sink); }
 
 void Port::detach_sink(net::FrameSink& sink) noexcept { std::erase(sinks_, &sink); }
 
+RxQueue* Port::take_failed_queue() noexcept {
+    if (failed_.empty()) return nullptr;
+    RxQueue* q = failed_.front();
+    failed_.erase(failed_.begin());
+    return q;
+}
+
+void Port::check_failed(RxQueue& queue) noexcept {
+    if (!queue.take_failure()) [[likely]]
+        return;
+    // Flush in error (datapath/README.md, "Per-frame order", step 14): what
+    // the queue still holds or has posted ends now, as QueueState::error.
+    counters_.count(queue.discard_held());
+    counters_.count(queue.flush());
+    if (std::find(failed_.begin(), failed_.end(), &queue) == failed_.end())
+        failed_.push_back(&queue); // within the capacity attach_queue reserved
+}
+
 RxOutcome Port::deliver(const Target& target, const net::Frame& frame,
                         const net::ParsedFrame& parsed, bool primary) noexcept {
     RxQueue& q = target.queue ? *target.queue : target.rss->pick(frame.payload(), parsed);
     RxTally released;
     const RxOutcome out = q.receive(frame, parsed, now_ns_, delay_drop_armed_, primary, released);
     counters_.count(released);
+    check_failed(q);
     return out;
 }
 
@@ -148,6 +172,7 @@ void Port::service(std::uint64_t now_ns) noexcept {
     for (RxQueue* q : queues_) {
         if (!q->has_held()) continue;
         counters_.count(q->release_held(now_ns_));
+        check_failed(*q);
         bool timed_out = false;
         counters_.count(q->expire_held(now_ns_, config_.delay_drop_timeout_ns, timed_out));
         // Hardware leaves delay-drop mode on a timeout; the driver re-arms it at once.

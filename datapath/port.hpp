@@ -1,8 +1,8 @@
 // The port: where frames enter and leave the HCA (datapath/README.md, "The
 // port"). It owns ingress (truncation, runt and FCS checks, one parse), the
 // steering table (flow rules and their targets), RSS dispatch, the
-// delay-drop service (release, expiry, next deadline), held-frame accounting
-// and the port counters. Frame sources are pulled by the runtime (sim/),
+// delay-drop service (release, expiry, next deadline), held-frame accounting,
+// the record of queues that stopped on an error, and the port counters. Frame sources are pulled by the runtime (sim/),
 // which calls ingress(); frame sinks attach here and get what programs send.
 //
 // The device layer registers and unregisters targets (queues, steering
@@ -72,10 +72,18 @@ public:
     [[nodiscard]] const RxCounters& counters() const noexcept { return counters_; }
 
     // --- control side (set-up paths: may allocate) ---
+    // Also reserves the queue's place in the failed-queue record, so that
+    // recording a failure never allocates.
     void attach_queue(RxQueue& queue);
     // The queue stops being serviced; its held frames are discarded.
     void detach_queue(RxQueue& queue) noexcept;
+    // Also ends a failure the queue latched and drops it from the record.
     void set_queue_state(RxQueue& queue, QueueState state) noexcept;
+    [[nodiscard]] std::size_t queue_count() const noexcept { return queues_.size(); }
+    // A queue that stopped itself on a protection error (RxQueue::failed),
+    // already flushed and stopped like QueueState::error, whose owner has not
+    // been told yet; each is handed out once, oldest first. nullptr: none.
+    [[nodiscard]] RxQueue* take_failed_queue() noexcept;
     // Inserts `entry` in match order and stamps its creation order. The entry
     // must outlive its registration.
     void add_rule(SteeringEntry& entry);
@@ -116,6 +124,9 @@ private:
     // Hands `frame` to `target`'s queue; returns what became of it.
     RxOutcome deliver(const Target& target, const net::Frame& frame,
                       const net::ParsedFrame& parsed, bool primary) noexcept;
+    // After `queue` took frames: when it stopped on an error, its held frames
+    // are discarded, its posted WQEs flushed, and it is recorded.
+    void check_failed(RxQueue& queue) noexcept;
 
     mutable std::mutex mutex_;
     PortConfig config_;
@@ -123,6 +134,7 @@ private:
     std::vector<SteeringEntry*> rules_;    // NORMAL / defaults, in match order
     std::vector<SteeringEntry*> sniffers_; // each gets a copy
     std::vector<RxQueue*> queues_;         // serviced for delay drop
+    std::vector<RxQueue*> failed_;         // capacity: one per attached queue
     std::vector<net::FrameSink*> sinks_;
     std::uint64_t now_ns_ = 0;
     std::uint64_t next_deadline_ns_ = UINT64_MAX;

@@ -14,6 +14,8 @@ void RxQueue::init(const RxQueueConfig& config, CqRing* cq, const MrTable* mrs, 
     mrs_ = mrs;
     pd_ = pd;
     qp_num_ = config.qp_num;
+    kind_ = config.kind;
+    owner_ = config.owner;
 }
 
 RxOutcome RxQueue::receive(const net::Frame& frame, const net::ParsedFrame& parsed,
@@ -27,8 +29,11 @@ RxOutcome RxQueue::receive(const net::Frame& frame, const net::ParsedFrame& pars
     // (datapath/README.md, "Per-frame order"), so that a new frame never
     // overtakes them, whether it then waits behind them or, with delay drop
     // disarmed, is judged on its own.
-    if (!hold_.empty() && !ring_.empty()) [[unlikely]]
+    if (!hold_.empty() && !ring_.empty()) [[unlikely]] {
         released = release_held(now_ns);
+        if (!ready_) [[unlikely]] // a released frame stopped the queue
+            return counted(RxOutcome::dropped(Drop::wq_not_ready));
+    }
     if (!hold_.empty() || ring_.empty()) {
         if (settings_.delay_drop && delay_drop_armed && primary) {
             if (hold_.push(frame, parsed, now_ns)) return counted(RxOutcome::held());
@@ -71,8 +76,13 @@ RxOutcome RxQueue::deliver(const net::Frame& frame, const net::ParsedFrame& pars
         out.drop = Drop::length_error;
         break;
     case ScatterStatus::protection_error:
+        // The queue goes to error: flush_in_error_en, set on every RQ mlx5
+        // creates (create_rq, create_raw_packet_qp_rq in the kernel's
+        // drivers/infiniband/hw/mlx5/qp.c). A length error does not stop it.
         cqe.status = IBV_WC_LOC_PROT_ERR;
         out.drop = Drop::protection_error;
+        ready_ = false;
+        failed_ = true;
         break;
     }
     ring_.pop();

@@ -19,6 +19,11 @@
 
 namespace rdmasim::datapath {
 
+// Whose receive queue it is: a WQ (reached through an RSS QP's indirection
+// table), or a plain raw-packet QP's own receive queue. mlx5 tells the two
+// apart when it completes (handle_responder, providers/mlx5/cq.c).
+enum class QueueKind : std::uint8_t { wq, qp };
+
 struct RxQueueConfig {
     std::uint32_t ring_entries = 0; // rounded up to a power of two
     std::uint32_t max_sge = 1;
@@ -26,6 +31,11 @@ struct RxQueueConfig {
     WqSettings settings;
     std::uint32_t hold_frames = 256;      // delay-drop storage, used only with settings.delay_drop
     std::uint32_t hold_bytes = 1u << 20;
+    // Who set the queue up (a device object of `kind`): handed back with the
+    // queue when it stops on an error (Port::take_failed_queue), never
+    // dereferenced here.
+    QueueKind kind = QueueKind::wq;
+    void* owner = nullptr;
 };
 
 class RxQueue {
@@ -39,10 +49,26 @@ public:
     [[nodiscard]] const WqSettings& settings() const noexcept { return settings_; }
     [[nodiscard]] std::uint32_t held() const noexcept { return hold_.size(); }
     [[nodiscard]] std::uint32_t qp_num() const noexcept { return qp_num_; }
+    [[nodiscard]] QueueKind kind() const noexcept { return kind_; }
+    [[nodiscard]] void* owner() const noexcept { return owner_; }
 
     // Control side, under the port lock (Port::set_queue_state drives these).
-    void set_ready(bool ready) noexcept { ready_ = ready; }
+    // Any state set from outside ends a latched error.
+    void set_ready(bool ready) noexcept {
+        ready_ = ready;
+        failed_ = false;
+    }
     [[nodiscard]] bool ready() const noexcept { return ready_; }
+    // True once after the queue stopped itself on a local protection error:
+    // it completed that WQE with IBV_WC_LOC_PROT_ERR and receives nothing
+    // more until its state is set again (mlx5 creates RQs with
+    // flush_in_error_en). The port takes it, flushes the rest and records
+    // the queue for the device.
+    [[nodiscard]] bool take_failure() noexcept {
+        const bool failed = failed_;
+        failed_ = false;
+        return failed;
+    }
     void set_strip_cvlan(bool on) noexcept { settings_.strip_cvlan = on; }
     // Completes every posted WQE with IBV_WC_WR_FLUSH_ERR, in posting order.
     [[nodiscard]] RxTally flush() noexcept;
@@ -85,7 +111,10 @@ private:
     const void* pd_ = nullptr;
     RxCounters counters_;
     std::uint32_t qp_num_ = 0;
+    QueueKind kind_ = QueueKind::wq;
+    void* owner_ = nullptr;
     bool ready_ = false;
+    bool failed_ = false;
     RxImage image_; // scratch for the frame in flight
 };
 

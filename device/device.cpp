@@ -31,13 +31,11 @@ std::unique_ptr<Device> make_device(const DeviceIdentity& identity, const Capabi
     return dev;
 }
 
-void attach_rx_queue(Device& dev, RecvQueue& recv, std::uint32_t entries, std::uint32_t qpn,
-                     datapath::WqSettings offloads, datapath::CqRing& cq, const void* pd) {
-    datapath::RxQueueConfig rc;
-    rc.ring_entries = entries;
+namespace {
+
+void attach(Device& dev, RecvQueue& recv, datapath::RxQueueConfig rc, datapath::CqRing& cq,
+            const void* pd) {
     rc.max_sge = recv.max_sge;
-    rc.qp_num = qpn;
-    rc.settings = offloads;
     rc.settings.ip_csum = dev.caps.ip_csum;
     rc.settings.fcs_checked = !dev.caps.deliver_bad_fcs; // the port drops bad ones
     rc.settings.pad_align = dev.caps.pad_align;
@@ -48,19 +46,70 @@ void attach_rx_queue(Device& dev, RecvQueue& recv, std::uint32_t entries, std::u
     dev.port.attach_queue(recv.rx);
 }
 
+// Caller holds the port lock and recv's post lock.
+void apply_rx_state(Device& dev, RecvQueue& recv, datapath::QueueState state) noexcept {
+    dev.port.set_queue_state(recv.rx, state);
+    recv.in_error = state == datapath::QueueState::error;
+}
+
+// A receive queue completed a WQE with IBV_WC_LOC_PROT_ERR and stopped (the
+// port flushed what was posted). Its owner follows; WQEs posted since are
+// flushed now, later ones at once (in_error). mlx5 raises no async event for
+// an error it reports in a completion: its WQ event handler knows only
+// WQ_CATAS_ERROR (mlx5_ib_wq_event, kernel drivers/infiniband/hw/mlx5/qp.c),
+// an error that keeps completions from being written.
+void receive_failed(Device& dev, datapath::RxQueue& rx) noexcept {
+    if (rx.kind() == datapath::QueueKind::wq) {
+        Wq& wq = *static_cast<Wq*>(rx.owner());
+        std::lock_guard post_lock(wq.recv.post_lock);
+        apply_rx_state(dev, wq.recv, datapath::QueueState::error);
+        wq.ibwq.state = IBV_WQS_ERR; // what modify_wq checks transitions against
+    } else {
+        // The QP's receive queue is an RQ object of its own on mlx5
+        // (create_raw_packet_qp_rq): it goes to error, the send queue and
+        // ibv_qp.state do not.
+        Qp& qp = *static_cast<Qp*>(rx.owner());
+        std::lock_guard post_lock(qp.recv.post_lock);
+        apply_rx_state(dev, qp.recv, datapath::QueueState::error);
+    }
+}
+
+} // namespace
+
+void attach_rx_queue(Device& dev, Wq& wq, std::uint32_t entries, datapath::WqSettings offloads) {
+    datapath::RxQueueConfig rc;
+    rc.ring_entries = entries;
+    rc.qp_num = wq.ibwq.wq_num;
+    rc.settings = offloads;
+    rc.kind = datapath::QueueKind::wq;
+    rc.owner = &wq;
+    attach(dev, wq.recv, rc, wq.cq->ring, wq.pd);
+}
+
+void attach_rx_queue(Device& dev, Qp& qp, std::uint32_t entries, datapath::WqSettings offloads) {
+    datapath::RxQueueConfig rc;
+    rc.ring_entries = entries;
+    rc.qp_num = qp.ibqp.qp_num;
+    rc.settings = offloads;
+    rc.kind = datapath::QueueKind::qp;
+    rc.owner = &qp;
+    attach(dev, qp.recv, rc, qp.recv_cq->ring, qp.pd);
+}
+
 void detach_rx_queue(Device& dev, RecvQueue& recv) noexcept {
     std::lock_guard lock(dev.port.mutex());
     dev.port.detach_queue(recv.rx);
 }
 
 void set_rx_state(Device& dev, RecvQueue& recv, datapath::QueueState state) noexcept {
-    dev.port.set_queue_state(recv.rx, state);
-    recv.in_error = state == datapath::QueueState::error;
+    apply_rx_state(dev, recv, state);
     service(dev, dev.port.now_ns());
 }
 
 void service(Device& dev, std::uint64_t now_ns) noexcept {
     dev.port.service(now_ns);
+    while (datapath::RxQueue* failed = dev.port.take_failed_queue())
+        receive_failed(dev, *failed);
     for (Cq* cq : dev.cqs) cq_after_burst(*cq);
 }
 

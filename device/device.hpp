@@ -13,13 +13,15 @@ namespace rdmasim::device {
 [[nodiscard]] std::unique_ptr<Device> make_device(const DeviceIdentity& identity,
                                                   const Capabilities& caps);
 
-// Sets up a receive queue (a WQ's or a plain raw-packet QP's: ring of
-// `entries` WQEs of up to `max_sge` SGEs, completions as `qpn` on `cq`, MR
-// checks against `pd`) with the given offload switches; the device's profile
-// supplies the rest (IP checksum verdict, padding line, delay-drop storage).
-// Then registers it with the port. Allocates: control path only.
-void attach_rx_queue(Device& dev, RecvQueue& recv, std::uint32_t entries, std::uint32_t qpn,
-                     datapath::WqSettings offloads, datapath::CqRing& cq, const void* pd);
+// Sets up the receive queue of a WQ or of a plain raw-packet QP (ring of
+// `entries` WQEs of up to recv.max_sge SGEs, completions as its wq_num or
+// qp_num on its CQ, MR checks against its PD) with the given offload
+// switches; the device's profile supplies the rest (IP checksum verdict,
+// padding line, delay-drop storage). Then registers it with the port, which
+// hands it back with its owner when it stops on an error (service).
+// Allocates: control path only.
+void attach_rx_queue(Device& dev, Wq& wq, std::uint32_t entries, datapath::WqSettings offloads);
+void attach_rx_queue(Device& dev, Qp& qp, std::uint32_t entries, datapath::WqSettings offloads);
 // The reverse: held frames are dropped as discarded, the port forgets it.
 void detach_rx_queue(Device& dev, RecvQueue& recv) noexcept;
 
@@ -30,8 +32,12 @@ void detach_rx_queue(Device& dev, RecvQueue& recv) noexcept;
 void set_rx_state(Device& dev, RecvQueue& recv, datapath::QueueState state) noexcept;
 
 // After frames moved or queues changed state: the port's delay-drop service
-// at `now_ns`, then completion notifications and CQ overflow events.
-// Caller holds the port lock.
+// at `now_ns`; then the owners of receive queues that stopped on a protection
+// error follow them (a WQ goes to IBV_WQS_ERR; a raw QP's receive side to
+// error, its state and send side untouched: device/README.md, "Work queues"
+// and "Raw-packet QPs"; no async event); then completion notifications and CQ
+// overflow events. Caller holds the port lock, and no post lock but the one
+// of a queue whose state it has just set.
 void service(Device& dev, std::uint64_t now_ns) noexcept;
 
 } // namespace rdmasim::device

@@ -90,7 +90,7 @@ ibv_wq* create_wq(ibv_context* context, ibv_wq_init_attr* attr) noexcept {
         offloads.scatter_fcs = flags & IBV_WQ_FLAGS_SCATTER_FCS;
         offloads.delay_drop = flags & IBV_WQ_FLAGS_DELAY_DROP;
         offloads.end_padding = flags & IBV_WQ_FLAGS_PCI_WRITE_END_PADDING;
-        attach_rx_queue(dev, wq->recv, attr->max_wr, w.wq_num, offloads, wq->cq->ring, wq->pd);
+        attach_rx_queue(dev, *wq, attr->max_wr, offloads);
         wq->cq->users.fetch_add(1);
         wq->pd->users.fetch_add(1);
         ctx.live_objects.fetch_add(1);

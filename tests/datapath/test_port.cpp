@@ -332,6 +332,54 @@ TEST_CASE("port: error flushes posted WQEs and discards held frames; reset forge
     CHECK(b.balanced());
 }
 
+TEST_CASE("port: a queue that stops on a protection error is flushed at once and recorded once, "
+          "until its state is set",
+          "[datapath][port]") {
+    Bench b(2);
+    b.rule(0, RuleKind::normal);
+    auto& ring = b.queues[0].ring();
+    ring.next_wqe() = datapath::Wqe{1, 1, kSlot};
+    ring.next_sges()[0] = datapath::Sge{0x100000, kSlot, b.lkey + 1}; // no such MR
+    ring.publish();
+    b.post(0, 2, 1);
+    b.post(0, 3, 2);
+    b.offer(golden::concat(golden::kUntagged));
+    b.offer(golden::concat(golden::kUntagged)); // the queue has stopped
+    REQUIRE(b.cqs[0].size() == 3);
+    CHECK(b.cqs[0].front().status == IBV_WC_LOC_PROT_ERR);
+    b.cqs[0].pop();
+    for (const std::uint64_t id : {2u, 3u}) {
+        CHECK(b.cqs[0].front().wr_id == id); // flushed in posting order
+        CHECK(b.cqs[0].front().status == IBV_WC_WR_FLUSH_ERR);
+        b.cqs[0].pop();
+    }
+    CHECK(drops(b.counters(), Drop::protection_error) == 1);
+    CHECK(drops(b.counters(), Drop::wq_not_ready) == 1);
+    CHECK(b.counters().flushed_wqes.get() == 2);
+    {
+        std::lock_guard lock(b.port.mutex());
+        CHECK(b.port.take_failed_queue() == &b.queues[0]);
+        CHECK(b.port.take_failed_queue() == nullptr); // handed out once
+    }
+    // A second failure after the owner set the state again is recorded again;
+    // setting the state before anyone took it withdraws it.
+    {
+        std::lock_guard lock(b.port.mutex());
+        b.port.set_queue_state(b.queues[0], QueueState::reset);
+        b.port.set_queue_state(b.queues[0], QueueState::ready);
+    }
+    ring.next_wqe() = datapath::Wqe{4, 1, kSlot};
+    ring.next_sges()[0] = datapath::Sge{0x100000, kSlot, b.lkey + 1};
+    ring.publish();
+    b.offer(golden::concat(golden::kUntagged));
+    {
+        std::lock_guard lock(b.port.mutex());
+        b.port.set_queue_state(b.queues[0], QueueState::error);
+        CHECK(b.port.take_failed_queue() == nullptr);
+    }
+    CHECK(b.balanced());
+}
+
 TEST_CASE("port: DONT_TRAP entries hand the frame on; the trapping entry, else the last "
           "DONT_TRAP one, is its one outcome",
           "[datapath][port]") {

@@ -3,6 +3,8 @@
 // be overtaken by a newer frame.
 #include <catch2/catch.hpp>
 
+#include <infiniband/verbs.h>
+
 #include <cstdint>
 #include <vector>
 
@@ -125,4 +127,44 @@ TEST_CASE("rx queue: completions carry wr_id, byte_len and the queue number",
     CHECK(t.port.drops[static_cast<std::size_t>(Drop::out_of_buffer)].get() == 1);
     CHECK(t.port.delivered.get() == 2);
     CHECK(t.balanced());
+}
+
+TEST_CASE("rx queue: a protection error completes the WQE and stops the queue; a length error "
+          "does not",
+          "[datapath][rxqueue]") {
+    const auto a = golden::concat(golden::kUntagged);
+    Queue w(false);
+    // A length error: completed, and the queue goes on.
+    auto& ring = w.q.ring();
+    ring.next_wqe() = datapath::Wqe{1, 1, 16};
+    ring.next_sges()[0] = datapath::Sge{0x10000, 16, w.lkey};
+    ring.publish();
+    CHECK(w.receive(a, 0, true).drop == Drop::length_error);
+    CHECK(w.q.ready());
+    CHECK_FALSE(w.q.take_failure());
+    // A protection error (an lkey of no MR): completed, then the queue stops.
+    ring.next_wqe() = datapath::Wqe{2, 1, 1024};
+    ring.next_sges()[0] = datapath::Sge{0x10000, 1024, w.lkey + 1};
+    ring.publish();
+    w.post(3, 1);
+    CHECK(w.receive(a, 0, true).drop == Drop::protection_error);
+    CHECK_FALSE(w.q.ready());
+    CHECK(w.q.take_failure());
+    CHECK_FALSE(w.q.take_failure()); // told once
+    REQUIRE(w.cq.size() == 2);
+    CHECK(w.cq.front().status == IBV_WC_LOC_LEN_ERR);
+    w.cq.pop();
+    CHECK(w.cq.front().wr_id == 2);
+    CHECK(w.cq.front().status == IBV_WC_LOC_PROT_ERR);
+    w.cq.pop();
+    // Nothing more is received: WQE 3 stays for whoever flushes it.
+    CHECK(w.receive(a, 0, true).drop == Drop::wq_not_ready);
+    CHECK(w.cq.size() == 0);
+    CHECK_FALSE(w.q.ring().empty());
+    CHECK(w.balanced());
+    // Setting a state again ends the error.
+    w.q.set_ready(true);
+    CHECK(w.receive(a, 0, true).fate == datapath::Fate::delivered);
+    CHECK(w.cq.front().wr_id == 3);
+    CHECK(w.balanced());
 }

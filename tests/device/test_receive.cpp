@@ -383,7 +383,9 @@ TEST_CASE("receive: a frame longer than the WQE completes with LOC_LEN_ERR", "[d
     REQUIRE(fx.balanced());
 }
 
-TEST_CASE("receive: an SGE failing the MR check completes with LOC_PROT_ERR", "[device][receive]") {
+TEST_CASE("receive: an SGE failing the MR check completes with LOC_PROT_ERR, writes nothing and "
+          "stops the WQ",
+          "[device][receive]") {
     SimFixture fx;
     Buffer buf(fx.pd);
     Buffer read_only(fx.pd, 0);
@@ -391,30 +393,30 @@ TEST_CASE("receive: an SGE failing the MR check completes with LOC_PROT_ERR", "[
     REQUIRE(other_pd != nullptr);
     {
         Buffer foreign(other_pd);
-        Rx rx(fx, 0);
         ibv_sge bad_key = buf.sge(0, 1024);
         bad_key.lkey = buf.mr()->lkey + 1;
         ibv_sge beyond = buf.sge(Buffer::kSize - 16, 1024); // runs past the MR
-        REQUIRE(rx.post(1, {bad_key}) == 0);
-        REQUIRE(rx.post(2, {read_only.sge(0, 1024)}) == 0);
-        REQUIRE(rx.post(3, {foreign.sge(0, 1024)}) == 0);
-        REQUIRE(rx.post(4, {buf.sge(0, 20), beyond}) == 0);
-        REQUIRE(rx.post(5, {buf.sge(0, 1024)}) == 0);
-        for (std::uint64_t id = 1; id <= 4; ++id) {
+        const std::vector<std::vector<ibv_sge>> bad = {
+            {bad_key}, {read_only.sge(0, 1024)}, {foreign.sge(0, 1024)}, {buf.sge(0, 20), beyond}};
+        for (std::uint64_t id = 1; id <= bad.size(); ++id) {
             INFO("wr " << id);
+            Rx rx(fx, 0); // a fresh WQ: the error stops the one it happens on
+            REQUIRE(rx.post(id, bad[id - 1]) == 0);
+            REQUIRE(rx.post(5, {buf.sge(0, 1024)}) == 0);
             const auto wc = rx.receive(golden::concat(golden::kUntagged));
-            REQUIRE(wc.size() == 1);
+            REQUIRE(wc.size() == 2);
             CHECK(wc[0].wr_id == id);
             CHECK(wc[0].status == IBV_WC_LOC_PROT_ERR);
+            CHECK(wc[0].byte_len == 0);
+            CHECK(wc[1].wr_id == 5); // flushed: the WQ is in ERR (flush_in_error_en)
+            CHECK(wc[1].status == IBV_WC_WR_FLUSH_ERR);
+            CHECK(rx.wq()->state == IBV_WQS_ERR);
         }
         CHECK(buf.untouched(0, Buffer::kSize));
         CHECK(read_only.untouched(0, Buffer::kSize));
         CHECK(foreign.untouched(0, Buffer::kSize));
         CHECK(drops(fx, Drop::protection_error) == 4);
-        const auto ok = rx.receive(golden::concat(golden::kUntagged));
-        REQUIRE(ok.size() == 1);
-        check_success(ok[0], rx, 5, 58);
-        CHECK(buf.at(0, 58) == golden::concat(golden::kUntagged));
+        CHECK(fx.port().flushed_wqes.get() == 4);
         REQUIRE(fx.balanced());
     }
     CHECK(ibv_dealloc_pd(other_pd) == 0);
