@@ -19,7 +19,9 @@ struct WqSettings {
     bool scatter_fcs = false;
     bool delay_drop = false;
     bool end_padding = false;
-    bool ip_csum = false;         // report IBV_WC_IP_CSUM_OK (device capability)
+    // Report IBV_WC_IP_CSUM_OK: a raw-packet QP's own receive queue on a device
+    // with the capability; never a WQ (datapath/README.md, "Per-frame order").
+    bool ip_csum = false;
     // The port already dropped every frame whose carried FCS is bad (the
     // default, PortConfig::deliver_bad_fcs off): a carried FCS reaching this
     // queue is good and is not checked a second time.

@@ -36,7 +36,6 @@ namespace {
 void attach(Device& dev, RecvQueue& recv, datapath::RxQueueConfig rc, datapath::CqRing& cq,
             const void* pd) {
     rc.max_sge = recv.max_sge;
-    rc.settings.ip_csum = dev.caps.ip_csum;
     rc.settings.fcs_checked = !dev.caps.deliver_bad_fcs; // the port drops bad ones
     rc.settings.pad_align = dev.caps.pad_align;
     rc.hold_frames = dev.caps.hold_frames;
@@ -81,6 +80,9 @@ void attach_rx_queue(Device& dev, Wq& wq, std::uint32_t entries, datapath::WqSet
     rc.ring_entries = entries;
     rc.qp_num = wq.ibwq.wq_num;
     rc.settings = offloads;
+    // mlx5 reports IBV_WC_IP_CSUM_OK only for a QP's own receive queue
+    // (handle_responder, providers/mlx5/cq.c), never for a WQ's.
+    rc.settings.ip_csum = false;
     rc.kind = datapath::QueueKind::wq;
     rc.owner = &wq;
     attach(dev, wq.recv, rc, wq.cq->ring, wq.pd);
@@ -91,6 +93,7 @@ void attach_rx_queue(Device& dev, Qp& qp, std::uint32_t entries, datapath::WqSet
     rc.ring_entries = entries;
     rc.qp_num = qp.ibqp.qp_num;
     rc.settings = offloads;
+    rc.settings.ip_csum = dev.caps.ip_csum;
     rc.kind = datapath::QueueKind::qp;
     rc.owner = &qp;
     attach(dev, qp.recv, rc, qp.recv_cq->ring, qp.pd);

@@ -16,10 +16,10 @@ namespace rdmasim::device {
 // Sets up the receive queue of a WQ or of a plain raw-packet QP (ring of
 // `entries` WQEs of up to recv.max_sge SGEs, completions as its wq_num or
 // qp_num on its CQ, MR checks against its PD) with the given offload
-// switches; the device's profile supplies the rest (IP checksum verdict,
-// padding line, delay-drop storage). Then registers it with the port, which
-// hands it back with its owner when it stops on an error (service).
-// Allocates: control path only.
+// switches; the device's profile supplies the rest (the IP checksum verdict,
+// for a QP only; the padding line; delay-drop storage). Then registers it
+// with the port, which hands it back with its owner when it stops on an
+// error (service). Allocates: control path only.
 void attach_rx_queue(Device& dev, Wq& wq, std::uint32_t entries, datapath::WqSettings offloads);
 void attach_rx_queue(Device& dev, Qp& qp, std::uint32_t entries, datapath::WqSettings offloads);
 // The reverse: held frames are dropped as discarded, the port forgets it.

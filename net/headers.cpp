@@ -233,10 +233,11 @@ bool ip_checksums_ok(Bytes frame, const ParsedFrame& parsed) noexcept {
     const std::size_t total = ip->total_len();
     // The datagram must be consistent and lie inside the frame (padding may follow).
     if (total < hlen || !fits(frame, parsed.l3_offset, total)) return false;
-    if (ip->is_fragment()) return true;
+    // Only a whole TCP or UDP datagram has an L4 checksum the hardware checks.
+    if (ip->is_fragment()) return false;
 
     const std::uint8_t proto = ip->protocol();
-    if (proto != kIpProtoTcp && proto != kIpProtoUdp) return true;
+    if (proto != kIpProtoTcp && proto != kIpProtoUdp) return false;
 
     const std::uint8_t* seg = ip->data() + hlen;
     std::size_t seg_len = total - hlen;

@@ -129,9 +129,12 @@ struct ParsedFrame {
 // shorter than an Ethernet header gives ether_type 0 and l3 none.
 [[nodiscard]] ParsedFrame parse_frame(Bytes frame) noexcept;
 
-// IP checksum offload verdict: true when the frame is IPv4 with a good header
-// checksum and, for TCP or UDP (non-fragmented), a good L4 checksum (a UDP
-// checksum of 0 counts as good). False for anything else.
+// IP checksum offload verdict, as mlx5 reports it (get_csum_ok in rdma-core's
+// providers/mlx5/cq.c: the CQE's L3_OK and L4_OK both set, L3 type IPv4):
+// true only for an IPv4 frame that is not a fragment, carries TCP or UDP,
+// and whose header checksum and L4 checksum are both good (a UDP checksum of
+// 0, "none" in IPv4, counts as good). False for anything else: IPv6, ICMP and
+// other protocols, fragments (no L4 checksum can be verified), bad sums.
 [[nodiscard]] bool ip_checksums_ok(Bytes frame, const ParsedFrame& parsed) noexcept;
 
 } // namespace rdmasim::net

@@ -263,8 +263,8 @@ TEST_CASE("IPv4 fragments have no ports", "[net][headers]") {
         CHECK(p.l4_offset == 0);
         CHECK(p.src_port == 0);
         CHECK(p.dst_port == 0);
-        // Header checksum only: the L4 checksum of a fragment is not checked.
-        CHECK(ip_checksums_ok(kIpv4FragUdp, p));
+        // No L4 checksum can be verified: never reported good (mlx5's L4_OK).
+        CHECK_FALSE(ip_checksums_ok(kIpv4FragUdp, p));
     }
     SECTION("last fragment: MF clear, offset != 0") {
         Buf b = kIpv4FragUdp;
@@ -278,7 +278,8 @@ TEST_CASE("IPv4 fragments have no ports", "[net][headers]") {
         const ParsedFrame p = parse_frame(b);
         CHECK(p.ip_fragment);
         CHECK(p.l4 == L4Kind::none);
-        CHECK(ip_checksums_ok(b, p));
+        CHECK(Ipv4View::at(b, 14)->header_checksum_ok());
+        CHECK_FALSE(ip_checksums_ok(b, p));
     }
     SECTION("DF alone is not a fragment") {
         Buf b = kIpv4FragUdp;
@@ -502,14 +503,16 @@ TEST_CASE("IPv4 checksum verdicts", "[net][headers]") {
         b[43] += 1;
         CHECK_FALSE(ip_checksums_ok(b, parse_frame(b)));
     }
-    SECTION("fragments and other protocols: header checksum only") {
+    SECTION("fragments and protocols other than TCP and UDP are never ok (get_csum_ok needs "
+            "L3_OK and L4_OK)") {
         Buf b = kIpv4Tcp;
         b[23] = 1; // ICMP
         fix_ipv4_checksum(b, 14);
-        CHECK(ip_checksums_ok(b, parse_frame(b)));
+        CHECK(Ipv4View::at(b, 14)->header_checksum_ok());
+        CHECK_FALSE(ip_checksums_ok(b, parse_frame(b)));
         Buf f = kIpv4FragUdp;
-        f.back() ^= 0xff;
-        CHECK(ip_checksums_ok(f, parse_frame(f)));
+        CHECK(Ipv4View::at(f, 14)->header_checksum_ok());
+        CHECK_FALSE(ip_checksums_ok(f, parse_frame(f)));
     }
     SECTION("IPv6 and non-IP are never ok") {
         CHECK_FALSE(ip_checksums_ok(kVlanIpv6Tcp, parse_frame(kVlanIpv6Tcp)));
