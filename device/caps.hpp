@@ -9,6 +9,10 @@
 
 namespace rdmasim::device {
 
+// The largest indirection table the kernel takes: IB_USER_VERBS_MAX_LOG_IND_TBL_SIZE
+// (ib_uverbs_ex_create_rwq_ind_table, kernel drivers/infiniband/core/uverbs_cmd.c).
+inline constexpr std::uint32_t kMaxLogIndTableSize = 13;
+
 struct Capabilities {
     // Offloads (raw_packet_caps, device_cap_flags_ex).
     bool cvlan_stripping = true;
@@ -29,8 +33,8 @@ struct Capabilities {
     std::uint32_t hold_frames = 256;                     // delay-drop storage per WQ
     std::uint32_t hold_bytes = 1u << 20;
 
-    // Limits (every one non-zero).
-    std::uint32_t max_wq = 1024;
+    // Limits (every one non-zero), each reported and enforced.
+    std::uint32_t max_wq = 1024; // max_wq_type_rq: WQs and raw QPs' receive queues
     std::uint32_t max_wr = 32768;
     std::uint32_t max_sge = 16;
     std::uint32_t max_cq = 4096;
@@ -41,7 +45,7 @@ struct Capabilities {
     std::uint32_t max_qp = 4096;
     std::uint32_t max_qp_wr = 32768;
     std::uint32_t max_rwq_indirection_tables = 1024;
-    std::uint32_t max_rwq_indirection_table_size = 1u << 16; // entries
+    std::uint32_t max_rwq_indirection_table_size = 1u << kMaxLogIndTableSize; // entries
     std::uint32_t max_flows = 65536;
     std::uint32_t num_comp_vectors = 4;
     std::uint32_t max_raw_frame = 9216 + 18;                  // jumbo + header and tag

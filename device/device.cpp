@@ -1,5 +1,6 @@
 #include "device/device.hpp"
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -33,8 +34,8 @@ std::unique_ptr<Device> make_device(const DeviceIdentity& identity, const Capabi
 
 namespace {
 
-void attach(Device& dev, RecvQueue& recv, datapath::RxQueueConfig rc, datapath::CqRing& cq,
-            const void* pd) {
+int attach(Device& dev, RecvQueue& recv, datapath::RxQueueConfig rc, datapath::CqRing& cq,
+           const void* pd) {
     rc.max_sge = recv.max_sge;
     rc.settings.fcs_checked = !dev.caps.deliver_bad_fcs; // the port drops bad ones
     rc.settings.pad_align = dev.caps.pad_align;
@@ -42,7 +43,9 @@ void attach(Device& dev, RecvQueue& recv, datapath::RxQueueConfig rc, datapath::
     rc.hold_bytes = dev.caps.hold_bytes;
     recv.rx.init(rc, &cq, &dev.mrs, pd);
     std::lock_guard lock(dev.port.mutex());
+    if (dev.port.queue_count() >= dev.caps.max_wq) return ENOMEM;
     dev.port.attach_queue(recv.rx);
+    return 0;
 }
 
 // Caller holds the port lock and recv's post lock.
@@ -75,7 +78,7 @@ void receive_failed(Device& dev, datapath::RxQueue& rx) noexcept {
 
 } // namespace
 
-void attach_rx_queue(Device& dev, Wq& wq, std::uint32_t entries, datapath::WqSettings offloads) {
+int attach_rx_queue(Device& dev, Wq& wq, std::uint32_t entries, datapath::WqSettings offloads) {
     datapath::RxQueueConfig rc;
     rc.ring_entries = entries;
     rc.qp_num = wq.ibwq.wq_num;
@@ -85,10 +88,10 @@ void attach_rx_queue(Device& dev, Wq& wq, std::uint32_t entries, datapath::WqSet
     rc.settings.ip_csum = false;
     rc.kind = datapath::QueueKind::wq;
     rc.owner = &wq;
-    attach(dev, wq.recv, rc, wq.cq->ring, wq.pd);
+    return attach(dev, wq.recv, rc, wq.cq->ring, wq.pd);
 }
 
-void attach_rx_queue(Device& dev, Qp& qp, std::uint32_t entries, datapath::WqSettings offloads) {
+int attach_rx_queue(Device& dev, Qp& qp, std::uint32_t entries, datapath::WqSettings offloads) {
     datapath::RxQueueConfig rc;
     rc.ring_entries = entries;
     rc.qp_num = qp.ibqp.qp_num;
@@ -96,7 +99,7 @@ void attach_rx_queue(Device& dev, Qp& qp, std::uint32_t entries, datapath::WqSet
     rc.settings.ip_csum = dev.caps.ip_csum;
     rc.kind = datapath::QueueKind::qp;
     rc.owner = &qp;
-    attach(dev, qp.recv, rc, qp.recv_cq->ring, qp.pd);
+    return attach(dev, qp.recv, rc, qp.recv_cq->ring, qp.pd);
 }
 
 void detach_rx_queue(Device& dev, RecvQueue& recv) noexcept {

@@ -18,10 +18,13 @@ namespace rdmasim::device {
 // qp_num on its CQ, MR checks against its PD) with the given offload
 // switches; the device's profile supplies the rest (the IP checksum verdict,
 // for a QP only; the padding line; delay-drop storage). Then registers it
-// with the port, which hands it back with its owner when it stops on an
-// error (service). Allocates: control path only.
-void attach_rx_queue(Device& dev, Wq& wq, std::uint32_t entries, datapath::WqSettings offloads);
-void attach_rx_queue(Device& dev, Qp& qp, std::uint32_t entries, datapath::WqSettings offloads);
+// with the port. Returns 0, or ENOMEM when the device already has
+// caps.max_wq receive queues (max_wq_type_rq: WQs and raw QPs' receive queues
+// alike, all RQ objects on mlx5). Allocates: control path only.
+[[nodiscard]] int attach_rx_queue(Device& dev, Wq& wq, std::uint32_t entries,
+                                  datapath::WqSettings offloads);
+[[nodiscard]] int attach_rx_queue(Device& dev, Qp& qp, std::uint32_t entries,
+                                  datapath::WqSettings offloads);
 // The reverse: held frames are dropped as discarded, the port forgets it.
 void detach_rx_queue(Device& dev, RecvQueue& recv) noexcept;
 

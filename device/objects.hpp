@@ -74,6 +74,7 @@ struct Device {
     std::atomic<std::uint32_t> next_qpn{0x100}; // WQ and QP numbers, unique per device
     std::atomic<std::uint32_t> next_handle{1};
     std::atomic<std::uint32_t> live_contexts{0};
+    std::atomic<std::uint32_t> ind_tables{0};  // live, at most caps.max_rwq_indirection_tables
     // Under the port lock: what service() visits after each burst.
     std::vector<Cq*> cqs;                       // notifications, overflow events
 };

@@ -131,7 +131,10 @@ ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) noexcept {
             offloads.strip_cvlan = create_flags & IBV_QP_CREATE_CVLAN_STRIPPING;
             offloads.scatter_fcs = create_flags & IBV_QP_CREATE_SCATTER_FCS;
             offloads.end_padding = create_flags & IBV_QP_CREATE_PCI_WRITE_END_PADDING;
-            attach_rx_queue(dev, *qp, std::max<std::uint32_t>(attr->cap.max_recv_wr, 1), offloads);
+            if (int err = attach_rx_queue(dev, *qp,
+                                          std::max<std::uint32_t>(attr->cap.max_recv_wr, 1),
+                                          offloads))
+                return fail<ibv_qp>(err);
             qp->send_cq->users.fetch_add(1);
             qp->recv_cq->users.fetch_add(1);
             attr->cap.max_recv_sge = qp->recv.max_sge;

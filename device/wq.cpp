@@ -90,7 +90,7 @@ ibv_wq* create_wq(ibv_context* context, ibv_wq_init_attr* attr) noexcept {
         offloads.scatter_fcs = flags & IBV_WQ_FLAGS_SCATTER_FCS;
         offloads.delay_drop = flags & IBV_WQ_FLAGS_DELAY_DROP;
         offloads.end_padding = flags & IBV_WQ_FLAGS_PCI_WRITE_END_PADDING;
-        attach_rx_queue(dev, *wq, attr->max_wr, offloads);
+        if (int err = attach_rx_queue(dev, *wq, attr->max_wr, offloads)) return fail<ibv_wq>(err);
         wq->cq->users.fetch_add(1);
         wq->pd->users.fetch_add(1);
         ctx.live_objects.fetch_add(1);
@@ -192,18 +192,25 @@ ibv_rwq_ind_table* create_rwq_ind_table(ibv_context* context,
         Context& ctx = *from_verbs(context);
         Device& dev = *ctx.device;
         if (attr->comp_mask != 0) return fail<ibv_rwq_ind_table>(EINVAL);
-        if (attr->log_ind_tbl_size >= 31 ||
-            (1u << attr->log_ind_tbl_size) > dev.caps.max_rwq_indirection_table_size)
-            return fail<ibv_rwq_ind_table>(EINVAL);
+        // The kernel's ceiling (ib_uverbs_ex_create_rwq_ind_table), then the
+        // device's (mlx5_ib_create_rwq_ind_table: log_max_rqt_size), both EINVAL.
+        if (attr->log_ind_tbl_size > kMaxLogIndTableSize) return fail<ibv_rwq_ind_table>(EINVAL);
         if (attr->ind_tbl == nullptr) return fail<ibv_rwq_ind_table>(EINVAL);
         const std::uint32_t size = 1u << attr->log_ind_tbl_size;
         for (std::uint32_t i = 0; i < size; ++i)
             if (attr->ind_tbl[i] == nullptr || attr->ind_tbl[i]->context != context)
                 return fail<ibv_rwq_ind_table>(EINVAL);
+        if (size > dev.caps.max_rwq_indirection_table_size) return fail<ibv_rwq_ind_table>(EINVAL);
         auto t = std::make_unique<IndTable>();
         t->log_size = attr->log_ind_tbl_size;
         t->entries.reserve(size);
         for (std::uint32_t i = 0; i < size; ++i) t->entries.push_back(from_verbs(attr->ind_tbl[i]));
+        // One table more than max_rwq_indirection_tables: the firmware's "limits
+        // exceeded", which the kernel turns into ENOMEM (cmd_status_to_err).
+        if (dev.ind_tables.fetch_add(1) >= dev.caps.max_rwq_indirection_tables) {
+            dev.ind_tables.fetch_sub(1);
+            return fail<ibv_rwq_ind_table>(ENOMEM);
+        }
         for (Wq* wq : t->entries) wq->table_refs.fetch_add(1);
         t->ibt.context = context;
         t->ibt.ind_tbl_handle = static_cast<int>(dev.next_handle.fetch_add(1));
@@ -219,7 +226,9 @@ int destroy_rwq_ind_table(ibv_rwq_ind_table* table) noexcept {
     IndTable* t = from_verbs(table);
     if (t->qp_refs.load() != 0) return EBUSY;
     for (Wq* wq : t->entries) wq->table_refs.fetch_sub(1);
-    from_verbs(table->context)->live_objects.fetch_sub(1);
+    Context& ctx = *from_verbs(table->context);
+    ctx.device->ind_tables.fetch_sub(1);
+    ctx.live_objects.fetch_sub(1);
     delete t;
     return 0;
 }
