@@ -20,7 +20,9 @@ struct Capabilities {
     bool ip_csum = true;
     bool delay_drop = true;
     bool pci_write_end_padding = true;
-    // Strict profile: IBV_WQ_FLAGS_DELAY_DROP needs CAP_SYS_RAWIO (EPERM).
+    // IBV_WQ_FLAGS_DELAY_DROP needs CAP_SYS_RAWIO (EPERM), as mlx5_ib_create_wq
+    // (kernel drivers/infiniband/hw/mlx5/qp.c) asks. Off by default so that an
+    // unprivileged program can use delay drop (device/README.md, "Device and port").
     bool delay_drop_needs_rawio = false;
     // A frame whose carried FCS is bad is delivered (and counted in fcs_bad)
     // instead of being dropped by the MAC as fcs_errors: for replaying damaged

@@ -13,8 +13,8 @@ namespace rdmasim::device {
 
 namespace {
 
+// A known flag whose capability is off (create_rq, kernel drivers/infiniband/hw/mlx5/qp.c).
 int validate_create_flags(const Device& dev, std::uint32_t flags) noexcept {
-    if (flags & ~static_cast<std::uint32_t>(IBV_WQ_FLAGS_RESERVED - 1)) return EOPNOTSUPP;
     const Capabilities& c = dev.caps;
     if ((flags & IBV_WQ_FLAGS_CVLAN_STRIPPING) && !c.cvlan_stripping) return EOPNOTSUPP;
     if ((flags & IBV_WQ_FLAGS_SCATTER_FCS) && !c.scatter_fcs) return EOPNOTSUPP;
@@ -35,6 +35,10 @@ datapath::QueueState rx_state(ibv_wq_state s) noexcept {
     }
 }
 
+// mlx5_ib_create_wq (kernel drivers/infiniband/hw/mlx5/qp.c) refuses
+// IB_WQ_FLAGS_DELAY_DROP with EPERM unless capable(CAP_SYS_RAWIO), before any
+// other check of the driver's; the emulator asks the same of the effective set
+// under caps.delay_drop_needs_rawio.
 bool has_rawio() noexcept {
     // CAP_SYS_RAWIO is capability 17 in the effective set of /proc/self/status.
     FILE* f = std::fopen("/proc/self/status", "r");
@@ -58,9 +62,11 @@ ibv_wq* create_wq(ibv_context* context, ibv_wq_init_attr* attr) noexcept {
             return fail<ibv_wq>(EINVAL);
         const std::uint32_t flags =
             (attr->comp_mask & IBV_WQ_INIT_ATTR_FLAGS) ? attr->create_flags : 0;
-        if (int err = validate_create_flags(dev, flags)) return fail<ibv_wq>(err);
+        if (flags & ~static_cast<std::uint32_t>(IBV_WQ_FLAGS_RESERVED - 1))
+            return fail<ibv_wq>(EOPNOTSUPP); // libibverbs, before the kernel
         if ((flags & IBV_WQ_FLAGS_DELAY_DROP) && dev.caps.delay_drop_needs_rawio && !has_rawio())
-            return fail<ibv_wq>(EPERM);
+            return fail<ibv_wq>(EPERM); // the driver's first check
+        if (int err = validate_create_flags(dev, flags)) return fail<ibv_wq>(err);
         if (raw_enum(attr->wq_type) != IBV_WQT_RQ) return fail<ibv_wq>(EINVAL);
         if (attr->pd == nullptr || attr->pd->context != context) return fail<ibv_wq>(EINVAL);
         if (attr->cq == nullptr || attr->cq->context != context) return fail<ibv_wq>(EINVAL);
