@@ -40,8 +40,10 @@ datapath::QueueState rx_state(ibv_wq_state s) noexcept {
 // other check of the driver's; the emulator asks the same of the effective set
 // under caps.delay_drop_needs_rawio.
 bool has_rawio() noexcept {
-    // CAP_SYS_RAWIO is capability 17 in the effective set of /proc/self/status.
-    FILE* f = std::fopen("/proc/self/status", "r");
+    // CAP_SYS_RAWIO is capability 17 in the effective set. capable() asks the
+    // calling thread's credentials, so this thread's status, not the process's
+    // (/proc/self is the main thread's).
+    FILE* f = std::fopen("/proc/thread-self/status", "r");
     if (f == nullptr) return false;
     char line[256];
     unsigned long long eff = 0;

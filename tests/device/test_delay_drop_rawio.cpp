@@ -12,6 +12,7 @@
 #include <infiniband/verbs.h>
 
 #include <cerrno>
+#include <thread>
 
 #include "tests/device/verbs_helpers.hpp"
 
@@ -90,4 +91,20 @@ TEST_CASE("delay drop without CAP_SYS_RAWIO: EPERM under caps.delay_drop_needs_r
         }
         CHECK(ibv_destroy_cq(cq) == 0);
     }
+}
+
+TEST_CASE("CAP_SYS_RAWIO is the calling thread's, as capable() asks", "[device][wq][rawio]") {
+    SimFixture fx(Settings{{"caps.delay_drop_needs_rawio", "on"}});
+    ibv_cq* cq = make_cq(fx.ctx);
+    const bool had = [] { return WithoutRawio().had; }();
+    // Another thread without the capability, while this one keeps it.
+    int in_thread = -1;
+    std::thread t([&] {
+        WithoutRawio no_rawio;
+        in_thread = create_errno(fx, cq, IBV_WQ_FLAGS_DELAY_DROP);
+    });
+    t.join();
+    CHECK(in_thread == EPERM);
+    CHECK(create_errno(fx, cq, IBV_WQ_FLAGS_DELAY_DROP) == (had ? 0 : EPERM));
+    CHECK(ibv_destroy_cq(cq) == 0);
 }
