@@ -197,19 +197,18 @@ PcapFileSource::~PcapFileSource() {
 }
 
 bool PcapFileSource::next(Frame& out) noexcept {
-    if (done_) return false;
+    if (done_.load(std::memory_order_relaxed)) return false;
     pcap_pkthdr* hdr = nullptr;
     const u_char* data = nullptr;
     const int rc = pcap_next_ex(pcap_, &hdr, &data);
     if (rc != 1) {
-        if (rc == PCAP_ERROR_BREAK) { // end of file
-            done_ = true;
-        } else if (rc == PCAP_ERROR) {
-            done_ = true;
+        if (rc == PCAP_ERROR) {
             // Capacity was reserved at open(): libpcap's text fits, so this cannot allocate.
             const char* msg = pcap_geterr(pcap_);
             read_error_.assign(msg, ::strnlen(msg, read_error_.capacity()));
         }
+        if (rc == PCAP_ERROR_BREAK || rc == PCAP_ERROR) // end of file, or a read error
+            done_.store(true, std::memory_order_release);
         return false;
     }
     out = Frame{};
@@ -224,7 +223,10 @@ bool PcapFileSource::next(Frame& out) noexcept {
     // In nanosecond precision tv_usec holds nanoseconds.
     out.ts_ns = static_cast<std::uint64_t>(hdr->ts.tv_sec) * 1'000'000'000u +
                 static_cast<std::uint64_t>(hdr->ts.tv_usec);
-    ++counters_.frames;
+    if ((counters_.frames++ & 1023) == 0) {
+        FILE* f = pcap_file(pcap_);
+        if (f != nullptr) position_.store(std::ftell(f), std::memory_order_relaxed);
+    }
     counters_.bytes += out.len;
     if (hdr->caplen < hdr->len) ++counters_.truncated_records;
     return true;
@@ -236,11 +238,10 @@ std::string PcapFileSource::describe() const {
 }
 
 double PcapFileSource::progress() const noexcept {
-    if (done_) return 1.0;
-    FILE* f = pcap_ ? pcap_file(pcap_) : nullptr;
-    if (f == nullptr || file_size_ <= 0) return -1;
-    const long pos = std::ftell(f);
-    return pos < 0 ? -1 : static_cast<double>(pos) / static_cast<double>(file_size_);
+    if (done_.load(std::memory_order_acquire)) return 1.0;
+    const long long pos = position_.load(std::memory_order_relaxed);
+    if (file_size_ <= 0 || pos < 0) return -1;
+    return static_cast<double>(pos) / static_cast<double>(file_size_);
 }
 
 } // namespace rdmasim::net

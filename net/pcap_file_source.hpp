@@ -4,6 +4,7 @@
 // pcapng interface description block; or forced by the caller.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,14 +27,17 @@ public:
     ~PcapFileSource() override;
 
     bool next(Frame& out) noexcept override;
-    [[nodiscard]] bool exhausted() const noexcept override { return done_; }
+    [[nodiscard]] bool exhausted() const noexcept override {
+        return done_.load(std::memory_order_acquire);
+    }
     [[nodiscard]] std::string describe() const override;
     [[nodiscard]] const SourceCounters& counters() const noexcept override { return counters_; }
     // A read error in the middle of the file ends the source; this says why ("" if none).
     [[nodiscard]] const std::string& read_error() const noexcept { return read_error_; }
     [[nodiscard]] std::string_view failure() const noexcept override { return read_error_; }
     [[nodiscard]] int fcs_len() const noexcept { return fcs_len_; }
-    // File position over file size.
+    // File position over file size, as of the last 1024 frames. Any thread
+    // (a progress bar reads it while the engine thread reads the file).
     [[nodiscard]] double progress() const noexcept override;
 
 private:
@@ -44,7 +48,8 @@ private:
     int fcs_len_ = 0;
     int linktype_ = 0;
     long long file_size_ = 0;
-    bool done_ = false;
+    std::atomic<long long> position_{0}; // file offset, sampled by next()
+    std::atomic<bool> done_{false};
     SourceCounters counters_;
 };
 
