@@ -32,7 +32,9 @@ Result<std::unique_ptr<Simulator>> Simulator::create(const Config& config) {
     std::vector<std::unique_ptr<net::FrameSource>> sources(config.devices);
     for (std::size_t i = 0; i < config.pcap.size() && i < config.devices; ++i) {
         if (config.pcap[i].empty()) continue;
-        auto src = net::PcapFileSource::open(config.pcap[i], config.source_fcs);
+        net::PcapOpenOptions options;
+        options.force_fcs_len = config.source_fcs;
+        auto src = net::PcapFileSource::open(config.pcap[i], options);
         if (!src) return src.error();
         log().info("rdmasim{}: {}", i, src.value()->describe());
         sources[i] = std::move(src.value());
