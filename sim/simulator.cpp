@@ -34,6 +34,11 @@ Result<std::unique_ptr<Simulator>> Simulator::create(const Config& config) {
         if (config.pcap[i].empty()) continue;
         net::PcapOpenOptions options;
         options.force_fcs_len = config.source_fcs;
+        // A header synthesized for a capture without one is addressed to the
+        // device that receives it, unless configured otherwise.
+        options.synth_dst_mac =
+            config.synth_dst_mac.value_or(default_identity(static_cast<std::uint32_t>(i)).mac);
+        options.synth_src_mac = config.synth_src_mac.value_or(net::kSynthSrcMacDefault);
         auto src = net::PcapFileSource::open(config.pcap[i], options);
         if (!src) return src.error();
         log().info("rdmasim{}: {}", i, src.value()->describe());
