@@ -38,6 +38,15 @@ uint32_t read_flow_tag(ibv_cq_ex*) { return 0; }
 void read_tm_info(ibv_cq_ex*, ibv_wc_tm_info* info) { std::memset(info, 0, sizeof *info); }
 uint64_t read_wallclock_ns(ibv_cq_ex* c) { return cq_of(c)->current.timestamp_ns; }
 
+// Takes one fired CQ's token off the channel's eventfd (EFD_SEMAPHORE: one
+// per read). Tokens are written and read only under the channel lock, one
+// per entry of `fired`, so it is there and the read never blocks, whatever
+// the program set on the fd.
+void take_token(CompChannel& ch) noexcept {
+    std::uint64_t one;
+    (void)::read(ch.ibch.fd, &one, sizeof one);
+}
+
 void expose(Cq& cq) noexcept {
     cq.current = cq.ring.front();
     cq.have_current = true;
@@ -181,14 +190,27 @@ int destroy_cq(ibv_cq* c) noexcept {
         if (cq->users.load() != 0) return EBUSY;
         Device& dev = *cq->device;
         {
+            // From here on no burst notifies it or raises IBV_EVENT_CQ_ERR for it.
             std::lock_guard lock(dev.port.mutex());
             std::erase(dev.cqs, cq);
         }
+        // Events not read yet go with the CQ (ib_uverbs_release_ucq); events
+        // read must be acked before it is freed (ibv_cmd_destroy_cq).
+        std::uint32_t comp_reported = 0;
         if (cq->channel) {
-            std::lock_guard lock(cq->channel->lock);
-            std::erase(cq->channel->fired, cq);
-            cq->channel->cqs.fetch_sub(1);
+            CompChannel& ch = *cq->channel;
+            std::lock_guard lock(ch.lock);
+            for (auto n = std::erase(ch.fired, cq); n > 0; --n)
+                take_token(ch);
+            comp_reported = cq->comp_events_reported;
+            ch.cqs.fetch_sub(1);
         }
+        forget_async_events(*cq->ctx, c);
+        const std::uint32_t async_reported = cq->async_events_reported;
+        wait_for_acks(c->mutex, c->cond, [&] {
+            return c->comp_events_completed == comp_reported &&
+                   c->async_events_completed == async_reported;
+        });
         cq->ctx->live_objects.fetch_sub(1);
         pthread_cond_destroy(&cq->cqx.cond);
         pthread_mutex_destroy(&cq->cqx.mutex);
@@ -278,18 +300,23 @@ int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) noex
         return -1;
     }
     CompChannel& ch = *from_verbs(channel);
-    std::uint64_t value = 0;
-    if (::read(ch.ibch.fd, &value, sizeof value) != sizeof value) return -1; // errno: EAGAIN...
-    std::lock_guard lock(ch.lock);
-    if (ch.fired.empty()) {
-        errno = EAGAIN;
-        return -1;
+    for (;;) {
+        {
+            std::lock_guard lock(ch.lock);
+            if (!ch.fired.empty()) {
+                take_token(ch);
+                Cq* c = ch.fired.front();
+                ch.fired.pop_front();
+                ++c->comp_events_reported; // ibv_destroy_cq now waits for its ack
+                *cq = to_verbs_cq(c);
+                *cq_context = c->cqx.cq_context;
+                return 0;
+            }
+        }
+        // Empty: wait as a read of the fd would (or EAGAIN), then look again:
+        // another thread may take the event first.
+        if (wait_readable(ch.ibch.fd) != 0) return -1;
     }
-    Cq* c = ch.fired.front();
-    ch.fired.pop_front();
-    *cq = to_verbs_cq(c);
-    *cq_context = c->cqx.cq_context;
-    return 0;
 }
 
 void ack_cq_events(ibv_cq* c, unsigned int nevents) noexcept {

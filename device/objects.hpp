@@ -122,6 +122,10 @@ struct Cq {
     bool have_current = false;
     std::atomic<bool> armed{false};
     std::atomic<std::uint32_t> users{0}; // WQs and QPs
+    // Events handed to the program, which ibv_destroy_cq waits to see acked in
+    // cqx.comp_events_completed / async_events_completed.
+    std::uint32_t comp_events_reported = 0;  // by ibv_get_cq_event, under the channel lock
+    std::uint32_t async_events_reported = 0; // by ibv_get_async_event, under the event lock
 };
 
 // The receive side of a WQ or of a plain raw-packet QP, as verbs post to it.
@@ -140,6 +144,9 @@ struct Wq {
     std::uint32_t create_flags = 0;
     RecvQueue recv;
     std::atomic<std::uint32_t> table_refs{0}; // indirection tables naming it
+    // Async events handed out by ibv_get_async_event (under the context's event
+    // lock); ibv_destroy_wq waits until ibwq.events_completed reaches it.
+    std::uint32_t events_reported = 0;
 };
 
 struct IndTable {
@@ -167,6 +174,9 @@ struct Qp {
     RecvQueue recv;                             // also guards the QP state (post lock)
     ibv_qp_attr attr{}; // what ibv_query_qp reports
     std::atomic<std::uint32_t> flows{0};
+    // Async events handed out by ibv_get_async_event (under the context's event
+    // lock); ibv_destroy_qp waits until ibqp.events_completed reaches it.
+    std::uint32_t events_reported = 0;
 };
 
 struct Flow {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "device/abi_guard.hpp"
+#include "device/async_events.hpp"
 #include "device/device.hpp"
 #include "device/recv.hpp"
 
@@ -222,10 +223,15 @@ int destroy_qp(ibv_qp* q) noexcept {
         Qp* qp = from_verbs(q);
         if (qp->flows.load() != 0) return EBUSY;
         Device& dev = *qp->ctx->device;
+        if (!qp->rss) detach_rx_queue(dev, qp->recv);
+        // An unread event of the QP goes with it; a read one must be acked
+        // first (ib_uverbs_release_uevent, ibv_cmd_destroy_qp).
+        forget_async_events(*qp->ctx, q);
+        const std::uint32_t reported = qp->events_reported;
+        wait_for_acks(q->mutex, q->cond, [&] { return q->events_completed == reported; });
         if (qp->rss) {
             qp->table->qp_refs.fetch_sub(1);
         } else {
-            detach_rx_queue(dev, qp->recv);
             qp->send_cq->users.fetch_sub(1);
             qp->recv_cq->users.fetch_sub(1);
         }

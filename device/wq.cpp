@@ -171,6 +171,11 @@ int destroy_wq(ibv_wq* w) noexcept {
         if (wq->table_refs.load() != 0) return EBUSY;
         Device& dev = *wq->ctx->device;
         detach_rx_queue(dev, wq->recv);
+        // An unread IBV_EVENT_WQ_FATAL goes with the WQ; a read one must be
+        // acked first (ib_uverbs_release_uevent, ibv_cmd_destroy_wq).
+        forget_async_events(*wq->ctx, w);
+        const std::uint32_t reported = wq->events_reported;
+        wait_for_acks(w->mutex, w->cond, [&] { return w->events_completed == reported; });
         wq->cq->users.fetch_sub(1);
         wq->pd->users.fetch_sub(1);
         wq->ctx->live_objects.fetch_sub(1);
