@@ -6,10 +6,11 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <mutex>
+#include <thread>
 
 #include "device/abi_guard.hpp"
 #include "device/async_events.hpp"
-#include <mutex>
 
 namespace rdmasim::device {
 
@@ -63,6 +64,7 @@ int start_poll(ibv_cq_ex* c, ibv_poll_cq_attr* attr) noexcept {
         cq.poll_lock.unlock();
         return ENOENT;
     }
+    cq.poll_owner.store(std::this_thread::get_id(), std::memory_order_relaxed);
     expose(cq);
     return 0;
 }
@@ -84,6 +86,7 @@ void end_poll(ibv_cq_ex* c) noexcept {
         cq.ring.pop();
         cq.have_current = false;
     }
+    cq.poll_owner.store(std::thread::id{}, std::memory_order_relaxed);
     cq.poll_lock.unlock();
 }
 
@@ -268,6 +271,27 @@ void cq_after_burst(Cq& cq) noexcept {
         ev.event_type = IBV_EVENT_CQ_ERR;
         raise_async_event(*cq.ctx, ev);
     }
+}
+
+CqConsumer::CqConsumer(Cq& cq) noexcept
+    // Only the thread that stored its id can read it back: relaxed suffices.
+    : cq_(cq), locked_(cq.poll_owner.load(std::memory_order_relaxed) != std::this_thread::get_id()) {
+    if (locked_) cq_.poll_lock.lock();
+}
+
+CqConsumer::~CqConsumer() {
+    if (locked_) cq_.poll_lock.unlock();
+}
+
+std::uint32_t CqConsumer::purge(std::uint32_t qp_num) noexcept {
+    // With the lock free of any poll, nothing is exposed (end_poll clears it).
+    return cq_.ring.purge(qp_num, cq_.have_current ? 1 : 0);
+}
+
+void purge_completions(Device& dev, Cq& cq, std::uint32_t qp_num) noexcept {
+    CqConsumer consumer(cq);
+    std::lock_guard port_lock(dev.port.mutex());
+    consumer.purge(qp_num);
 }
 
 ibv_comp_channel* create_comp_channel(ibv_context* context) noexcept {

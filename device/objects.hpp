@@ -6,7 +6,8 @@
 // guards steering and everything the engine touches (it is taken once per
 // burst, never per frame by the program); each receive queue has a post lock
 // for program threads posting; each CQ a poll lock for program threads
-// polling. Lock order: port, then post. There is no device-wide lock.
+// polling. Lock order: port, then post; a purge of a CQ takes its poll lock
+// before both. There is no device-wide lock.
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -17,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -118,6 +120,7 @@ struct Cq {
     std::uint64_t wc_flags = 0; // requested IBV_WC_EX_WITH_* (extended CQs)
     bool extended = false;
     std::mutex poll_lock;       // held from start_poll to end_poll
+    std::atomic<std::thread::id> poll_owner{}; // who holds poll_lock from start_poll to end_poll
     datapath::Cqe current;      // the entry start_poll / next_poll exposes
     bool have_current = false;
     std::atomic<bool> armed{false};
