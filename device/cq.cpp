@@ -116,7 +116,7 @@ void install_readers(Cq& cq) noexcept {
 
 // Shared by both creation paths. NULL + errno on failure.
 Cq* make_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel,
-            int comp_vector, std::uint64_t wc_flags, bool extended) {
+            int comp_vector, std::uint64_t wc_flags, bool extended, bool ignore_overrun) {
     if (context == nullptr) return fail<Cq>(EINVAL);
     Context& ctx = *from_verbs(context);
     Device& dev = *ctx.device;
@@ -132,6 +132,7 @@ Cq* make_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* c
     cq->ring.init(std::bit_ceil(static_cast<std::uint32_t>(cqe)));
     cq->wc_flags = wc_flags;
     cq->extended = extended;
+    cq->ignore_overrun = ignore_overrun;
     ibv_cq_ex& x = cq->cqx;
     x.context = context;
     x.channel = channel;
@@ -159,7 +160,7 @@ ibv_cq* create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_chan
                   int comp_vector) noexcept {
     return guard_ptr<ibv_cq>([&]() -> ibv_cq* {
         Cq* cq = make_cq(context, cqe, cq_context, channel, comp_vector,
-                         IBV_WC_STANDARD_FLAGS, false);
+                         IBV_WC_STANDARD_FLAGS, false, false);
         return cq ? to_verbs_cq(cq) : nullptr;
     });
 }
@@ -179,9 +180,11 @@ ibv_cq_ex* create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr) noexcep
         if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) &&
             (attr->parent_domain == nullptr || attr->parent_domain->context != context))
             return fail<ibv_cq_ex>(EINVAL);
+        const bool ignore_overrun = (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+                                    (attr->flags & IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN);
         Cq* cq = make_cq(context, static_cast<int>(std::min<std::uint32_t>(attr->cqe, 1u << 30)),
                          attr->cq_context, attr->channel, static_cast<int>(attr->comp_vector),
-                         attr->wc_flags, true);
+                         attr->wc_flags, true, ignore_overrun);
         return cq ? &cq->cqx : nullptr;
     });
 }
@@ -265,7 +268,10 @@ void cq_after_burst(Cq& cq) noexcept {
         } catch (...) {
         }
     }
-    if (cq.ring.take_overflow()) {
+    // An overrun (a completion, of a frame or a flush, that found the CQ
+    // full) raises IBV_EVENT_CQ_ERR after the burst, unless the CQ was created
+    // to ignore overruns; the frames are counted either way.
+    if (cq.ring.take_overflow() && !cq.ignore_overrun) {
         ibv_async_event ev{};
         ev.element.cq = to_verbs_cq(&cq);
         ev.event_type = IBV_EVENT_CQ_ERR;

@@ -119,6 +119,7 @@ struct Cq {
     datapath::CqRing ring;
     std::uint64_t wc_flags = 0; // requested IBV_WC_EX_WITH_* (extended CQs)
     bool extended = false;
+    bool ignore_overrun = false; // IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN: no IBV_EVENT_CQ_ERR
     std::mutex poll_lock;       // held from start_poll to end_poll
     std::atomic<std::thread::id> poll_owner{}; // who holds poll_lock from start_poll to end_poll
     datapath::Cqe current;      // the entry start_poll / next_poll exposes
