@@ -47,6 +47,13 @@ void expect_cq_err(ibv_context* ctx, ibv_cq* cq) {
     CHECK_FALSE(readable(ctx->async_fd));
 }
 
+const datapath::RxCounters& queue_counters(SimFixture& fx, ibv_wq* wq) {
+    std::lock_guard lock(fx.device().port.mutex());
+    const datapath::RxQueue* q = fx.device().port.find_queue(wq->wq_num);
+    REQUIRE(q != nullptr);
+    return q->counters();
+}
+
 } // namespace
 
 TEST_CASE("IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN: an overrun raises no IBV_EVENT_CQ_ERR; the "
@@ -81,6 +88,51 @@ TEST_CASE("IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN: an overrun raises no IBV_EVENT_CQ_
         CHECK(fx.balanced());
     }
     CHECK_FALSE(readable(fx.ctx->async_fd));
+    REQUIRE(ibv_destroy_wq(wq) == 0);
+    REQUIRE(ibv_destroy_cq(cq) == 0);
+}
+
+TEST_CASE("a flush into a full CQ is counted in flush_cq_overflow and raises the overrun",
+          "[device][cq][wq]") {
+    const bool ignore = GENERATE(false, true);
+    CAPTURE(ignore);
+    SimFixture fx;
+    ibv_cq* cq = make_cq_ex(fx.ctx, 4, ignore);
+    const auto capacity = static_cast<std::uint32_t>(cq->cqe);
+    constexpr std::uint32_t kLost = 3;
+    ibv_wq* wq = make_wq(fx.pd, cq, capacity + kLost);
+    REQUIRE(set_wq_state(wq, IBV_WQS_RDY) == 0);
+    MrBuffer buf(fx.pd, capacity + kLost);
+    for (std::uint32_t i = 0; i < capacity + kLost; ++i)
+        REQUIRE(post_wq(wq, 100 + i, buf.sge(i)) == 0);
+    REQUIRE(set_wq_state(wq, IBV_WQS_ERR) == 0);
+
+    // Every WQE was flushed; those that found the CQ full left a trace.
+    CHECK(fx.port().flushed_wqes.get() == capacity + kLost);
+    CHECK(fx.port().flush_cq_overflow.get() == kLost);
+    CHECK(queue_counters(fx, wq).flush_cq_overflow.get() == kLost);
+    if (ignore)
+        CHECK_FALSE(readable(fx.ctx->async_fd));
+    else
+        expect_cq_err(fx.ctx, cq);
+    const auto wcs = drain(cq);
+    REQUIRE(wcs.size() == capacity);
+    for (std::uint32_t i = 0; i < capacity; ++i) {
+        CHECK(wcs[i].wr_id == 100 + i);
+        CHECK(wcs[i].status == IBV_WC_WR_FLUSH_ERR);
+    }
+
+    // A post in ERR flushes at once: into a full CQ it is counted and raised too.
+    for (std::uint32_t i = 0; i < capacity; ++i)
+        REQUIRE(post_wq(wq, 200 + i, buf.sge(i)) == 0);
+    CHECK(fx.port().flush_cq_overflow.get() == kLost);
+    REQUIRE(post_wq(wq, 300, buf.sge(0)) == 0);
+    CHECK(fx.port().flush_cq_overflow.get() == kLost + 1);
+    if (ignore)
+        CHECK_FALSE(readable(fx.ctx->async_fd));
+    else
+        expect_cq_err(fx.ctx, cq);
+    CHECK(drain(cq).size() == capacity);
     REQUIRE(ibv_destroy_wq(wq) == 0);
     REQUIRE(ibv_destroy_cq(cq) == 0);
 }
