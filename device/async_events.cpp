@@ -66,7 +66,7 @@ void count_reported(const ibv_async_event& event) noexcept {
     case Names::qp:
         ++from_verbs(event.element.qp)->events_reported;
         break;
-    case Names::srq:   // no SRQ can be created
+    case Names::srq: // no SRQ can be created
     case Names::nothing:
         break;
     }

@@ -159,8 +159,8 @@ Cq* make_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* c
 ibv_cq* create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel,
                   int comp_vector) noexcept {
     return guard_ptr<ibv_cq>([&]() -> ibv_cq* {
-        Cq* cq = make_cq(context, cqe, cq_context, channel, comp_vector,
-                         IBV_WC_STANDARD_FLAGS, false, false);
+        Cq* cq = make_cq(context, cqe, cq_context, channel, comp_vector, IBV_WC_STANDARD_FLAGS,
+                         false, false);
         return cq ? to_verbs_cq(cq) : nullptr;
     });
 }
@@ -281,7 +281,8 @@ void cq_after_burst(Cq& cq) noexcept {
 
 CqConsumer::CqConsumer(Cq& cq) noexcept
     // Only the thread that stored its id can read it back: relaxed suffices.
-    : cq_(cq), locked_(cq.poll_owner.load(std::memory_order_relaxed) != std::this_thread::get_id()) {
+    : cq_(cq),
+      locked_(cq.poll_owner.load(std::memory_order_relaxed) != std::this_thread::get_id()) {
     if (locked_) cq_.poll_lock.lock();
 }
 

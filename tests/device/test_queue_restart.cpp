@@ -101,8 +101,8 @@ TEST_CASE("RDY -> ERR -> RESET -> RDY: the WQ's flushed completions are gone, an
     REQUIRE(post_wq(b, 202, buf.sge(1)) == 0);
     for (std::uint64_t id : {101, 102, 103})
         REQUIRE(post_wq(a, id, buf.sge(2 + id - 101)) == 0);
-    move(b, {IBV_WQS_ERR});                   // 201, 202 flushed
-    move(a, {IBV_WQS_ERR});                   // 101, 102, 103 flushed
+    move(b, {IBV_WQS_ERR});                    // 201, 202 flushed
+    move(a, {IBV_WQS_ERR});                    // 101, 102, 103 flushed
     REQUIRE(post_wq(b, 203, buf.sge(5)) == 0); // flushed at once
     // The CQ holds b b a a a b; restarting a takes its three out.
     move(a, {IBV_WQS_RESET, IBV_WQS_RDY});
