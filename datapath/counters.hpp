@@ -73,6 +73,7 @@ struct RxTally {
     std::uint64_t delivered_bytes = 0;
     std::uint32_t fcs_bad = 0;
     std::uint32_t flushed_wqes = 0;
+    std::uint32_t flush_cq_overflow = 0; // of those, completions the full CQ did not take
     std::array<std::uint32_t, kDropKinds> drops{};
 
     void add(const RxOutcome& o) noexcept {
@@ -96,6 +97,7 @@ struct RxCounters {
     Counter delay_drop_waits; // frames that had to wait for a WQE
     Counter fcs_bad;          // frames whose carried FCS does not match their bytes
     Counter flushed_wqes;     // WQEs completed with IBV_WC_WR_FLUSH_ERR
+    Counter flush_cq_overflow; // of those, completions lost to a full CQ (an overrun)
     Counter sniffer_copies;   // extra copies delivered to sniffer flows
 
     void drop(Drop d) noexcept { drops[static_cast<std::size_t>(d)].add(); }
@@ -123,6 +125,8 @@ struct RxCounters {
         }
         if (t.fcs_bad) fcs_bad.add(t.fcs_bad);
         if (t.flushed_wqes) flushed_wqes.add(t.flushed_wqes);
+        if (t.flush_cq_overflow) [[unlikely]]
+            flush_cq_overflow.add(t.flush_cq_overflow);
         for (std::size_t i = 0; i < kDropKinds; ++i)
             if (t.drops[i]) drops[i].add(t.drops[i]);
     }

@@ -1,7 +1,8 @@
 // A completion queue's ring. Single producer (the engine, or a flush, always
 // under the port lock), single consumer (the program, serialised by the CQ's
 // poll lock). Full means full: the producer checks room() before it consumes
-// a WQE, so a completion is never overwritten or lost.
+// a WQE, so a completion is never overwritten or lost. purge() is neither:
+// it excludes both.
 #pragma once
 
 #include <atomic>
@@ -62,6 +63,13 @@ public:
     [[nodiscard]] std::uint32_t size() const noexcept {
         return head_.load(std::memory_order_acquire) - tail_.load(std::memory_order_acquire);
     }
+
+    // Removes every entry completing `qp_num` but the first `keep_front`
+    // (entries the consumer has exposed already), compacting the rest in
+    // place in their order; returns how many went (mlx5's __mlx5_cq_clean).
+    // The caller excludes producer and consumer: it holds the port lock and
+    // the CQ's poll lock (or is the consumer itself). No allocation.
+    std::uint32_t purge(std::uint32_t qp_num, std::uint32_t keep_front = 0) noexcept;
 
 private:
     std::vector<Cqe> entries_;

@@ -23,4 +23,21 @@ void CqRing::init(std::uint32_t min_entries) {
     tail_.store(0, std::memory_order_relaxed);
 }
 
+std::uint32_t CqRing::purge(std::uint32_t qp_num, std::uint32_t keep_front) noexcept {
+    const std::uint32_t tail = tail_.load(std::memory_order_relaxed);
+    const std::uint32_t head = head_.load(std::memory_order_relaxed);
+    if (head - tail <= keep_front) return 0;
+    // Survivors move towards the consumer, over the entries that go; the
+    // producer's end comes back by as many.
+    std::uint32_t to = tail + keep_front;
+    for (std::uint32_t from = to; from != head; ++from) {
+        const Cqe& e = entries_[from & mask_];
+        if (e.qp_num == qp_num) continue;
+        if (to != from) entries_[to & mask_] = e;
+        ++to;
+    }
+    head_.store(to, std::memory_order_release);
+    return head - to;
+}
+
 } // namespace rdmasim::datapath

@@ -129,10 +129,15 @@ RxTally RxQueue::flush() noexcept {
         cqe.opcode = IBV_WC_RECV;
         cqe.status = IBV_WC_WR_FLUSH_ERR;
         ring_.pop();
-        (void)cq_->push(cqe); // a full CQ marks its overflow
+        // A full CQ does not take it: the WQE is gone all the same. Counted,
+        // and push() marked the overrun that raises IBV_EVENT_CQ_ERR.
+        if (!cq_->push(cqe)) [[unlikely]]
+            ++t.flush_cq_overflow;
         ++t.flushed_wqes;
     }
     counters_.flushed_wqes.add(t.flushed_wqes);
+    if (t.flush_cq_overflow) [[unlikely]]
+        counters_.flush_cq_overflow.add(t.flush_cq_overflow);
     return t;
 }
 

@@ -6,10 +6,11 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <mutex>
+#include <thread>
 
 #include "device/abi_guard.hpp"
 #include "device/async_events.hpp"
-#include <mutex>
 
 namespace rdmasim::device {
 
@@ -38,6 +39,15 @@ uint32_t read_flow_tag(ibv_cq_ex*) { return 0; }
 void read_tm_info(ibv_cq_ex*, ibv_wc_tm_info* info) { std::memset(info, 0, sizeof *info); }
 uint64_t read_wallclock_ns(ibv_cq_ex* c) { return cq_of(c)->current.timestamp_ns; }
 
+// Takes one fired CQ's token off the channel's eventfd (EFD_SEMAPHORE: one
+// per read). Tokens are written and read only under the channel lock, one
+// per entry of `fired`, so it is there and the read never blocks, whatever
+// the program set on the fd.
+void take_token(CompChannel& ch) noexcept {
+    std::uint64_t one;
+    (void)::read(ch.ibch.fd, &one, sizeof one);
+}
+
 void expose(Cq& cq) noexcept {
     cq.current = cq.ring.front();
     cq.have_current = true;
@@ -54,6 +64,7 @@ int start_poll(ibv_cq_ex* c, ibv_poll_cq_attr* attr) noexcept {
         cq.poll_lock.unlock();
         return ENOENT;
     }
+    cq.poll_owner.store(std::this_thread::get_id(), std::memory_order_relaxed);
     expose(cq);
     return 0;
 }
@@ -75,6 +86,7 @@ void end_poll(ibv_cq_ex* c) noexcept {
         cq.ring.pop();
         cq.have_current = false;
     }
+    cq.poll_owner.store(std::thread::id{}, std::memory_order_relaxed);
     cq.poll_lock.unlock();
 }
 
@@ -104,7 +116,7 @@ void install_readers(Cq& cq) noexcept {
 
 // Shared by both creation paths. NULL + errno on failure.
 Cq* make_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel,
-            int comp_vector, std::uint64_t wc_flags, bool extended) {
+            int comp_vector, std::uint64_t wc_flags, bool extended, bool ignore_overrun) {
     if (context == nullptr) return fail<Cq>(EINVAL);
     Context& ctx = *from_verbs(context);
     Device& dev = *ctx.device;
@@ -120,6 +132,7 @@ Cq* make_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* c
     cq->ring.init(std::bit_ceil(static_cast<std::uint32_t>(cqe)));
     cq->wc_flags = wc_flags;
     cq->extended = extended;
+    cq->ignore_overrun = ignore_overrun;
     ibv_cq_ex& x = cq->cqx;
     x.context = context;
     x.channel = channel;
@@ -146,8 +159,8 @@ Cq* make_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* c
 ibv_cq* create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel,
                   int comp_vector) noexcept {
     return guard_ptr<ibv_cq>([&]() -> ibv_cq* {
-        Cq* cq = make_cq(context, cqe, cq_context, channel, comp_vector,
-                         IBV_WC_STANDARD_FLAGS, false);
+        Cq* cq = make_cq(context, cqe, cq_context, channel, comp_vector, IBV_WC_STANDARD_FLAGS,
+                         false, false);
         return cq ? to_verbs_cq(cq) : nullptr;
     });
 }
@@ -167,9 +180,11 @@ ibv_cq_ex* create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr) noexcep
         if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) &&
             (attr->parent_domain == nullptr || attr->parent_domain->context != context))
             return fail<ibv_cq_ex>(EINVAL);
+        const bool ignore_overrun = (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+                                    (attr->flags & IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN);
         Cq* cq = make_cq(context, static_cast<int>(std::min<std::uint32_t>(attr->cqe, 1u << 30)),
                          attr->cq_context, attr->channel, static_cast<int>(attr->comp_vector),
-                         attr->wc_flags, true);
+                         attr->wc_flags, true, ignore_overrun);
         return cq ? &cq->cqx : nullptr;
     });
 }
@@ -181,14 +196,27 @@ int destroy_cq(ibv_cq* c) noexcept {
         if (cq->users.load() != 0) return EBUSY;
         Device& dev = *cq->device;
         {
+            // From here on no burst notifies it or raises IBV_EVENT_CQ_ERR for it.
             std::lock_guard lock(dev.port.mutex());
             std::erase(dev.cqs, cq);
         }
+        // Events not read yet go with the CQ (ib_uverbs_release_ucq); events
+        // read must be acked before it is freed (ibv_cmd_destroy_cq).
+        std::uint32_t comp_reported = 0;
         if (cq->channel) {
-            std::lock_guard lock(cq->channel->lock);
-            std::erase(cq->channel->fired, cq);
-            cq->channel->cqs.fetch_sub(1);
+            CompChannel& ch = *cq->channel;
+            std::lock_guard lock(ch.lock);
+            for (auto n = std::erase(ch.fired, cq); n > 0; --n)
+                take_token(ch);
+            comp_reported = cq->comp_events_reported;
+            ch.cqs.fetch_sub(1);
         }
+        forget_async_events(*cq->ctx, c);
+        const std::uint32_t async_reported = cq->async_events_reported;
+        wait_for_acks(c->mutex, c->cond, [&] {
+            return c->comp_events_completed == comp_reported &&
+                   c->async_events_completed == async_reported;
+        });
         cq->ctx->live_objects.fetch_sub(1);
         pthread_cond_destroy(&cq->cqx.cond);
         pthread_mutex_destroy(&cq->cqx.mutex);
@@ -240,12 +268,37 @@ void cq_after_burst(Cq& cq) noexcept {
         } catch (...) {
         }
     }
-    if (cq.ring.take_overflow()) {
+    // An overrun (a completion, of a frame or a flush, that found the CQ
+    // full) raises IBV_EVENT_CQ_ERR after the burst, unless the CQ was created
+    // to ignore overruns; the frames are counted either way.
+    if (cq.ring.take_overflow() && !cq.ignore_overrun) {
         ibv_async_event ev{};
         ev.element.cq = to_verbs_cq(&cq);
         ev.event_type = IBV_EVENT_CQ_ERR;
         raise_async_event(*cq.ctx, ev);
     }
+}
+
+CqConsumer::CqConsumer(Cq& cq) noexcept
+    // Only the thread that stored its id can read it back: relaxed suffices.
+    : cq_(cq),
+      locked_(cq.poll_owner.load(std::memory_order_relaxed) != std::this_thread::get_id()) {
+    if (locked_) cq_.poll_lock.lock();
+}
+
+CqConsumer::~CqConsumer() {
+    if (locked_) cq_.poll_lock.unlock();
+}
+
+std::uint32_t CqConsumer::purge(std::uint32_t qp_num) noexcept {
+    // With the lock free of any poll, nothing is exposed (end_poll clears it).
+    return cq_.ring.purge(qp_num, cq_.have_current ? 1 : 0);
+}
+
+void purge_completions(Device& dev, Cq& cq, std::uint32_t qp_num) noexcept {
+    CqConsumer consumer(cq);
+    std::lock_guard port_lock(dev.port.mutex());
+    consumer.purge(qp_num);
 }
 
 ibv_comp_channel* create_comp_channel(ibv_context* context) noexcept {
@@ -278,18 +331,23 @@ int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) noex
         return -1;
     }
     CompChannel& ch = *from_verbs(channel);
-    std::uint64_t value = 0;
-    if (::read(ch.ibch.fd, &value, sizeof value) != sizeof value) return -1; // errno: EAGAIN...
-    std::lock_guard lock(ch.lock);
-    if (ch.fired.empty()) {
-        errno = EAGAIN;
-        return -1;
+    for (;;) {
+        {
+            std::lock_guard lock(ch.lock);
+            if (!ch.fired.empty()) {
+                take_token(ch);
+                Cq* c = ch.fired.front();
+                ch.fired.pop_front();
+                ++c->comp_events_reported; // ibv_destroy_cq now waits for its ack
+                *cq = to_verbs_cq(c);
+                *cq_context = c->cqx.cq_context;
+                return 0;
+            }
+        }
+        // Empty: wait as a read of the fd would (or EAGAIN), then look again:
+        // another thread may take the event first.
+        if (wait_readable(ch.ibch.fd) != 0) return -1;
     }
-    Cq* c = ch.fired.front();
-    ch.fired.pop_front();
-    *cq = to_verbs_cq(c);
-    *cq_context = c->cqx.cq_context;
-    return 0;
 }
 
 void ack_cq_events(ibv_cq* c, unsigned int nevents) noexcept {

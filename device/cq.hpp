@@ -23,4 +23,30 @@ void ack_cq_events(ibv_cq* cq, unsigned int nevents) noexcept;
 // Engine side, under the port lock: notifications and overflow events.
 void cq_after_burst(Cq& cq) noexcept;
 
+// The consumer side of a CQ, held to purge it (device/README.md, "Locking"):
+// its poll lock, unless the calling thread holds that already, between its
+// own ibv_start_poll and ibv_end_poll; then the entry exposed to it stays,
+// since it is handed out already. Lock order: take it before the port lock,
+// and hold one at a time (a program thread may hold several poll locks).
+class CqConsumer {
+public:
+    explicit CqConsumer(Cq& cq) noexcept;
+    ~CqConsumer();
+    CqConsumer(const CqConsumer&) = delete;
+    CqConsumer& operator=(const CqConsumer&) = delete;
+
+    // Removes the CQ's completions of `qp_num` (a WQ's or a QP's number) that
+    // no poll has handed out, keeping the others in order (mlx5's
+    // __mlx5_cq_clean). Caller also holds the port lock (the producer side).
+    std::uint32_t purge(std::uint32_t qp_num) noexcept;
+
+private:
+    Cq& cq_;
+    bool locked_;
+};
+
+// The whole purge on its own: the consumer side, then the port lock. For
+// a queue that can complete nothing more into `cq` (in RESET, or detached).
+void purge_completions(Device& dev, Cq& cq, std::uint32_t qp_num) noexcept;
+
 } // namespace rdmasim::device

@@ -6,7 +6,8 @@
 // guards steering and everything the engine touches (it is taken once per
 // burst, never per frame by the program); each receive queue has a post lock
 // for program threads posting; each CQ a poll lock for program threads
-// polling. Lock order: port, then post. There is no device-wide lock.
+// polling. Lock order: port, then post; a purge of a CQ takes its poll lock
+// before both. There is no device-wide lock.
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -17,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -118,11 +120,17 @@ struct Cq {
     datapath::CqRing ring;
     std::uint64_t wc_flags = 0; // requested IBV_WC_EX_WITH_* (extended CQs)
     bool extended = false;
+    bool ignore_overrun = false; // IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN: no IBV_EVENT_CQ_ERR
     std::mutex poll_lock;       // held from start_poll to end_poll
+    std::atomic<std::thread::id> poll_owner{}; // who holds poll_lock from start_poll to end_poll
     datapath::Cqe current;      // the entry start_poll / next_poll exposes
     bool have_current = false;
     std::atomic<bool> armed{false};
     std::atomic<std::uint32_t> users{0}; // WQs and QPs
+    // Events handed to the program, which ibv_destroy_cq waits to see acked in
+    // cqx.comp_events_completed / async_events_completed.
+    std::uint32_t comp_events_reported = 0;  // by ibv_get_cq_event, under the channel lock
+    std::uint32_t async_events_reported = 0; // by ibv_get_async_event, under the event lock
 };
 
 // The receive side of a WQ or of a plain raw-packet QP, as verbs post to it.
@@ -141,6 +149,9 @@ struct Wq {
     std::uint32_t create_flags = 0;
     RecvQueue recv;
     std::atomic<std::uint32_t> table_refs{0}; // indirection tables naming it
+    // Async events handed out by ibv_get_async_event (under the context's event
+    // lock); ibv_destroy_wq waits until ibwq.events_completed reaches it.
+    std::uint32_t events_reported = 0;
 };
 
 struct IndTable {
@@ -168,6 +179,9 @@ struct Qp {
     RecvQueue recv;                             // also guards the QP state (post lock)
     ibv_qp_attr attr{}; // what ibv_query_qp reports
     std::atomic<std::uint32_t> flows{0};
+    // Async events handed out by ibv_get_async_event (under the context's event
+    // lock); ibv_destroy_qp waits until ibqp.events_completed reaches it.
+    std::uint32_t events_reported = 0;
 };
 
 struct Flow {

@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "device/abi_guard.hpp"
+#include "device/async_events.hpp"
+#include "device/cq.hpp"
 #include "device/device.hpp"
 #include "device/recv.hpp"
 
@@ -176,30 +178,41 @@ int modify_qp(ibv_qp* q, ibv_qp_attr* attr, int mask) noexcept {
         const int known = IBV_QP_STATE | IBV_QP_CUR_STATE | IBV_QP_PORT | IBV_QP_PKEY_INDEX |
                           IBV_QP_QKEY | IBV_QP_RATE_LIMIT;
         if (mask & ~known) return EINVAL;
-        std::lock_guard port_lock(dev.port.mutex());
-        std::lock_guard post_lock(qp.recv.post_lock);
-        const ibv_qp_state cur = q->state;
-        if ((mask & IBV_QP_CUR_STATE) && raw_enum(attr->cur_qp_state) != cur) return EINVAL;
-        if ((mask & IBV_QP_PORT) && attr->port_num != 1) return EINVAL;
-        ibv_qp_state next = cur;
-        if (mask & IBV_QP_STATE) {
-            const auto target = raw_enum(attr->qp_state);
-            if (target < IBV_QPS_RESET || target > IBV_QPS_ERR) return EINVAL;
-            next = static_cast<ibv_qp_state>(target);
-            const bool legal =
-                next == IBV_QPS_RESET || next == IBV_QPS_ERR ||
-                (cur == IBV_QPS_RESET && next == IBV_QPS_INIT) ||
-                (cur == IBV_QPS_INIT && (next == IBV_QPS_INIT || next == IBV_QPS_RTR)) ||
-                (cur == IBV_QPS_RTR && next == IBV_QPS_RTS) ||
-                (cur == IBV_QPS_RTS && next == IBV_QPS_RTS);
-            if (!legal) return EINVAL;
+        bool to_reset = false;
+        {
+            std::lock_guard port_lock(dev.port.mutex());
+            std::lock_guard post_lock(qp.recv.post_lock);
+            const ibv_qp_state cur = q->state;
+            if ((mask & IBV_QP_CUR_STATE) && raw_enum(attr->cur_qp_state) != cur) return EINVAL;
+            if ((mask & IBV_QP_PORT) && attr->port_num != 1) return EINVAL;
+            ibv_qp_state next = cur;
+            if (mask & IBV_QP_STATE) {
+                const auto target = raw_enum(attr->qp_state);
+                if (target < IBV_QPS_RESET || target > IBV_QPS_ERR) return EINVAL;
+                next = static_cast<ibv_qp_state>(target);
+                const bool legal =
+                    next == IBV_QPS_RESET || next == IBV_QPS_ERR ||
+                    (cur == IBV_QPS_RESET && next == IBV_QPS_INIT) ||
+                    (cur == IBV_QPS_INIT && (next == IBV_QPS_INIT || next == IBV_QPS_RTR)) ||
+                    (cur == IBV_QPS_RTR && next == IBV_QPS_RTS) ||
+                    (cur == IBV_QPS_RTS && next == IBV_QPS_RTS);
+                if (!legal) return EINVAL;
+                to_reset = next == IBV_QPS_RESET && !qp.rss;
+            }
+            if (next != cur && !qp.rss) set_rx_state(dev, qp.recv, rx_state(next));
+            q->state = next;
+            qp.attr.qp_state = next;
+            qp.attr.cur_qp_state = next;
+            if (mask & IBV_QP_PKEY_INDEX) qp.attr.pkey_index = attr->pkey_index;
+            if (mask & IBV_QP_QKEY) qp.attr.qkey = attr->qkey;
         }
-        if (next != cur && !qp.rss) set_rx_state(dev, qp.recv, rx_state(next));
-        q->state = next;
-        qp.attr.qp_state = next;
-        qp.attr.cur_qp_state = next;
-        if (mask & IBV_QP_PKEY_INDEX) qp.attr.pkey_index = attr->pkey_index;
-        if (mask & IBV_QP_QKEY) qp.attr.qkey = attr->qkey;
+        // After a move to RESET (RESET -> RESET too) mlx5_modify_qp cleans the
+        // QP's completions out of both its CQs, one CQ at a time; in RESET the
+        // QP completes nothing more. Locks: poll, then port (CqConsumer).
+        if (to_reset) {
+            purge_completions(dev, *qp.recv_cq, q->qp_num);
+            if (qp.send_cq != qp.recv_cq) purge_completions(dev, *qp.send_cq, q->qp_num);
+        }
         return 0;
     });
 }
@@ -224,10 +237,20 @@ int destroy_qp(ibv_qp* q) noexcept {
         Qp* qp = from_verbs(q);
         if (qp->flows.load() != 0) return EBUSY;
         Device& dev = *qp->ctx->device;
+        if (!qp->rss) {
+            // As mlx5_destroy_qp cleans both CQs (__mlx5_cq_clean).
+            detach_rx_queue(dev, qp->recv);
+            purge_completions(dev, *qp->recv_cq, q->qp_num);
+            if (qp->send_cq != qp->recv_cq) purge_completions(dev, *qp->send_cq, q->qp_num);
+        }
+        // An unread event of the QP goes with it; a read one must be acked
+        // first (ib_uverbs_release_uevent, ibv_cmd_destroy_qp).
+        forget_async_events(*qp->ctx, q);
+        const std::uint32_t reported = qp->events_reported;
+        wait_for_acks(q->mutex, q->cond, [&] { return q->events_completed == reported; });
         if (qp->rss) {
             qp->table->qp_refs.fetch_sub(1);
         } else {
-            detach_rx_queue(dev, qp->recv);
             qp->send_cq->users.fetch_sub(1);
             qp->recv_cq->users.fetch_sub(1);
         }

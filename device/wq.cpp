@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cstring>
 #include <mutex>
+#include <optional>
 
 #include "device/abi_guard.hpp"
 #include "device/async_events.hpp"
+#include "device/cq.hpp"
 #include "device/device.hpp"
 #include "device/recv.hpp"
 
@@ -117,6 +119,12 @@ int modify_wq(ibv_wq* w, ibv_wq_attr* attr) noexcept {
         if (mask == 0 || (mask & ~static_cast<std::uint32_t>(IBV_WQ_ATTR_RESERVED - 1)))
             return EINVAL;
 
+        // To RDY from RESET mlx5_modify_wq cleans the WQ's old completions out
+        // of its CQ under the CQ's lock: the consumer side first (lock order:
+        // poll, port, post; device/README.md, "Locking").
+        std::optional<CqConsumer> consumer;
+        if ((mask & IBV_WQ_ATTR_STATE) && raw_enum(attr->wq_state) == IBV_WQS_RDY)
+            consumer.emplace(*wq.cq);
         std::lock_guard port_lock(dev.port.mutex()); // the engine is out while we change state
         std::lock_guard post_lock(wq.recv.post_lock);
         const ibv_wq_state cur = w->state;
@@ -147,8 +155,10 @@ int modify_wq(ibv_wq* w, ibv_wq_attr* attr) noexcept {
                                  : (wq.create_flags & ~IBV_WQ_FLAGS_CVLAN_STRIPPING);
         }
         if (next != cur) {
-            if (next == IBV_WQS_RDY) // from RESET: what was posted in RESET is gone
+            if (next == IBV_WQS_RDY) { // from RESET: what was posted in RESET is gone,
                 dev.port.set_queue_state(wq.recv.rx, datapath::QueueState::reset);
+                consumer->purge(w->wq_num); // and so is what it completed before
+            }
             set_rx_state(dev, wq.recv, rx_state(next));
             w->state = next;
         }
@@ -179,6 +189,12 @@ int destroy_wq(ibv_wq* w) noexcept {
         if (wq->table_refs.load() != 0) return EBUSY;
         Device& dev = *wq->ctx->device;
         detach_rx_queue(dev, wq->recv);
+        purge_completions(dev, *wq->cq, w->wq_num); // as mlx5_destroy_wq cleans its CQ
+        // An unread IBV_EVENT_WQ_FATAL goes with the WQ; a read one must be
+        // acked first (ib_uverbs_release_uevent, ibv_cmd_destroy_wq).
+        forget_async_events(*wq->ctx, w);
+        const std::uint32_t reported = wq->events_reported;
+        wait_for_acks(w->mutex, w->cond, [&] { return w->events_completed == reported; });
         wq->cq->users.fetch_sub(1);
         wq->pd->users.fetch_sub(1);
         wq->ctx->live_objects.fetch_sub(1);

@@ -10,12 +10,14 @@
 
 namespace rdmasim::net {
 
-// Frames a source saw but could not hand over, by reason. They never reach a
-// port, so the simulator reports them beside the port counters.
+// What a source did with the records it read. Records it skipped never reach
+// a port: they are counted here, beside the port counters.
 struct SourceCounters {
-    std::uint64_t frames = 0;            // frames handed over by next()
+    std::uint64_t frames = 0;              // frames handed over by next()
     std::uint64_t bytes = 0;
-    std::uint64_t truncated_records = 0; // caplen < len: handed over, marked truncated()
+    std::uint64_t truncated_records = 0;   // caplen < len: handed over, marked truncated()
+    std::uint64_t synthesized_headers = 0; // handed over with an Ethernet header the source made
+    std::uint64_t skipped_records = 0;     // not Ethernet-borne traffic: never handed over
 };
 
 class FrameSource {

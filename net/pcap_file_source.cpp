@@ -2,35 +2,55 @@
 
 #include <pcap/pcap.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <sys/stat.h>
 #include <system_error>
 #include <unistd.h>
-#include <vector>
 
 namespace rdmasim::net {
 
 namespace {
 
-// Classic pcap link type field, upper bits (libpcap's LT_FCS_* macros and
-// pcap-savefile(5)): bit 26 'P' says an FCS length is present, bits 28-31
-// give it in 16-bit units.
-constexpr std::uint32_t kLtFcsPresent = 0x04000000;
-constexpr unsigned kLtFcsShift = 28;
 constexpr std::uint32_t kPcapngShb = 0x0a0d0d0a;
 constexpr std::uint32_t kPcapngIdb = 0x00000001;
 constexpr std::uint32_t kPcapngByteOrder = 0x1a2b3c4d;
 constexpr std::uint16_t kOptIfFcslen = 13;
-constexpr std::size_t kMaxBlockScan = 1 << 20; // never read more than this looking for an IDB
+constexpr std::size_t kMaxBlockScan = 1 << 20; // never read more than this looking for IDBs
+
+constexpr std::uint32_t kEthHeaderLen = 14;
+constexpr std::uint32_t kSllHeaderLen = 16;  // pcap/sll.h SLL_HDR_LEN
+constexpr std::uint32_t kSll2HeaderLen = 20; // pcap/sll.h SLL2_HDR_LEN
+constexpr std::uint32_t kNullHeaderLen = 4;  // the address family word of DLT_NULL / DLT_LOOP
+constexpr std::uint16_t kEtherTypeIpv4 = 0x0800;
+constexpr std::uint16_t kEtherTypeIpv6 = 0x86dd;
+constexpr std::uint16_t kEtherTypeMin = 0x0600; // below: an 802.3 length, not a type
+constexpr std::uint16_t kMax8023Length = 1500;
+// Cooked protocol values that are not EtherTypes (pcap/sll.h LINUX_SLL_P_*):
+// the payload follows an 802.3 length field.
+constexpr std::uint16_t kSllProto8023 = 0x0001; // Novell raw 802.3
+constexpr std::uint16_t kSllProto8022 = 0x0004; // 802.2 LLC
+constexpr std::uint16_t kArphrdEther = 1;       // the cooked header's hatype for Ethernet devices
+// The LINKTYPE_ number of raw IP in files; libpcap maps it to DLT_RAW (12 on Linux).
+constexpr std::uint16_t kLinktypeRaw = 101;
+
+// The link types handed over, in the order the refusal message lists them.
+constexpr std::array kSupportedDlts = {DLT_EN10MB, DLT_LINUX_SLL, DLT_LINUX_SLL2, DLT_RAW,
+                                       DLT_IPV4,   DLT_IPV6,      DLT_NULL,       DLT_LOOP};
 
 std::uint32_t bswap32(std::uint32_t v) noexcept {
     return __builtin_bswap32(v);
 }
 std::uint16_t bswap16(std::uint16_t v) noexcept {
     return __builtin_bswap16(v);
+}
+std::uint16_t be16(const std::uint8_t* p) noexcept {
+    return static_cast<std::uint16_t>(p[0] << 8 | p[1]);
 }
 
 struct FileCloser {
@@ -42,93 +62,86 @@ bool read_exact(std::FILE* f, void* buf, std::size_t n) noexcept {
     return std::fread(buf, 1, n, f) == n;
 }
 
-// Classic pcap: the FCS length in bytes from the link type field, or nullopt
-// when the file does not say.
-std::optional<int> classic_fcs_len(std::FILE* f, bool swapped) noexcept {
-    std::array<std::uint8_t, 20> rest{}; // header after the magic
-    if (!read_exact(f, rest.data(), rest.size())) return std::nullopt;
-    std::uint32_t linktype = 0;
-    std::memcpy(&linktype, rest.data() + 16, 4);
-    if (swapped) linktype = bswap32(linktype);
-    if (!(linktype & kLtFcsPresent)) return std::nullopt;
-    return static_cast<int>((linktype >> kLtFcsShift) & 0xf) * 2;
+bool is_pcapng(const std::string& path) {
+    FilePtr f(std::fopen(path.c_str(), "rb"));
+    std::uint32_t magic = 0;
+    return f && read_exact(f.get(), &magic, 4) && magic == kPcapngShb; // same in either order
 }
 
-// pcapng: if_fcslen of the first interface description block, or nullopt.
-// The option is one byte giving bytes, as writers (Wireshark) use it; 32 is
-// taken as bits. Reads at most kMaxBlockScan bytes of blocks.
-std::optional<int> pcapng_fcs_len(std::FILE* f) {
-    // The section header block: type (already read), length, byte-order magic.
-    std::uint32_t words[2];
-    if (!read_exact(f, words, sizeof words)) return std::nullopt;
-    bool swapped = false;
-    if (words[1] == bswap32(kPcapngByteOrder))
-        swapped = true;
-    else if (words[1] != kPcapngByteOrder)
-        return std::nullopt;
-    auto u32 = [swapped](std::uint32_t v) { return swapped ? bswap32(v) : v; };
-    auto u16 = [swapped](std::uint16_t v) { return swapped ? bswap16(v) : v; };
+// One interface description block as the file has it.
+struct PcapngInterface {
+    std::uint16_t linktype = 0; // LINKTYPE_ value, as in the file
+    std::optional<int> fcs_len; // if_fcslen in bytes, when present
+};
 
-    std::uint32_t block_len = u32(words[0]);
-    if (block_len < 12 || block_len % 4 != 0) return std::nullopt;
-    // Skip the rest of the SHB: 12 bytes (type, length, magic) are consumed.
-    if (std::fseek(f, static_cast<long>(block_len) - 12, SEEK_CUR) != 0) return std::nullopt;
-
-    std::size_t scanned = block_len;
-    while (scanned < kMaxBlockScan) {
-        std::uint32_t hdr[2];
-        if (!read_exact(f, hdr, sizeof hdr)) return std::nullopt;
-        const std::uint32_t type = u32(hdr[0]);
-        block_len = u32(hdr[1]);
-        if (block_len < 12 || block_len % 4 != 0 || block_len > kMaxBlockScan) return std::nullopt;
-        if (type == kPcapngShb) return std::nullopt; // a new section before any IDB
-        if (type != kPcapngIdb) {
-            if (std::fseek(f, static_cast<long>(block_len) - 8, SEEK_CUR) != 0) return std::nullopt;
-            scanned += block_len;
-            continue;
+// if_fcslen of an IDB body (after the block type and length). The option is
+// one byte giving bytes, as writers (Wireshark) use it; 32 is taken as bits.
+std::optional<int> idb_fcs_len(const std::vector<std::uint8_t>& body, bool swapped) {
+    std::size_t pos = 8; // link type (2), reserved (2), snaplen (4)
+    while (pos + 4 <= body.size()) {
+        std::uint16_t code = 0, len = 0;
+        std::memcpy(&code, body.data() + pos, 2);
+        std::memcpy(&len, body.data() + pos + 2, 2);
+        if (swapped) {
+            code = bswap16(code);
+            len = bswap16(len);
         }
-        // IDB body: link type (2), reserved (2), snaplen (4), options; then the trailing length.
-        if (block_len < 20) return std::nullopt;
-        std::vector<std::uint8_t> body(block_len - 12);
-        if (!read_exact(f, body.data(), body.size())) return std::nullopt;
-        std::size_t pos = 8;
-        while (pos + 4 <= body.size()) {
-            std::uint16_t code = 0, len = 0;
-            std::memcpy(&code, body.data() + pos, 2);
-            std::memcpy(&len, body.data() + pos + 2, 2);
-            code = u16(code);
-            len = u16(len);
-            pos += 4;
-            if (code == 0 || pos + len > body.size()) break; // opt_endofopt, or malformed
-            if (code == kOptIfFcslen && len == 1) {
-                const int v = body[pos];
-                return v == 32 ? 4 : v;
-            }
-            pos += (len + 3u) & ~3u;
+        pos += 4;
+        if (code == 0 || pos + len > body.size()) break; // opt_endofopt, or malformed
+        if (code == kOptIfFcslen && len == 1) {
+            const int v = body[pos];
+            return v == 32 ? 4 : v;
         }
-        return std::nullopt;
+        pos += (len + 3u) & ~3u;
     }
     return std::nullopt;
 }
 
-// The FCS length the file declares; nullopt when it declares none (0 is assumed).
-std::optional<int> file_fcs_len(const std::string& path) {
+// Every IDB within the first kMaxBlockScan bytes of a pcapng file, in file
+// order (all sections). libpcap 1.10 reads the first IDB at open and checks
+// the others only when it meets them while reading packets, and it ignores
+// if_fcslen: this scan lets open() refuse what libpcap would stop on later,
+// and find the FCS length. Stops quietly at anything malformed (libpcap
+// reports that when it gets there).
+std::vector<PcapngInterface> pcapng_interfaces(const std::string& path) {
+    std::vector<PcapngInterface> out;
     FilePtr f(std::fopen(path.c_str(), "rb"));
-    if (!f) return std::nullopt;
-    std::uint32_t magic = 0;
-    if (!read_exact(f.get(), &magic, 4)) return std::nullopt;
-    switch (magic) {
-    case 0xa1b2c3d4:
-    case 0xa1b23c4d:
-        return classic_fcs_len(f.get(), false);
-    case 0xd4c3b2a1:
-    case 0x4d3cb2a1:
-        return classic_fcs_len(f.get(), true);
-    case kPcapngShb: // palindromic: same in either byte order
-        return pcapng_fcs_len(f.get());
-    default:
-        return std::nullopt;
+    if (!f) return out;
+    std::uint32_t words[3]; // SHB: type, length, byte-order magic
+    if (!read_exact(f.get(), words, sizeof words) || words[0] != kPcapngShb) return out;
+    bool swapped = false;
+    if (words[2] == bswap32(kPcapngByteOrder))
+        swapped = true;
+    else if (words[2] != kPcapngByteOrder)
+        return out;
+    auto u32 = [swapped](std::uint32_t v) { return swapped ? bswap32(v) : v; };
+
+    std::uint32_t block_len = u32(words[1]);
+    if (block_len < 12 || block_len % 4 != 0 || block_len > kMaxBlockScan) return out;
+    if (std::fseek(f.get(), static_cast<long>(block_len) - 12, SEEK_CUR) != 0) return out;
+
+    std::size_t scanned = block_len;
+    std::vector<std::uint8_t> body;
+    while (scanned < kMaxBlockScan) {
+        std::uint32_t hdr[2];
+        if (!read_exact(f.get(), hdr, sizeof hdr)) break;
+        const std::uint32_t type = u32(hdr[0]);
+        block_len = u32(hdr[1]);
+        if (block_len < 12 || block_len % 4 != 0 || block_len > kMaxBlockScan) break;
+        scanned += block_len;
+        if (type != kPcapngIdb) {
+            if (std::fseek(f.get(), static_cast<long>(block_len) - 8, SEEK_CUR) != 0) break;
+            continue;
+        }
+        if (block_len < 20) break;
+        body.resize(block_len - 8); // the fixed part, options, trailing length
+        if (!read_exact(f.get(), body.data(), body.size())) break;
+        body.resize(block_len - 12);
+        std::uint16_t linktype = 0;
+        std::memcpy(&linktype, body.data(), 2);
+        out.push_back({swapped ? bswap16(linktype) : linktype, idb_fcs_len(body, swapped)});
     }
+    return out;
 }
 
 std::string errno_text(int err) {
@@ -140,13 +153,108 @@ std::string link_type_name(int dlt) {
     return name ? name : "DLT " + std::to_string(dlt);
 }
 
+// libpcap's DLT_ value for a LINKTYPE_ value read from a file, for the link
+// types this source knows (they are equal but for raw IP).
+int dlt_of_linktype(std::uint16_t linktype) {
+    return linktype == kLinktypeRaw ? DLT_RAW : linktype;
+}
+
+std::string supported_list() {
+    std::string s;
+    for (const int dlt : kSupportedDlts)
+        s += (s.empty() ? "" : ", ") + link_type_name(dlt);
+    return s;
+}
+
+std::string mac_text(const MacAddress& m) {
+    char buf[18];
+    std::snprintf(buf, sizeof buf, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4],
+                  m[5]);
+    return buf;
+}
+
+// Why libpcap 1.10 cannot read these interfaces as one stream, or "". Its
+// pcapng reader has one link type per file (the first IDB's), checks each
+// later IDB's LINKTYPE_ number against that DLT_ number and stops with a
+// read error when they differ (so two raw-IP interfaces, 101 against 12,
+// stop it too), and never says which interface a packet came on, so
+// interfaces cannot differ in FCS length either.
+std::string interfaces_problem(const std::vector<PcapngInterface>& ifs, int dlt, bool fcs_forced) {
+    if (ifs.size() < 2) return {};
+    auto list = [&ifs](auto&& field) {
+        std::string s;
+        for (std::size_t i = 0; i < ifs.size() && i < 8; ++i)
+            s += (i ? ", " : "") + ("interface " + std::to_string(i) + ": ") + field(ifs[i]);
+        if (ifs.size() > 8) s += ", ...";
+        return s;
+    };
+    auto type_of = [](const PcapngInterface& i) {
+        return link_type_name(dlt_of_linktype(i.linktype));
+    };
+    bool mixed_types = false, libpcap_mismatch = false, mixed_fcs = false;
+    for (std::size_t i = 1; i < ifs.size(); ++i) {
+        mixed_types |= dlt_of_linktype(ifs[i].linktype) != dlt_of_linktype(ifs[0].linktype);
+        libpcap_mismatch |= ifs[i].linktype != dlt;
+        mixed_fcs |= ifs[i].fcs_len.value_or(0) != ifs[0].fcs_len.value_or(0);
+    }
+    if (mixed_types)
+        return "pcapng interfaces of different link types (" + list(type_of) +
+               "): libpcap reads one link type per file and does not say which interface a "
+               "packet came on; split the file per interface";
+    if (libpcap_mismatch)
+        return std::to_string(ifs.size()) + " pcapng interfaces of link type " + type_of(ifs[0]) +
+               ": libpcap stops at every interface after the first whose LINKTYPE number (" +
+               std::to_string(ifs[1].linktype) + ") is not its DLT number (" + std::to_string(dlt) +
+               "); split the file per interface";
+    if (mixed_fcs && !fcs_forced)
+        return "pcapng interfaces with different FCS lengths (" +
+               list([](const PcapngInterface& i) {
+                   return std::to_string(i.fcs_len.value_or(0)) + " bytes";
+               }) +
+               "): libpcap does not say which interface a packet came on; force one FCS length";
+    return {};
+}
+
+std::uint16_t ether_type_of_ip(std::uint8_t first_byte) noexcept {
+    switch (first_byte >> 4) {
+    case 4:
+        return kEtherTypeIpv4;
+    case 6:
+        return kEtherTypeIpv6;
+    default:
+        return 0;
+    }
+}
+
+// The type/length field for a cooked record's payload, or 0 when no Ethernet
+// NIC could have received it (CAN, netlink, 802.11, ...). An EtherType is
+// kept as it is, 0x8100 included (libpcap puts the VLAN tag of Linux's
+// PACKET_AUXDATA back into LINUX_SLL records as a protocol of 0x8100 followed
+// by the TCI); 802.2 and Novell 802.3 payloads from an Ethernet device get
+// back their 802.3 length field.
+std::uint16_t cooked_type(std::uint16_t hatype, std::uint16_t protocol,
+                          std::uint32_t payload_wire_len) noexcept {
+    if (protocol >= kEtherTypeMin) return protocol;
+    if ((protocol == kSllProto8022 || protocol == kSllProto8023) && hatype == kArphrdEther &&
+        payload_wire_len <= kMax8023Length)
+        return static_cast<std::uint16_t>(payload_wire_len);
+    return 0;
+}
+
+std::uint64_t timestamp_ns(const pcap_pkthdr& hdr) noexcept {
+    // In nanosecond precision tv_usec holds nanoseconds.
+    return static_cast<std::uint64_t>(hdr.ts.tv_sec) * 1'000'000'000u +
+           static_cast<std::uint64_t>(hdr.ts.tv_usec);
+}
+
 } // namespace
 
 Result<std::unique_ptr<PcapFileSource>> PcapFileSource::open(const std::string& path,
-                                                             std::optional<int> force_fcs_len) {
+                                                             const PcapOpenOptions& options) {
     const std::string what = "pcap file " + path;
-    if (force_fcs_len && *force_fcs_len != 0 && *force_fcs_len != 4)
-        return make_error(EINVAL, what + ": forced FCS length " + std::to_string(*force_fcs_len) +
+    const std::optional<int> forced = options.force_fcs_len;
+    if (forced && *forced != 0 && *forced != 4)
+        return make_error(EINVAL, what + ": forced FCS length " + std::to_string(*forced) +
                                       " is not 0 or 4");
 
     // libpcap reports open failures as text only; check the file first for a precise errno.
@@ -173,22 +281,80 @@ Result<std::unique_ptr<PcapFileSource>> PcapFileSource::open(const std::string& 
     src->pcap_ = p; // closed by the destructor from here on
     src->path_ = path;
     src->file_size_ = static_cast<long long>(st.st_size);
-    src->read_error_.reserve(PCAP_ERRBUF_SIZE);
     src->linktype_ = pcap_datalink(p);
-    if (src->linktype_ != DLT_EN10MB)
-        return make_error(EINVAL, what + ": link type " + link_type_name(src->linktype_) + " (" +
+    const std::string type = link_type_name(src->linktype_);
+    switch (src->linktype_) {
+    case DLT_EN10MB:
+        src->link_ = Link::ethernet;
+        break;
+    case DLT_LINUX_SLL:
+        src->link_ = Link::linux_sll;
+        break;
+    case DLT_LINUX_SLL2:
+        src->link_ = Link::linux_sll2;
+        break;
+    case DLT_RAW:
+        src->link_ = Link::raw_ip;
+        break;
+    case DLT_IPV4:
+        src->link_ = Link::ipv4;
+        break;
+    case DLT_IPV6:
+        src->link_ = Link::ipv6;
+        break;
+    case DLT_NULL:
+    case DLT_LOOP:
+        src->link_ = Link::bsd_null;
+        break;
+    default:
+        return make_error(EINVAL, what + ": link type " + type + " (" +
                                       std::to_string(src->linktype_) +
-                                      ") is not supported, only EN10MB (Ethernet)");
-
-    if (force_fcs_len) {
-        src->fcs_len_ = *force_fcs_len;
-    } else {
-        const int declared = file_fcs_len(path).value_or(0);
-        if (declared != 0 && declared != 4)
-            return make_error(EINVAL, what + ": FCS length " + std::to_string(declared) +
-                                          " bytes is not supported on Ethernet (0 or 4)");
-        src->fcs_len_ = declared;
+                                      ") is not supported: it carries no IP-over-Ethernet "
+                                      "traffic; supported link types: " +
+                                      supported_list());
     }
+
+    // The FCS length the file declares: pcapng keeps it per interface, in
+    // if_fcslen, which libpcap does not read; classic pcap in the link type
+    // field's upper bits, which pcap_datalink_ext() returns.
+    int declared = 0;
+    if (is_pcapng(path)) {
+        const auto interfaces = pcapng_interfaces(path);
+        if (auto why = interfaces_problem(interfaces, src->linktype_, forced.has_value());
+            !why.empty())
+            return make_error(EINVAL, what + ": " + why);
+        if (!interfaces.empty()) declared = interfaces.front().fcs_len.value_or(0);
+    } else {
+        const auto ext = static_cast<std::uint32_t>(pcap_datalink_ext(p));
+        if (LT_FCS_LENGTH_PRESENT(ext)) declared = static_cast<int>(LT_FCS_LENGTH(ext)) * 2;
+    }
+
+    if (src->link_ == Link::ethernet) {
+        if (forced) {
+            src->fcs_len_ = *forced;
+        } else {
+            if (declared != 0 && declared != 4)
+                return make_error(EINVAL, what + ": FCS length " + std::to_string(declared) +
+                                              " bytes is not supported on Ethernet (0 or 4)");
+            src->fcs_len_ = declared;
+        }
+    } else {
+        // A synthesized header has no FCS behind the packet; the port computes one if asked.
+        const int wanted = forced.value_or(declared);
+        if (wanted != 0)
+            return make_error(EINVAL, what + ": " + (forced ? "forced" : "declared") +
+                                          " FCS length " + std::to_string(wanted) +
+                                          " bytes on link type " + type +
+                                          ", whose records carry no Ethernet FCS");
+        src->synth_dst_ = options.synth_dst_mac;
+        src->synth_src_ = options.synth_src_mac;
+        // libpcap hands over at most the snapshot length (it cuts longer
+        // records, and refuses those beyond its per-link-type maximum).
+        const int snap = pcap_snapshot(p);
+        src->scratch_.resize(static_cast<std::size_t>(std::max(snap, 0)) + kEthHeaderLen);
+    }
+    // Room for fail_read()'s sentence, so that building it never allocates.
+    src->read_error_.reserve(what.size() + 48 + PCAP_ERRBUF_SIZE);
     return src;
 }
 
@@ -196,51 +362,125 @@ PcapFileSource::~PcapFileSource() {
     if (pcap_) pcap_close(pcap_);
 }
 
+void PcapFileSource::fail_read(const char* why) noexcept {
+    // Capacity was reserved at open(): every piece fits, so this cannot allocate.
+    char number[24];
+    const auto end = std::to_chars(number, number + sizeof number, records_ + 1).ptr;
+    read_error_.clear();
+    read_error_.append("pcap file ").append(path_).append(": record ");
+    read_error_.append(number, end).append(": ");
+    read_error_.append(why, ::strnlen(why, PCAP_ERRBUF_SIZE));
+    done_.store(true, std::memory_order_release); // after the text: failure() follows exhausted()
+}
+
 bool PcapFileSource::next(Frame& out) noexcept {
-    if (done_) return false;
-    pcap_pkthdr* hdr = nullptr;
-    const u_char* data = nullptr;
-    const int rc = pcap_next_ex(pcap_, &hdr, &data);
-    if (rc != 1) {
+    while (!done_.load(std::memory_order_relaxed)) {
+        pcap_pkthdr* hdr = nullptr;
+        const u_char* data = nullptr;
+        const int rc = pcap_next_ex(pcap_, &hdr, &data);
         if (rc == PCAP_ERROR_BREAK) { // end of file
-            done_ = true;
-        } else if (rc == PCAP_ERROR) {
-            done_ = true;
-            // Capacity was reserved at open(): libpcap's text fits, so this cannot allocate.
-            const char* msg = pcap_geterr(pcap_);
-            read_error_.assign(msg, ::strnlen(msg, read_error_.capacity()));
+            done_.store(true, std::memory_order_release);
+            return false;
         }
+        if (rc != 1) {
+            if (rc < 0) fail_read(pcap_geterr(pcap_));
+            return false;
+        }
+        if ((records_++ & 1023) == 0) {
+            FILE* f = pcap_file(pcap_);
+            if (f != nullptr) position_.store(std::ftell(f), std::memory_order_relaxed);
+        }
+        // A record claiming more captured bytes than the wire carried (a broken
+        // writer) holds the frame and then bytes that were never part of it.
+        const std::uint32_t caplen = std::min(hdr->caplen, hdr->len);
+        if (link_ == Link::ethernet) {
+            out = Frame{};
+            out.data = data;
+            out.len = caplen;
+            out.wire_len = hdr->len;
+            // Set only when the captured bytes hold a whole FCS, so payload() stays meaningful.
+            out.fcs_len = out.len >= static_cast<std::uint32_t>(fcs_len_)
+                              ? static_cast<std::uint8_t>(fcs_len_)
+                              : 0;
+        } else if (synthesize(caplen, hdr->len, data, out)) {
+            ++counters_.synthesized_headers;
+        } else {
+            ++counters_.skipped_records;
+            continue;
+        }
+        out.ts_ns = timestamp_ns(*hdr);
+        ++counters_.frames;
+        counters_.bytes += out.len;
+        if (out.len < out.wire_len) ++counters_.truncated_records;
+        return true;
+    }
+    return false;
+}
+
+bool PcapFileSource::synthesize(std::uint32_t caplen, std::uint32_t wire_len,
+                                const std::uint8_t* data, Frame& out) noexcept {
+    std::uint32_t link_len = 0; // bytes of the record's own link header, replaced
+    std::uint16_t type = 0;     // the Ethernet type/length field
+    switch (link_) {
+    case Link::linux_sll: // pkttype, hatype, halen, addr[8], protocol
+        link_len = kSllHeaderLen;
+        if (caplen < link_len) return false;
+        type = cooked_type(be16(data + 2), be16(data + 14), wire_len - link_len);
+        break;
+    case Link::linux_sll2: // protocol, reserved, ifindex, hatype, pkttype, halen, addr[8]
+        link_len = kSll2HeaderLen;
+        if (caplen < link_len) return false;
+        type = cooked_type(be16(data + 8), be16(data), wire_len - link_len);
+        break;
+    case Link::raw_ip:
+        if (caplen < 1) return false;
+        type = ether_type_of_ip(data[0]);
+        break;
+    case Link::ipv4:
+        type = kEtherTypeIpv4;
+        break;
+    case Link::ipv6:
+        type = kEtherTypeIpv6;
+        break;
+    case Link::bsd_null: // the address family's value differs between systems: look at the packet
+        link_len = kNullHeaderLen;
+        if (caplen <= link_len) return false;
+        type = ether_type_of_ip(data[link_len]);
+        break;
+    case Link::ethernet:
         return false;
     }
+    if (type == 0) return false;
+
+    const auto room = static_cast<std::uint32_t>(scratch_.size()) - kEthHeaderLen;
+    const std::uint32_t copied = std::min(caplen - link_len, room);
+    std::uint8_t* f = scratch_.data();
+    std::memcpy(f, synth_dst_.data(), 6);
+    std::memcpy(f + 6, synth_src_.data(), 6);
+    f[12] = static_cast<std::uint8_t>(type >> 8);
+    f[13] = static_cast<std::uint8_t>(type);
+    if (copied) std::memcpy(f + kEthHeaderLen, data + link_len, copied);
     out = Frame{};
-    out.data = data;
-    // A record claiming more captured bytes than the wire carried (a broken
-    // writer) holds the frame and then bytes that were never part of it.
-    out.len = hdr->caplen <= hdr->len ? hdr->caplen : hdr->len;
-    out.wire_len = hdr->len;
-    // Set only when the captured bytes hold a whole FCS, so payload() stays meaningful.
-    out.fcs_len =
-        out.len >= static_cast<std::uint32_t>(fcs_len_) ? static_cast<std::uint8_t>(fcs_len_) : 0;
-    // In nanosecond precision tv_usec holds nanoseconds.
-    out.ts_ns = static_cast<std::uint64_t>(hdr->ts.tv_sec) * 1'000'000'000u +
-                static_cast<std::uint64_t>(hdr->ts.tv_usec);
-    ++counters_.frames;
-    counters_.bytes += out.len;
-    if (hdr->caplen < hdr->len) ++counters_.truncated_records;
+    out.data = f;
+    out.len = kEthHeaderLen + copied;
+    const std::uint64_t wire = std::uint64_t{kEthHeaderLen} + (wire_len - link_len);
+    out.wire_len = static_cast<std::uint32_t>(
+        std::min<std::uint64_t>(wire, std::numeric_limits<std::uint32_t>::max()));
     return true;
 }
 
 std::string PcapFileSource::describe() const {
-    return "pcap file " + path_ + " (" + link_type_name(linktype_) + ", fcs " +
-           std::to_string(fcs_len_) + " bytes)";
+    const std::string head = "pcap file " + path_ + " (" + link_type_name(linktype_);
+    if (link_ == Link::ethernet) return head + ", fcs " + std::to_string(fcs_len_) + " bytes)";
+    return head + ", Ethernet header synthesized, " + mac_text(synth_src_) + " -> " +
+           mac_text(synth_dst_) + ")";
 }
 
 double PcapFileSource::progress() const noexcept {
-    if (done_) return 1.0;
-    FILE* f = pcap_ ? pcap_file(pcap_) : nullptr;
-    if (f == nullptr || file_size_ <= 0) return -1;
-    const long pos = std::ftell(f);
-    return pos < 0 ? -1 : static_cast<double>(pos) / static_cast<double>(file_size_);
+    if (done_.load(std::memory_order_acquire)) return 1.0;
+    const long long pos = position_.load(std::memory_order_relaxed);
+    if (file_size_ <= 0 || pos < 0) return -1;
+    return static_cast<double>(pos) / static_cast<double>(file_size_);
 }
 
 } // namespace rdmasim::net

@@ -1,12 +1,25 @@
-// Frames from a pcap or pcapng file, read through libpcap. Link types:
-// Ethernet (DLT_EN10MB). The FCS length is taken from the file itself: the
-// FCS bits of a classic pcap header's link type field, or if_fcslen of the
-// pcapng interface description block; or forced by the caller.
+// Frames from a pcap or pcapng file, read through libpcap.
+//
+// Link types: Ethernet (DLT_EN10MB) is handed over as captured. Captures of IP
+// traffic without an Ethernet header (Linux cooked v1/v2 from `tcpdump -i
+// any`, raw IP, IPv4, IPv6, BSD loopback NULL/LOOP) are handed over with an
+// Ethernet header synthesized in front of the packet, as a NIC would have
+// received it (net/README.md, "Captures without an Ethernet header"). Every
+// other link type is refused at open().
+//
+// The FCS length of Ethernet captures is taken from the file itself (the FCS
+// bits of a classic pcap header's link type field, as pcap_datalink_ext()
+// reports them, or if_fcslen of the pcapng interface description blocks), or
+// forced by the caller. Synthesized frames never carry an FCS.
 #pragma once
 
+#include <array>
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "net/frame_source.hpp"
 #include "net/result.hpp"
@@ -17,34 +30,86 @@ struct pcap;
 
 namespace rdmasim::net {
 
+using MacAddress = std::array<std::uint8_t, 6>;
+
+// Addresses of a synthesized Ethernet header unless the caller says otherwise:
+// locally administered (bit 1 of the first byte) unicast addresses.
+inline constexpr MacAddress kSynthDstMacDefault{0x02, 0x00, 0x00, 0x00, 0x00, 0x02};
+inline constexpr MacAddress kSynthSrcMacDefault{0x02, 0x00, 0x00, 0x00, 0x00, 0x01};
+
+struct PcapOpenOptions {
+    std::optional<int> force_fcs_len; // overrides the file's FCS length: 0 or 4
+    MacAddress synth_dst_mac = kSynthDstMacDefault;
+    MacAddress synth_src_mac = kSynthSrcMacDefault;
+};
+
 class PcapFileSource final : public FrameSource {
 public:
-    // Errors: ENOENT / EACCES (file), EINVAL (not a capture, unsupported link
-    // type), each with libpcap's text. `force_fcs_len` overrides the file's (0 or 4).
+    // Errors: ENOENT / EACCES / EISDIR (file), EINVAL (not a capture, an
+    // unsupported link type, pcapng interfaces libpcap cannot read as one
+    // stream, an FCS length other than 0 or 4, or any FCS on a link type
+    // without one), each naming the file, with libpcap's text where it has one.
     static Result<std::unique_ptr<PcapFileSource>> open(const std::string& path,
-                                                        std::optional<int> force_fcs_len = {});
+                                                        const PcapOpenOptions& options = {});
     ~PcapFileSource() override;
 
+    // Records that cannot have come out of an Ethernet frame (a cooked record
+    // of CAN or netlink, a raw record that is not IPv4 or IPv6, a record cut
+    // inside its link header) are skipped and counted in skipped_records.
     bool next(Frame& out) noexcept override;
-    [[nodiscard]] bool exhausted() const noexcept override { return done_; }
+    [[nodiscard]] bool exhausted() const noexcept override {
+        return done_.load(std::memory_order_acquire);
+    }
+    // "pcap file F (EN10MB, fcs 4 bytes)", or for a synthesizing source
+    // "pcap file F (LINUX_SLL2, Ethernet header synthesized, SRC -> DST)".
     [[nodiscard]] std::string describe() const override;
     [[nodiscard]] const SourceCounters& counters() const noexcept override { return counters_; }
-    // A read error in the middle of the file ends the source; this says why ("" if none).
+    // A read error in the middle of the file ends the source; this says why,
+    // naming the file and the record ("pcap file F: record 7: <libpcap's
+    // text>"), or is "" when the file was read to its end.
     [[nodiscard]] const std::string& read_error() const noexcept { return read_error_; }
     [[nodiscard]] std::string_view failure() const noexcept override { return read_error_; }
     [[nodiscard]] int fcs_len() const noexcept { return fcs_len_; }
-    // File position over file size.
+    // libpcap's DLT_ value for the file (pcap_datalink).
+    [[nodiscard]] int link_type() const noexcept { return linktype_; }
+    // True when frames get a synthesized Ethernet header (every link type but Ethernet).
+    [[nodiscard]] bool synthesizes_headers() const noexcept { return link_ != Link::ethernet; }
+    // File position over file size, as of the last 1024 records. Any thread
+    // (a progress bar reads it while the engine thread reads the file).
     [[nodiscard]] double progress() const noexcept override;
 
 private:
+    // How a record of the file's link type becomes an Ethernet frame.
+    enum class Link : std::uint8_t {
+        ethernet,   // as captured
+        linux_sll,  // 16-byte cooked header, protocol in its last 2 bytes
+        linux_sll2, // 20-byte cooked header, protocol in its first 2 bytes
+        raw_ip,     // IPv4 or IPv6 by the version nibble (DLT_RAW)
+        ipv4,       // IPv4 only (LINKTYPE_IPV4)
+        ipv6,       // IPv6 only (LINKTYPE_IPV6)
+        bsd_null,   // 4-byte address family (DLT_NULL, DLT_LOOP): IP by the version nibble
+    };
+
     PcapFileSource() = default;
+    // Builds the Ethernet frame for one record in scratch_; false when the
+    // record carries nothing an Ethernet NIC could have received.
+    bool synthesize(std::uint32_t caplen, std::uint32_t wire_len, const std::uint8_t* data,
+                    Frame& out) noexcept;
+    void fail_read(const char* why) noexcept;
+
     struct pcap* pcap_ = nullptr; // pcap_t
     std::string path_;
     std::string read_error_;
     int fcs_len_ = 0;
     int linktype_ = 0;
+    Link link_ = Link::ethernet;
+    MacAddress synth_dst_{};
+    MacAddress synth_src_{};
+    std::vector<std::uint8_t> scratch_; // synthesized frames; snapshot + 14 bytes, sized at open
+    std::uint64_t records_ = 0;         // records libpcap returned, skipped ones included
     long long file_size_ = 0;
-    bool done_ = false;
+    std::atomic<long long> position_{0}; // file offset, sampled by next()
+    std::atomic<bool> done_{false};      // written by next() only
     SourceCounters counters_;
 };
 

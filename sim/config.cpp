@@ -30,6 +30,21 @@ std::optional<bool> parse_bool(std::string_view v) {
     return std::nullopt;
 }
 
+// "02:00:00:00:00:01": six two-digit hex bytes separated by colons.
+std::optional<net::MacAddress> parse_mac(std::string_view v) {
+    net::MacAddress mac{};
+    if (v.size() != 17) return std::nullopt;
+    for (std::size_t i = 0; i < mac.size(); ++i) {
+        const std::string_view byte = v.substr(i * 3, 2);
+        if (i + 1 < mac.size() && v[i * 3 + 2] != ':') return std::nullopt;
+        if (!std::isxdigit(static_cast<unsigned char>(byte[0])) ||
+            !std::isxdigit(static_cast<unsigned char>(byte[1])))
+            return std::nullopt;
+        std::from_chars(byte.data(), byte.data() + 2, mac[i], 16);
+    }
+    return mac;
+}
+
 // Capability switches by name.
 bool* cap_switch(device::Capabilities& c, std::string_view key) {
     if (key == "caps.cvlan_stripping") return &c.cvlan_stripping;
@@ -62,6 +77,8 @@ const std::vector<std::pair<std::string_view, std::string_view>>& Config::keys()
         {"speed", "topspeed, original, or a multiple of capture time like 2x"},
         {"burst", "frames per engine step, 1..4096"},
         {"source_fcs", "auto, 0 or 4: FCS bytes the capture's frames carry"},
+        {"synth_dst_mac", "destination MAC of the Ethernet header synthesized for captures without one (default: the device's MAC)"},
+        {"synth_src_mac", "source MAC of that header, unicast (default 02:00:00:00:00:01)"},
         {"idle_tick_us", "inline engine: virtual microseconds per idle poll, 1..1000000"},
         {"log_level", "trace, debug, info, warn, error or off"},
         {"caps.cvlan_stripping", "on/off"},
@@ -130,6 +147,15 @@ Result<void> Config::set(std::string_view key, std::string_view v) {
         else if (v == "0") source_fcs = 0;
         else if (v == "4") source_fcs = 4;
         else return bad(key, v, "auto, 0 or 4");
+    } else if (key == "synth_dst_mac") {
+        auto mac = parse_mac(v);
+        if (!mac) return bad(key, v, "a MAC address like 02:00:00:00:00:02");
+        synth_dst_mac = *mac;
+    } else if (key == "synth_src_mac") {
+        auto mac = parse_mac(v);
+        if (!mac || ((*mac)[0] & 1) != 0)
+            return bad(key, v, "a unicast MAC address like 02:00:00:00:00:01");
+        synth_src_mac = *mac;
     } else if (key == "idle_tick_us") {
         auto n = parse_uint<std::uint64_t>(v, 1, 1'000'000);
         if (!n) return bad(key, v, "a number of microseconds from 1 to 1000000");

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "device/caps.hpp"
+#include "net/pcap_file_source.hpp"
 #include "net/result.hpp"
 
 namespace rdmasim::sim {
@@ -27,6 +28,10 @@ struct Config {
     double speed = 0;                       // 0 = topspeed, else a multiple of capture time
     std::uint32_t burst = 32;               // frames per engine step
     std::optional<int> source_fcs;          // force the source FCS length (0 or 4)
+    // Addresses of the Ethernet header synthesized for captures without one;
+    // unset: the destination is the receiving device's MAC, the source net's default.
+    std::optional<net::MacAddress> synth_dst_mac;
+    std::optional<net::MacAddress> synth_src_mac;
     std::uint64_t idle_tick_ns = 10'000;    // inline engine: virtual time per idle poll
     std::string log_level = "warn";
     device::Capabilities caps;

@@ -32,7 +32,14 @@ Result<std::unique_ptr<Simulator>> Simulator::create(const Config& config) {
     std::vector<std::unique_ptr<net::FrameSource>> sources(config.devices);
     for (std::size_t i = 0; i < config.pcap.size() && i < config.devices; ++i) {
         if (config.pcap[i].empty()) continue;
-        auto src = net::PcapFileSource::open(config.pcap[i], config.source_fcs);
+        net::PcapOpenOptions options;
+        options.force_fcs_len = config.source_fcs;
+        // A header synthesized for a capture without one is addressed to the
+        // device that receives it, unless configured otherwise.
+        options.synth_dst_mac =
+            config.synth_dst_mac.value_or(default_identity(static_cast<std::uint32_t>(i)).mac);
+        options.synth_src_mac = config.synth_src_mac.value_or(net::kSynthSrcMacDefault);
+        auto src = net::PcapFileSource::open(config.pcap[i], options);
         if (!src) return src.error();
         log().info("rdmasim{}: {}", i, src.value()->describe());
         sources[i] = std::move(src.value());

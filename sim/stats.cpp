@@ -21,6 +21,7 @@ nlohmann::json counters_json(const datapath::RxCounters& c) {
         {"delay_drop_waits", c.delay_drop_waits.get()},
         {"fcs_bad", c.fcs_bad.get()},
         {"flushed_wqes", c.flushed_wqes.get()},
+        {"flush_cq_overflow", c.flush_cq_overflow.get()},
         {"sniffer_copies", c.sniffer_copies.get()},
     };
 }

@@ -209,6 +209,7 @@ int replay(const ReplayOptions& o) {
 
     const auto& port = sim.port_counters(0);
     ReplayReport report{o, port, {}, tally.completions, tally.errors};
+    report.source = &sim.engine(0).source();
     for (std::uint32_t w = 0; w < rx.wq_count(); ++w) {
         const datapath::RxCounters* c = sim.queue_counters(0, rx.wq_num(w));
         if (c == nullptr) fail(fmt::format("no counters for WQ {:#x}", rx.wq_num(w)));

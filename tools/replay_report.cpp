@@ -24,6 +24,13 @@ std::string flag_list(const std::vector<std::string>& flags) {
     return s;
 }
 
+// The source made Ethernet headers or skipped records: the report says so.
+bool source_worth_reporting(const ReplayReport& r) {
+    if (r.source == nullptr) return false;
+    const net::SourceCounters& c = r.source->counters();
+    return c.synthesized_headers != 0 || c.skipped_records != 0;
+}
+
 void print_table(const ReplayReport& r) {
     const ReplayOptions& o = r.options;
     std::printf("replay %s: %u WQs x %u WQEs of %u bytes, flags %s, %s engine\n", o.file.c_str(),
@@ -40,6 +47,12 @@ void print_table(const ReplayReport& r) {
             std::printf("    %-20s %llu\n",
                         std::string(datapath::drop_name(static_cast<datapath::Drop>(i))).c_str(),
                         ull(r.port.drops[i].get()));
+    if (source_worth_reporting(r)) {
+        const net::SourceCounters& c = r.source->counters();
+        std::printf("  source: %s: %llu headers synthesized, %llu records skipped\n",
+                    r.source->describe().c_str(), ull(c.synthesized_headers),
+                    ull(c.skipped_records));
+    }
     if (!o.capture.empty()) std::printf("  capture: %s\n", o.capture.c_str());
 }
 
@@ -64,6 +77,12 @@ nlohmann::json report_json(const ReplayReport& r) {
                        {"drops", q.counters->drops_total()}});
     out["wqs"] = wqs;
     out["port"] = sim::counters_json(r.port);
+    if (source_worth_reporting(r)) {
+        const net::SourceCounters& c = r.source->counters();
+        out["source"] = {{"description", r.source->describe()},
+                         {"synthesized_headers", c.synthesized_headers},
+                         {"skipped_records", c.skipped_records}};
+    }
     return out;
 }
 

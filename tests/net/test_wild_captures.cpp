@@ -159,6 +159,14 @@ std::vector<std::uint32_t> read_all(net::PcapFileSource& src) {
     return lens;
 }
 
+// How a read error begins: the file, then the record that could not be read.
+std::string read_error_prefix(const TempPath& path, std::uint64_t record) {
+    return "pcap file " + path.str() + ": record " + std::to_string(record) + ": ";
+}
+bool starts_with(const std::string& s, const std::string& prefix) {
+    return s.compare(0, prefix.size(), prefix) == 0;
+}
+
 // A simulator (inline engine, starts at once) fed by the capture file at `path`.
 std::unique_ptr<sim::Simulator> capture_sim(const std::string& path, net::PcapFileSource*& source) {
     sim::Config config;
@@ -243,7 +251,9 @@ TEST_CASE("wild: a file cut inside a record keeps the frames before it and says 
         auto src = open(path, Buf(file.begin(), file.begin() + static_cast<long>(second_at + 7)));
         REQUIRE(src);
         CHECK(read_all(*src.value()) == std::vector<std::uint32_t>{60});
-        CHECK(src.value()->read_error().find("truncated") != std::string::npos);
+        CHECK(src.value()->read_error() ==
+              read_error_prefix(path, 2) +
+                  "truncated dump file; tried to read 16 header bytes, only got 7");
     }
     SECTION("cut inside the record data") {
         TempPath path(".pcap");
@@ -251,6 +261,7 @@ TEST_CASE("wild: a file cut inside a record keeps the frames before it and says 
             open(path, Buf(file.begin(), file.begin() + static_cast<long>(second_at + 16 + 30)));
         REQUIRE(src);
         CHECK(read_all(*src.value()) == std::vector<std::uint32_t>{60});
+        CHECK(starts_with(src.value()->read_error(), read_error_prefix(path, 2)));
         CHECK(src.value()->read_error().find("truncated") != std::string::npos);
     }
     SECTION("pcapng: cut inside an enhanced packet block") {
@@ -263,7 +274,7 @@ TEST_CASE("wild: a file cut inside a record keeps the frames before it and says 
         auto src = open(path, Buf(ng.begin(), ng.begin() + static_cast<long>(cut)));
         REQUIRE(src);
         CHECK(read_all(*src.value()) == std::vector<std::uint32_t>{60});
-        CHECK_FALSE(src.value()->read_error().empty());
+        CHECK(starts_with(src.value()->read_error(), read_error_prefix(path, 2)));
     }
     SECTION("through the port: the frames before the cut are delivered, the rest never offered") {
         TempPath path(".pcap");
@@ -275,7 +286,70 @@ TEST_CASE("wild: a file cut inside a record keeps the frames before it and says 
         CHECK(wcs[0].byte_len == 60);
         CHECK(rig.port().frames.get() == 1);
         CHECK(rig.balanced());
-        CHECK_FALSE(rig.source().read_error().empty());
+        CHECK(starts_with(rig.source().read_error(), read_error_prefix(path, 2)));
+    }
+}
+
+TEST_CASE("wild: corrupt records end the source naming the file and the record",
+          "[net][wild_captures]") {
+    SECTION("classic: a record header of garbage after good records") {
+        Buf file = pcap_header();
+        pcap_record(file, 60, 60, frame(60));
+        pcap_record(file, 61, 61, frame(61));
+        pcap_record(file, 60, 60, frame(60));
+        for (int i = 0; i < 16; ++i) // the third record's header
+            file[24 + 16 + 60 + 16 + 61 + static_cast<std::size_t>(i)] = 0xee;
+        TempPath path(".pcap");
+        auto src = open(path, file);
+        REQUIRE(src);
+        CHECK(read_all(*src.value()) == std::vector<std::uint32_t>{60, 61});
+        CHECK(starts_with(src.value()->read_error(), read_error_prefix(path, 3)));
+    }
+    SECTION("pcapng: a block whose length is not a multiple of 4") {
+        Buf ng = shb();
+        idb(ng, kLinkEthernet, 65535);
+        epb(ng, 0, frame(60));
+        const std::size_t second = ng.size();
+        epb(ng, 0, frame(60));
+        ng[second + 4] = 0x4d; // total length 0x...4d
+        TempPath path(".pcapng");
+        auto src = open(path, ng);
+        REQUIRE(src);
+        CHECK(read_all(*src.value()) == std::vector<std::uint32_t>{60});
+        CHECK(starts_with(src.value()->read_error(), read_error_prefix(path, 2)));
+    }
+    SECTION("pcapng: a block claiming more bytes than the file has") {
+        Buf ng = shb();
+        idb(ng, kLinkEthernet, 65535);
+        epb(ng, 0, frame(60));
+        epb(ng, 0, frame(60));
+        const std::size_t third = ng.size();
+        epb(ng, 0, frame(60));
+        ng[third + 5] = 0x10; // total length 4 KiB + ..., in a file that ends sooner
+        TempPath path(".pcapng");
+        auto src = open(path, ng);
+        REQUIRE(src);
+        CHECK(read_all(*src.value()) == std::vector<std::uint32_t>{60, 60});
+        CHECK(starts_with(src.value()->read_error(), read_error_prefix(path, 3)));
+    }
+    SECTION("cooked capture: skipped records count in the record number") {
+        Buf file = pcap_header(113); // LINKTYPE_LINUX_SLL
+        Buf ipv4_record(16 + 20, 0);
+        ipv4_record[14] = 0x08; // protocol IPv4
+        ipv4_record[16] = 0x45;
+        Buf can_record(16 + 16, 0);
+        can_record[15] = 0x0c; // protocol CAN: skipped
+        pcap_record(file, 36, 36, ipv4_record);
+        pcap_record(file, 32, 32, can_record);
+        pcap_record(file, 36, 36, Buf(ipv4_record.begin(), ipv4_record.begin() + 10)); // cut
+        TempPath path(".pcap");
+        auto src = open(path, file);
+        REQUIRE(src);
+        CHECK(read_all(*src.value()) == std::vector<std::uint32_t>{14 + 20});
+        CHECK(src.value()->counters().skipped_records == 1);
+        CHECK(src.value()->read_error() ==
+              read_error_prefix(path, 3) +
+                  "truncated dump file; tried to read 36 captured bytes, only got 10");
     }
 }
 
@@ -303,6 +377,7 @@ TEST_CASE("wild: records whose caplen exceeds the snaplen or len", "[net][wild_c
         auto src = open(path, file);
         REQUIRE(src);
         CHECK(read_all(*src.value()) == std::vector<std::uint32_t>{60});
+        CHECK(starts_with(src.value()->read_error(), read_error_prefix(path, 2)));
         CHECK(src.value()->read_error().find("2147483647") != std::string::npos);
     }
     SECTION("caplen > len: the frame is what was on the wire, len bytes") {
@@ -384,7 +459,8 @@ TEST_CASE("wild: unknown link types are EINVAL naming the type", "[net][wild_cap
         std::uint32_t linktype;
         const char* name; // what the message must name
     };
-    for (const Case& c : {Case{101, "RAW"}, Case{147, "147"}, Case{65000, "65000"}}) {
+    for (const Case& c : {Case{127, "IEEE802_11_RADIO"}, Case{107, "FRELAY"}, Case{147, "147"},
+                          Case{65000, "65000"}}) {
         INFO("link type " << c.linktype);
         Buf file = pcap_header(c.linktype);
         pcap_record(file, 60, 60, frame(60));
@@ -395,16 +471,18 @@ TEST_CASE("wild: unknown link types are EINVAL naming the type", "[net][wild_cap
         CHECK(src.error().message.find(c.name) != std::string::npos);
         CHECK(src.error().message.find("not supported") != std::string::npos);
         CHECK(src.error().message.find(path.str()) != std::string::npos);
+        CHECK(src.error().message.find("supported link types: EN10MB, LINUX_SLL") !=
+              std::string::npos);
     }
     SECTION("pcapng: the first interface's link type decides") {
         Buf ng = shb();
-        idb(ng, 101, 65535);
+        idb(ng, 127, 65535);
         epb(ng, 0, frame(60));
         TempPath path(".pcapng");
         auto src = open(path, ng);
         REQUIRE_FALSE(src);
         CHECK(src.error().code == EINVAL);
-        CHECK(src.error().message.find("RAW") != std::string::npos);
+        CHECK(src.error().message.find("IEEE802_11_RADIO") != std::string::npos);
     }
 }
 
@@ -470,6 +548,7 @@ TEST_CASE("wild: pcapng with several interfaces", "[net][wild_captures]") {
         auto src = open(path, ng);
         REQUIRE(src);
         CHECK(read_all(*src.value()).empty());
+        CHECK(starts_with(src.value()->read_error(), read_error_prefix(path, 1)));
         CHECK(src.value()->read_error().find("snapshot length") != std::string::npos);
     }
     SECTION("a packet on an interface that was never described: a read error") {
@@ -481,9 +560,12 @@ TEST_CASE("wild: pcapng with several interfaces", "[net][wild_captures]") {
         auto src = open(path, ng);
         REQUIRE(src);
         CHECK(read_all(*src.value()) == std::vector<std::uint32_t>{60});
-        CHECK_FALSE(src.value()->read_error().empty());
+        CHECK(src.value()->read_error() ==
+              read_error_prefix(path, 2) +
+                  "a packet arrived on interface 3, but there's no Interface Description Block "
+                  "for that interface");
     }
-    SECTION("a second interface with another link type: a read error after the first's frames") {
+    SECTION("a second interface with another link type: refused at open, naming both") {
         Buf ng = shb();
         idb(ng, kLinkEthernet, 65535);
         epb(ng, 0, frame(60));
@@ -491,8 +573,12 @@ TEST_CASE("wild: pcapng with several interfaces", "[net][wild_captures]") {
         epb(ng, 1, frame(60));
         TempPath path(".pcapng");
         auto src = open(path, ng);
-        REQUIRE(src);
-        CHECK(read_all(*src.value()) == std::vector<std::uint32_t>{60});
-        CHECK_FALSE(src.value()->read_error().empty());
+        REQUIRE_FALSE(src);
+        CHECK(src.error().code == EINVAL);
+        CHECK(src.error().message ==
+              "pcap file " + path.str() +
+                  ": pcapng interfaces of different link types (interface 0: EN10MB, "
+                  "interface 1: RAW): libpcap reads one link type per file and does not say "
+                  "which interface a packet came on; split the file per interface");
     }
 }

@@ -4,7 +4,7 @@
 Usage: /usr/bin/python3 tests/tools/replay_bad_input_test.py RDMASIM
 
 Files that cannot be replayed (missing, a directory, empty, not a capture,
-cut inside the file header, a link type other than Ethernet) must give a
+cut inside the file header, a link type with no IP over Ethernet) must give a
 clear one-line error on stderr that names the file, and a non-zero exit
 status; never a crash (signal), a C++ "terminate called" or a hang.
 
@@ -184,15 +184,15 @@ def main():
         t.expect_error("cut inside the file header", t.path("cut-header.pcap", good[:10]))
         t.expect_error("pcapng cut inside the section header",
                        t.path("cut-shb.pcapng", shb()[:14]))
-        t.expect_error("link type RAW (101)",
-                       t.path("raw.pcap", pcap_header(101) + pcap_record(frame(60))),
-                       ["RAW", "not supported"])
+        t.expect_error("link type IEEE802_11_RADIO (127)",
+                       t.path("wifi.pcap", pcap_header(127) + pcap_record(frame(60))),
+                       ["IEEE802_11_RADIO", "not supported"])
         t.expect_error("unknown link type 65000",
                        t.path("lt65000.pcap", pcap_header(65000) + pcap_record(frame(60))),
                        ["65000", "not supported"])
-        t.expect_error("pcapng whose interface is not Ethernet",
-                       t.path("raw.pcapng", shb() + idb(101) + epb(frame(60))),
-                       ["RAW", "not supported"])
+        t.expect_error("pcapng whose interface carries no IP over Ethernet",
+                       t.path("wifi.pcapng", shb() + idb(127) + epb(frame(60))),
+                       ["IEEE802_11_RADIO", "not supported"])
         if os.geteuid() != 0:  # root reads anything
             p = t.path("unreadable.pcap", good)
             os.chmod(p, 0)
