@@ -60,20 +60,29 @@ void apply_rx_state(Device& dev, RecvQueue& recv, datapath::QueueState state) no
 // an error it reports in a completion: its WQ event handler knows only
 // WQ_CATAS_ERROR (mlx5_ib_wq_event, kernel drivers/infiniband/hw/mlx5/qp.c),
 // an error that keeps completions from being written.
-void receive_failed(Device& dev, datapath::RxQueue& rx) noexcept {
-    if (rx.kind() == datapath::QueueKind::wq) {
-        Wq& wq = *static_cast<Wq*>(rx.owner());
-        std::lock_guard post_lock(wq.recv.post_lock);
-        apply_rx_state(dev, wq.recv, datapath::QueueState::error);
-        wq.ibwq.state = IBV_WQS_ERR; // what modify_wq checks transitions against
-    } else {
-        // The QP's receive queue is an RQ object of its own on mlx5
-        // (create_raw_packet_qp_rq): it goes to error, the send queue and
-        // ibv_qp.state do not.
-        Qp& qp = *static_cast<Qp*>(rx.owner());
-        std::lock_guard post_lock(qp.recv.post_lock);
-        apply_rx_state(dev, qp.recv, datapath::QueueState::error);
-    }
+//
+// Caller holds the port lock, and `held`'s post lock when `held` is not null
+// (a state change in progress on that queue): its lock is not taken again.
+void receive_failed(Device& dev, datapath::RxQueue& rx, const RecvQueue* held) noexcept {
+    RecvQueue& recv = rx.kind() == datapath::QueueKind::wq
+                          ? static_cast<Wq*>(rx.owner())->recv
+                          : static_cast<Qp*>(rx.owner())->recv;
+    std::unique_lock<SpinLock> post_lock(recv.post_lock, std::defer_lock);
+    if (&recv != held) post_lock.lock(); // lock order: port, then post
+    apply_rx_state(dev, recv, datapath::QueueState::error);
+    // A WQ's state is what modify_wq checks transitions against. A raw QP's
+    // receive queue is an RQ object of its own on mlx5
+    // (create_raw_packet_qp_rq): it goes to error, the send queue and
+    // ibv_qp.state do not.
+    if (rx.kind() == datapath::QueueKind::wq) static_cast<Wq*>(rx.owner())->ibwq.state = IBV_WQS_ERR;
+}
+
+// service(), with `held` as in receive_failed.
+void service_holding(Device& dev, std::uint64_t now_ns, const RecvQueue* held) noexcept {
+    dev.port.service(now_ns);
+    while (datapath::RxQueue* failed = dev.port.take_failed_queue())
+        receive_failed(dev, *failed, held);
+    for (Cq* cq : dev.cqs) cq_after_burst(*cq);
 }
 
 } // namespace
@@ -109,14 +118,9 @@ void detach_rx_queue(Device& dev, RecvQueue& recv) noexcept {
 
 void set_rx_state(Device& dev, RecvQueue& recv, datapath::QueueState state) noexcept {
     apply_rx_state(dev, recv, state);
-    service(dev, dev.port.now_ns());
+    service_holding(dev, dev.port.now_ns(), &recv);
 }
 
-void service(Device& dev, std::uint64_t now_ns) noexcept {
-    dev.port.service(now_ns);
-    while (datapath::RxQueue* failed = dev.port.take_failed_queue())
-        receive_failed(dev, *failed);
-    for (Cq* cq : dev.cqs) cq_after_burst(*cq);
-}
+void service(Device& dev, std::uint64_t now_ns) noexcept { service_holding(dev, now_ns, nullptr); }
 
 } // namespace rdmasim::device

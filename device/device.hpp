@@ -31,7 +31,9 @@ void detach_rx_queue(Device& dev, RecvQueue& recv) noexcept;
 // Moves a receive queue to `state` (device/README.md, "Work queues": what
 // each state does to posted WQEs and held frames), then services the device
 // so flushed completions notify. Caller holds the port lock and recv's post
-// lock; `in_error` follows the state.
+// lock; `in_error` follows the state. The service may find `recv` failed (a
+// protection error while releasing held frames): then it ends in error and a
+// WQ owner's state is ERR, so set the owner's state before calling this.
 void set_rx_state(Device& dev, RecvQueue& recv, datapath::QueueState state) noexcept;
 
 // After frames moved or queues changed state: the port's delay-drop service

@@ -159,8 +159,8 @@ int modify_wq(ibv_wq* w, ibv_wq_attr* attr) noexcept {
                 dev.port.set_queue_state(wq.recv.rx, datapath::QueueState::reset);
                 consumer->purge(w->wq_num); // and so is what it completed before
             }
+            w->state = next; // first: a protection error during the service below wins
             set_rx_state(dev, wq.recv, rx_state(next));
-            w->state = next;
         }
         return 0;
     });
@@ -172,8 +172,8 @@ void wq_fatal(Wq& wq) noexcept {
         std::lock_guard port_lock(dev.port.mutex());
         std::lock_guard post_lock(wq.recv.post_lock);
         if (wq.ibwq.state == IBV_WQS_RDY) {
-            set_rx_state(dev, wq.recv, datapath::QueueState::error);
             wq.ibwq.state = IBV_WQS_ERR;
+            set_rx_state(dev, wq.recv, datapath::QueueState::error);
         }
     }
     ibv_async_event ev{};

@@ -284,3 +284,37 @@ TEST_CASE("a protection error on a raw QP stops its receive queue; its send side
     CHECK(ibv_destroy_flow(flow) == 0);
     CHECK(fx.balanced());
 }
+
+// The service a state change runs may stop another queue: modify_wq on one
+// WQ (its post lock held) moves the other to ERR (its post lock taken after
+// the port's), and a queue's own transition is never undone by it.
+TEST_CASE("a protection error found while another WQ changes state stops only the failed WQ",
+          "[device][receive][protection]") {
+    SimFixture fx;
+    MrBuffer buf(fx.pd, 4);
+    Wq held(fx.pd, IBV_WQ_FLAGS_DELAY_DROP);
+    fx.offer(golden::concat(golden::kUntagged), 0);
+    fx.pump();
+    REQUIRE(fx.port().delay_drop_waits.get() == 1);
+    ibv_sge bad = buf.sge(0);
+    bad.lkey += 1;
+    ibv_recv_wr wr{};
+    wr.wr_id = 7;
+    wr.sg_list = &bad;
+    wr.num_sge = 1;
+    ibv_recv_wr* bad_wr = nullptr;
+    REQUIRE(ibv_post_wq_recv(held.wq, &wr, &bad_wr) == 0); // the held frame waits for a service
+
+    ibv_cq* cq = make_cq(fx.ctx, 16);
+    ibv_wq_init_attr a = wq_init_attr(fx.pd, cq, 16, 1, 0);
+    ibv_wq* other = ibv_create_wq(fx.ctx, &a);
+    REQUIRE(other != nullptr);
+    REQUIRE(set_wq_state(other, IBV_WQS_RDY) == 0); // services the port: the release fails
+    CHECK(other->state == IBV_WQS_RDY);
+    CHECK(held.wq->state == IBV_WQS_ERR);
+    CHECK(seen(held.cq) == std::vector<Seen>{{7, IBV_WC_LOC_PROT_ERR}});
+    CHECK(drops(fx, Drop::protection_error) == 1);
+    CHECK(fx.balanced());
+    CHECK(ibv_destroy_wq(other) == 0);
+    CHECK(ibv_destroy_cq(cq) == 0);
+}
