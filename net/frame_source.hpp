@@ -34,6 +34,9 @@ public:
     [[nodiscard]] virtual std::string_view failure() const noexcept { return {}; }
     // How far through a finite source (0..1), or a negative value when unknown.
     [[nodiscard]] virtual double progress() const noexcept { return -1; }
+    // A live source's descriptor: readable when next() may have a frame, so
+    // an engine can sleep on it. -1: none (the engine polls or never waits).
+    [[nodiscard]] virtual int wait_fd() const noexcept { return -1; }
 };
 
 } // namespace rdmasim::net

@@ -24,6 +24,7 @@ constexpr std::uint16_t kOptIfFcslen = 13;
 constexpr std::size_t kMaxBlockScan = 1 << 20; // never read more than this looking for IDBs
 
 constexpr std::uint32_t kEthHeaderLen = 14;
+constexpr int kMaxRecordLen = 262144; // libpcap's MAXIMUM_SNAPLEN
 constexpr std::uint32_t kSllHeaderLen = 16;  // pcap/sll.h SLL_HDR_LEN
 constexpr std::uint32_t kSll2HeaderLen = 20; // pcap/sll.h SLL2_HDR_LEN
 constexpr std::uint32_t kNullHeaderLen = 4;  // the address family word of DLT_NULL / DLT_LOOP
@@ -349,8 +350,10 @@ Result<std::unique_ptr<PcapFileSource>> PcapFileSource::open(const std::string& 
         src->synth_dst_ = options.synth_dst_mac;
         src->synth_src_ = options.synth_src_mac;
         // libpcap hands over at most the snapshot length (it cuts longer
-        // records, and refuses those beyond its per-link-type maximum).
-        const int snap = pcap_snapshot(p);
+        // records, and refuses those beyond its per-link-type maximum,
+        // 262144 bytes for every link type read here). The header's snapshot
+        // length is not clamped to it: a corrupt one asked for 218 MB here.
+        const int snap = std::min(pcap_snapshot(p), kMaxRecordLen);
         src->scratch_.resize(static_cast<std::size_t>(std::max(snap, 0)) + kEthHeaderLen);
     }
     // Room for fail_read()'s sentence, so that building it never allocates.

@@ -77,6 +77,9 @@ public:
     // File position over file size, as of the last 1024 records. Any thread
     // (a progress bar reads it while the engine thread reads the file).
     [[nodiscard]] double progress() const noexcept override;
+    // Bytes of the buffer that holds a frame with a synthesized header (0
+    // for Ethernet captures): bounded by the largest record libpcap reads.
+    [[nodiscard]] std::size_t scratch_bytes() const noexcept { return scratch_.size(); }
 
 private:
     // How a record of the file's link type becomes an Ethernet frame.

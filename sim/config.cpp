@@ -58,6 +58,55 @@ bool* cap_switch(device::Capabilities& c, std::string_view key) {
     return nullptr;
 }
 
+// "rdmasim0:rdmasim1,rdmasim2:rdmasim3" as index pairs; a device links to
+// another one, never to itself.
+std::optional<std::vector<std::pair<std::uint32_t, std::uint32_t>>> parse_links(std::string_view v) {
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> out;
+    auto device = [](std::string_view name) -> std::optional<std::uint32_t> {
+        if (!name.starts_with("rdmasim")) return std::nullopt;
+        return parse_uint<std::uint32_t>(name.substr(7), 0, 15);
+    };
+    while (!v.empty()) {
+        const auto comma = v.find(',');
+        const std::string_view pair = v.substr(0, comma);
+        v = comma == std::string_view::npos ? std::string_view{} : v.substr(comma + 1);
+        const auto colon = pair.find(':');
+        if (colon == std::string_view::npos) return std::nullopt;
+        auto a = device(pair.substr(0, colon));
+        auto b = device(pair.substr(colon + 1));
+        if (!a || !b || *a == *b) return std::nullopt;
+        out.emplace_back(*a, *b);
+    }
+    if (out.empty()) return std::nullopt;
+    return out;
+}
+
+} // namespace
+
+const std::vector<std::pair<std::string_view, std::vector<std::string> Config::*>>&
+Config::device_keys() {
+    static const std::vector<std::pair<std::string_view, std::vector<std::string> Config::*>> k{
+        {"pcap", &Config::pcap},           {"iface", &Config::iface},
+        {"pcap_live", &Config::pcap_live}, {"wire", &Config::wire},
+        {"tx_capture", &Config::tx_capture},
+    };
+    return k;
+}
+
+namespace {
+
+// `key` as a per-device key: its storage and device index (-1: a bad index).
+std::optional<std::pair<std::vector<std::string> Config::*, int>> device_key(std::string_view key) {
+    for (const auto& [name, member] : Config::device_keys()) {
+        if (key == name) return std::pair{member, 0};
+        if (key.starts_with(name) && key.size() > name.size() && key[name.size()] == '.') {
+            auto n = parse_uint<std::uint32_t>(key.substr(name.size() + 1), 0, 15);
+            return std::pair{member, n ? static_cast<int>(*n) : -1};
+        }
+    }
+    return std::nullopt;
+}
+
 } // namespace
 
 std::string environment_name(std::string_view key) {
@@ -72,6 +121,17 @@ const std::vector<std::pair<std::string_view, std::string_view>>& Config::keys()
         {"devices", "number of emulated devices, 1..16 (rdmasim0, rdmasim1, ...)"},
         {"pcap", "capture file replayed into rdmasim0's port"},
         {"pcap.N", "capture file replayed into device N's port"},
+        {"iface", "live interface rdmasim0's port receives from and sends to (AF_PACKET ring; needs CAP_NET_RAW)"},
+        {"iface.N", "the same for device N"},
+        {"pcap_live", "live interface through libpcap, for rdmasim0 (needs CAP_NET_RAW)"},
+        {"pcap_live.N", "the same for device N"},
+        {"filter", "BPF expression (tcpdump syntax) applied to pcap_live sources"},
+        {"promisc", "on/off: put live interfaces in promiscuous mode (default off)"},
+        {"wire", "virtual wire rdmasim0's port plugs into: ptp:///path, vde:///path or vxvde://group (libvdeplug)"},
+        {"wire.N", "the same for device N"},
+        {"tx_capture", "pcap file of every frame rdmasim0's port sends"},
+        {"tx_capture.N", "the same for device N"},
+        {"link", "devices wired back to back in this process, like rdmasim0:rdmasim1 (comma-separated pairs)"},
         {"engine", "inline (deterministic, virtual time) or thread (real time)"},
         {"start", "when a replay starts: first-flow, now, a delay like 250ms, or manual (Engine::begin)"},
         {"speed", "topspeed, original, or a multiple of capture time like 2x"},
@@ -102,15 +162,23 @@ Result<void> Config::set(std::string_view key, std::string_view v) {
         auto n = parse_uint<std::uint32_t>(v, 1, 16);
         if (!n) return bad(key, v, "a number from 1 to 16");
         devices = *n;
-    } else if (key == "pcap" || key.starts_with("pcap.")) {
-        std::uint32_t idx = 0;
-        if (key != "pcap") {
-            auto n = parse_uint<std::uint32_t>(key.substr(5), 0, 15);
-            if (!n) return bad(key, v, "pcap.N with N a device index 0..15");
-            idx = *n;
-        }
-        if (pcap.size() <= idx) pcap.resize(idx + 1);
-        pcap[idx] = std::string(v);
+    } else if (auto per_device = device_key(key)) {
+        auto [member, idx] = *per_device;
+        if (idx < 0)
+            return bad(key, v, fmt::format("{}.N with N a device index 0..15", key.substr(0, key.find('.'))));
+        auto& slots = this->*member;
+        if (slots.size() <= static_cast<std::size_t>(idx)) slots.resize(static_cast<std::size_t>(idx) + 1);
+        slots[static_cast<std::size_t>(idx)] = std::string(v);
+    } else if (key == "filter") {
+        filter = std::string(v);
+    } else if (key == "promisc") {
+        auto b = parse_bool(v);
+        if (!b) return bad(key, v, "on or off");
+        promisc = *b;
+    } else if (key == "link") {
+        auto parsed = parse_links(v);
+        if (!parsed) return bad(key, v, "pairs of devices like rdmasim0:rdmasim1, comma-separated");
+        links = std::move(*parsed);
     } else if (key == "engine") {
         if (v == "inline") engine = EngineKind::inline_;
         else if (v == "thread") engine = EngineKind::thread;
@@ -195,9 +263,9 @@ Result<void> Config::apply_environment() {
         if (auto r = apply_toml_file(file); !r) return r;
     }
     for (const auto& [key, _] : keys()) {
-        if (key == "pcap.N") {
+        if (key.ends_with(".N")) {
             for (int i = 0; i < 16; ++i) {
-                const std::string k = fmt::format("pcap.{}", i);
+                const std::string k = fmt::format("{}.{}", key.substr(0, key.size() - 2), i);
                 if (const char* v = std::getenv(environment_name(k).c_str()))
                     if (auto r = set(k, v); !r)
                         return make_error(EINVAL, fmt::format("{} (from {})", r.error().message,
@@ -251,10 +319,35 @@ Result<void> Config::apply_toml_file(const std::string& path) {
 }
 
 Result<void> Config::validate() const {
-    for (std::size_t i = 0; i < pcap.size(); ++i)
-        if (!pcap[i].empty() && i >= devices)
-            return make_error(EINVAL, fmt::format("configuration: pcap.{} = '{}' names device {} but devices = {}",
-                                                  i, pcap[i], i, devices));
+    std::vector<std::string> source_of(devices); // the key that gave device i its source
+    auto claim = [&](std::uint32_t i, std::string what) -> Result<void> {
+        if (!source_of[i].empty())
+            return make_error(EINVAL, fmt::format("configuration: device {} has two sources, {} and {}; "
+                                                  "a port receives from one", i, source_of[i], what));
+        source_of[i] = std::move(what);
+        return {};
+    };
+    for (const auto& [name, member] : device_keys()) {
+        const auto& slots = this->*member;
+        for (std::size_t i = 0; i < slots.size(); ++i) {
+            if (slots[i].empty()) continue;
+            const std::string key = i == 0 ? std::string(name) : fmt::format("{}.{}", name, i);
+            if (i >= devices)
+                return make_error(EINVAL, fmt::format("configuration: {}.{} = '{}' names device {} but devices = {}",
+                                                      name, i, slots[i], i, devices));
+            if (name != "tx_capture")
+                if (auto r = claim(static_cast<std::uint32_t>(i), fmt::format("{} = '{}'", key, slots[i])); !r)
+                    return r;
+        }
+    }
+    for (const auto& [a, b] : links) {
+        for (const std::uint32_t i : {a, b}) {
+            if (i >= devices)
+                return make_error(EINVAL, fmt::format("configuration: link rdmasim{}:rdmasim{} names device {} but devices = {}",
+                                                      a, b, i, devices));
+            if (auto r = claim(i, fmt::format("link rdmasim{}:rdmasim{}", a, b)); !r) return r;
+        }
+    }
     return {};
 }
 

@@ -21,7 +21,17 @@ enum class StartTrigger { first_flow, now, delay, manual };
 
 struct Config {
     std::uint32_t devices = 1;
-    std::vector<std::string> pcap;          // per device index; "" = no source
+    // Per device index ("" = none), keys `NAME` (device 0) and `NAME.N`. At
+    // most one source per device: pcap, iface, pcap_live, wire or a link.
+    std::vector<std::string> pcap;          // capture file replayed into the port
+    std::vector<std::string> iface;         // live interface, AF_PACKET TPACKET_V3 ring
+    std::vector<std::string> pcap_live;     // live interface through libpcap
+    std::vector<std::string> wire;          // libvdeplug URL: ptp://PATH, vde://PATH, vxvde://GROUP
+    std::vector<std::string> tx_capture;    // pcap file of the frames the port sends
+    std::string filter;                     // BPF expression for pcap_live sources
+    bool promisc = false;                   // live interfaces in promiscuous mode
+    // Devices wired back to back in this process: pairs of device indexes.
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> links;
     EngineKind engine = EngineKind::thread;
     StartTrigger start = StartTrigger::first_flow;
     std::uint64_t start_delay_ns = 0;
@@ -43,8 +53,13 @@ struct Config {
     // Applies RDMASIM_CONFIG (if set) and then every RDMASIM_* variable.
     Result<void> apply_environment();
     Result<void> apply_toml_file(const std::string& path);
-    // Checks the combination (e.g. a pcap for a device that does not exist).
+    // Checks the combination (e.g. a pcap for a device that does not exist,
+    // two sources for one device).
     Result<void> validate() const;
+
+    // The per-device string keys ("pcap", "iface", ...) and their storage.
+    static const std::vector<std::pair<std::string_view, std::vector<std::string> Config::*>>&
+    device_keys();
 };
 
 // The environment variable that carries configuration key `key`: "RDMASIM_",

@@ -9,7 +9,7 @@
 #include "device/device.hpp"
 #include "device/registry.hpp"
 #include "net/memory_source.hpp"
-#include "net/pcap_file_source.hpp"
+#include "sim/device_io.hpp"
 #include "sim/logging.hpp"
 
 namespace rdmasim::sim {
@@ -29,22 +29,24 @@ device::DeviceIdentity default_identity(std::uint32_t index) {
 }
 
 Result<std::unique_ptr<Simulator>> Simulator::create(const Config& config) {
+    if (auto r = config.validate(); !r) return r.error();
     std::vector<std::unique_ptr<net::FrameSource>> sources(config.devices);
-    for (std::size_t i = 0; i < config.pcap.size() && i < config.devices; ++i) {
-        if (config.pcap[i].empty()) continue;
-        net::PcapOpenOptions options;
-        options.force_fcs_len = config.source_fcs;
-        // A header synthesized for a capture without one is addressed to the
-        // device that receives it, unless configured otherwise.
-        options.synth_dst_mac =
-            config.synth_dst_mac.value_or(default_identity(static_cast<std::uint32_t>(i)).mac);
-        options.synth_src_mac = config.synth_src_mac.value_or(net::kSynthSrcMacDefault);
-        auto src = net::PcapFileSource::open(config.pcap[i], options);
-        if (!src) return src.error();
-        log().info("rdmasim{}: {}", i, src.value()->describe());
-        sources[i] = std::move(src.value());
+    std::vector<std::vector<std::shared_ptr<net::FrameSink>>> sinks(config.devices);
+    for (std::uint32_t i = 0; i < config.devices; ++i) {
+        auto io = open_device_io(config, i);
+        if (!io) return io.error(); // what was opened for devices before i closes here
+        sources[i] = std::move(io.value().source);
+        sinks[i] = std::move(io.value().sinks);
     }
-    return create(config, std::move(sources));
+    auto sim = create(config, std::move(sources));
+    if (!sim) return sim;
+    Simulator& s = *sim.value();
+    for (std::uint32_t i = 0; i < config.devices; ++i) {
+        std::lock_guard lock(s.devices_[i]->port.mutex());
+        for (auto& sink : sinks[i]) s.devices_[i]->port.attach_sink(*sink);
+    }
+    s.sinks_ = std::move(sinks);
+    return sim;
 }
 
 Result<std::unique_ptr<Simulator>> Simulator::create(
@@ -72,6 +74,10 @@ Result<std::unique_ptr<Simulator>> Simulator::create(
 
 Simulator::~Simulator() {
     for (auto& engine : engines_) engine->stop();
+    for (std::size_t i = 0; i < sinks_.size(); ++i) {
+        std::lock_guard lock(devices_[i]->port.mutex());
+        for (auto& sink : sinks_[i]) devices_[i]->port.detach_sink(*sink);
+    }
     for (auto& dev : devices_) {
         device::unregister_device(dev.get());
         dev->hooks = nullptr;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "device/objects.hpp"
+#include "net/frame_sink.hpp"
 #include "net/frame_source.hpp"
 #include "net/result.hpp"
 #include "sim/config.hpp"
@@ -17,8 +18,8 @@ namespace rdmasim::sim {
 
 class Simulator {
 public:
-    // Sources from the configuration (pcap files); devices without one get an
-    // empty source (loopback of sends still works).
+    // Sources and sinks from the configuration (sim/device_io.hpp); devices
+    // without a source get an empty one (loopback of sends still works).
     static Result<std::unique_ptr<Simulator>> create(const Config& config);
     // Explicit sources, one per device (nullptr = empty), for tests and tools.
     static Result<std::unique_ptr<Simulator>> create(
@@ -50,6 +51,8 @@ private:
     Config config_;
     std::vector<std::unique_ptr<device::Device>> devices_;
     std::vector<std::unique_ptr<Engine>> engines_;
+    // Attached to devices_[i]'s port; detached before the devices go.
+    std::vector<std::vector<std::shared_ptr<net::FrameSink>>> sinks_;
 };
 
 // Identity of device `index`: rdmasimN, locally administered MAC, EUI-64 GUID.

@@ -38,11 +38,18 @@ int main(int argc, char** argv) {
 
     // run / env share the source options; each becomes an RDMASIM_* setting.
     rdmasim::tools::RunOptions run_opts;
-    std::string pcap, devices, engine, speed, start;
+    std::string pcap, devices, engine, speed, start, iface, pcap_live, filter, wire, tx_capture, link;
     std::vector<std::string> sets;
-    bool deterministic = false;
+    bool deterministic = false, promisc = false;
     auto add_source_options = [&](CLI::App* sub) {
         sub->add_option("--pcap", pcap, "capture replayed into rdmasim0");
+        sub->add_option("--iface", iface, "live interface for rdmasim0 (AF_PACKET ring; CAP_NET_RAW)");
+        sub->add_option("--pcap-live", pcap_live, "live interface for rdmasim0 through libpcap");
+        sub->add_option("--filter", filter, "BPF expression for --pcap-live");
+        sub->add_flag("--promisc", promisc, "live interfaces in promiscuous mode");
+        sub->add_option("--wire", wire, "virtual wire for rdmasim0: ptp:///path, vde:///path, vxvde://group");
+        sub->add_option("--tx-capture", tx_capture, "write every frame rdmasim0 sends to this pcap");
+        sub->add_option("--link", link, "wire two devices back to back, like rdmasim0:rdmasim1");
         sub->add_option("--devices", devices, "number of devices (rdmasim0, rdmasim1, ...)");
         sub->add_option("--engine", engine, "thread (real time, default) or inline");
         sub->add_flag("--deterministic", deterministic, "the inline engine: virtual time, bit-identical reruns");
@@ -61,6 +68,13 @@ int main(int argc, char** argv) {
         auto& s = run_opts.settings;
         if (!pcap.empty()) s.emplace_back("pcap", pcap);
         if (!devices.empty()) s.emplace_back("devices", devices);
+        if (!iface.empty()) s.emplace_back("iface", iface);
+        if (!pcap_live.empty()) s.emplace_back("pcap_live", pcap_live);
+        if (!filter.empty()) s.emplace_back("filter", filter);
+        if (promisc) s.emplace_back("promisc", "on");
+        if (!wire.empty()) s.emplace_back("wire", wire);
+        if (!tx_capture.empty()) s.emplace_back("tx_capture", tx_capture);
+        if (!link.empty()) s.emplace_back("link", link);
         if (deterministic) s.emplace_back("engine", "inline");
         if (!engine.empty()) s.emplace_back("engine", engine);
         if (!speed.empty()) s.emplace_back("speed", speed);

@@ -55,7 +55,8 @@ bool run_environment(const RunOptions& o, std::vector<std::pair<std::string, std
     env.emplace_back("LD_LIBRARY_PATH", path);
     for (const auto& [k, v] : o.settings) {
         // Capture paths are made absolute: the program may change directory.
-        const bool path = k == "pcap" || k.starts_with("pcap.");
+        const bool path = k == "pcap" || k.starts_with("pcap.") || k == "tx_capture" ||
+                          k.starts_with("tx_capture.");
         env.emplace_back(sim::environment_name(k), path ? std::filesystem::absolute(v).string() : v);
     }
     return true;

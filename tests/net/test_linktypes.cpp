@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -479,4 +480,27 @@ TEST_CASE("pcapng: what libpcap itself does with a later interface it cannot rea
                                    std::to_string(records + 1) +
                                    ": an interface has a type 101 different from the type of "
                                    "the first interface");
+}
+
+// A fuzzer's finding: a header-less capture whose file header declares a
+// snapshot length of 218 MB. libpcap keeps that figure (pcap_snapshot) but
+// never hands over a record beyond 262144 bytes, so the source's scratch
+// buffer is sized by the latter; the records still read as usual.
+TEST_CASE("a corrupt snapshot length in the file header does not size the scratch buffer",
+          "[net][linktypes]") {
+    TempPath path(".pcap");
+    {
+        const std::uint32_t header[6] = {0xa1b2c3d4, 0x00040002, 0, 0, 0x0d00ff00, DLT_NULL};
+        const Buf rec = cat({Buf{2, 0, 0, 0}, kIpv4});
+        const std::uint32_t rec_header[4] = {1, 0, static_cast<std::uint32_t>(rec.size()),
+                                             static_cast<std::uint32_t>(rec.size())};
+        std::ofstream out(path.str(), std::ios::binary);
+        out.write(reinterpret_cast<const char*>(header), sizeof header);
+        out.write(reinterpret_cast<const char*>(rec_header), sizeof rec_header);
+        out.write(reinterpret_cast<const char*>(rec.data()), static_cast<std::streamsize>(rec.size()));
+    }
+    auto src = open_ok(path, golden_macs());
+    CHECK(src->scratch_bytes() <= 262144 + 14);
+    CHECK(bytes_of(read_all(*src)) ==
+          std::vector<Buf>{Buf(golden::kUntagged.begin(), golden::kUntagged.end())});
 }

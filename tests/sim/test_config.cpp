@@ -89,3 +89,53 @@ TEST_CASE("config: a pcap for a device that does not exist is refused", "[sim][c
     REQUIRE_FALSE(r);
     CHECK(r.error().message.find("pcap.3") != std::string::npos);
 }
+
+TEST_CASE("config: per-device sources, one per device, and links between devices",
+          "[sim][config]") {
+    Config c;
+    REQUIRE(c.set("devices", "3"));
+    REQUIRE(c.set("iface", "veth0"));
+    REQUIRE(c.set("wire.1", "ptp:///tmp/w"));
+    REQUIRE(c.set("tx_capture.2", "/tmp/out.pcap"));
+    REQUIRE(c.set("promisc", "on"));
+    CHECK(c.iface == std::vector<std::string>{"veth0"});
+    CHECK(c.wire.size() == 2);
+    CHECK(c.wire[1] == "ptp:///tmp/w");
+    CHECK(c.promisc);
+    CHECK(c.validate());
+
+    SECTION("two sources for one device are refused, naming both") {
+        REQUIRE(c.set("pcap", "/tmp/a.pcap"));
+        auto r = c.validate();
+        REQUIRE_FALSE(r);
+        CHECK(r.error().message.find("iface = 'veth0'") != std::string::npos);
+        CHECK(r.error().message.find("pcap = '/tmp/a.pcap'") != std::string::npos);
+    }
+    SECTION("a link is a source for both ends") {
+        REQUIRE(c.set("link", "rdmasim2:rdmasim0"));
+        CHECK(c.links == std::vector<std::pair<std::uint32_t, std::uint32_t>>{{2, 0}});
+        auto r = c.validate();
+        REQUIRE_FALSE(r);
+        CHECK(r.error().message.find("link rdmasim2:rdmasim0") != std::string::npos);
+    }
+    SECTION("a key for a device that does not exist") {
+        REQUIRE(c.set("pcap_live.5", "lo"));
+        auto r = c.validate();
+        REQUIRE_FALSE(r);
+        CHECK(r.error().message.find("pcap_live.5") != std::string::npos);
+    }
+    for (const char* bad : {"rdmasim0", "rdmasim0:rdmasim0", "rdmasim0:eth0", "rdmasim0:rdmasim16", ""}) {
+        INFO(bad);
+        CHECK_FALSE(c.set("link", bad));
+    }
+    CHECK_FALSE(c.set("iface.x", "veth0"));
+    CHECK_FALSE(c.set("promisc", "maybe"));
+
+    ::setenv("RDMASIM_WIRE_2", "vde:///tmp/sw", 1);
+    Config e;
+    auto r = e.apply_environment();
+    ::unsetenv("RDMASIM_WIRE_2");
+    REQUIRE(r);
+    REQUIRE(e.wire.size() == 3);
+    CHECK(e.wire[2] == "vde:///tmp/sw");
+}

@@ -1,0 +1,65 @@
+#include "sim/device_io.hpp"
+
+#include <cerrno>
+
+#include <fmt/format.h>
+
+#include "net/capture_sink.hpp"
+#include "net/pcap_file_source.hpp"
+#include "net/pcap_writer.hpp"
+#include "sim/logging.hpp"
+#include "sim/simulator.hpp"
+
+namespace rdmasim::sim {
+
+namespace {
+
+// Device `index`'s value of a per-device key, or "".
+const std::string& slot(const std::vector<std::string>& values, std::uint32_t index) {
+    static const std::string none;
+    return index < values.size() ? values[index] : none;
+}
+
+Result<std::unique_ptr<net::FrameSource>> open_pcap(const Config& config, std::uint32_t index,
+                                                    const std::string& path) {
+    net::PcapOpenOptions options;
+    options.force_fcs_len = config.source_fcs;
+    // A header synthesized for a capture without one is addressed to the
+    // device that receives it, unless configured otherwise.
+    options.synth_dst_mac = config.synth_dst_mac.value_or(default_identity(index).mac);
+    options.synth_src_mac = config.synth_src_mac.value_or(net::kSynthSrcMacDefault);
+    auto src = net::PcapFileSource::open(path, options);
+    if (!src) return src.error();
+    return std::unique_ptr<net::FrameSource>(std::move(src.value()));
+}
+
+Error not_built(std::string_view key, const std::string& value) {
+    return make_error(ENOTSUP, fmt::format("configuration: {} = '{}': this source is not available yet",
+                                           key, value));
+}
+
+} // namespace
+
+Result<DeviceIo> open_device_io(const Config& config, std::uint32_t index) {
+    DeviceIo io;
+    if (const std::string& path = slot(config.pcap, index); !path.empty()) {
+        auto src = open_pcap(config, index, path);
+        if (!src) return src.error();
+        io.source = std::move(src.value());
+    }
+    if (const std::string& name = slot(config.iface, index); !name.empty())
+        return not_built("iface", name);
+    if (const std::string& name = slot(config.pcap_live, index); !name.empty())
+        return not_built("pcap_live", name);
+    if (const std::string& url = slot(config.wire, index); !url.empty())
+        return not_built("wire", url);
+    if (const std::string& path = slot(config.tx_capture, index); !path.empty()) {
+        auto writer = net::PcapWriter::open(path);
+        if (!writer) return writer.error();
+        io.sinks.push_back(std::make_shared<net::CaptureSink>(std::move(writer.value())));
+    }
+    if (io.source) log().info("rdmasim{}: {}", index, io.source->describe());
+    return io;
+}
+
+} // namespace rdmasim::sim
