@@ -18,6 +18,9 @@ struct SourceCounters {
     std::uint64_t truncated_records = 0;   // caplen < len: handed over, marked truncated()
     std::uint64_t synthesized_headers = 0; // handed over with an Ethernet header the source made
     std::uint64_t skipped_records = 0;     // not Ethernet-borne traffic: never handed over
+    // Live sources: frames the kernel dropped before the source read them
+    // (ring or buffer full), as of the source's last statistics read.
+    std::uint64_t kernel_drops = 0;
 };
 
 class FrameSource {

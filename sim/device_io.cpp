@@ -7,6 +7,7 @@
 #include "net/capture_sink.hpp"
 #include "net/pcap_file_source.hpp"
 #include "net/pcap_writer.hpp"
+#include "sim/live_io.hpp"
 #include "sim/logging.hpp"
 #include "sim/simulator.hpp"
 
@@ -48,9 +49,9 @@ Result<DeviceIo> open_device_io(const Config& config, std::uint32_t index) {
         io.source = std::move(src.value());
     }
     if (const std::string& name = slot(config.iface, index); !name.empty())
-        return not_built("iface", name);
+        if (auto r = open_iface(config, index, name, io); !r) return r.error();
     if (const std::string& name = slot(config.pcap_live, index); !name.empty())
-        return not_built("pcap_live", name);
+        if (auto r = open_pcap_live(config, index, name, io); !r) return r.error();
     if (const std::string& url = slot(config.wire, index); !url.empty())
         return not_built("wire", url);
     if (const std::string& path = slot(config.tx_capture, index); !path.empty()) {

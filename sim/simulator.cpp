@@ -28,7 +28,7 @@ device::DeviceIdentity default_identity(std::uint32_t index) {
     return id;
 }
 
-Result<std::unique_ptr<Simulator>> Simulator::create(const Config& config) {
+Result<std::unique_ptr<Simulator>> Simulator::create(const Config& config, const SourceWrap& wrap) {
     if (auto r = config.validate(); !r) return r.error();
     std::vector<std::unique_ptr<net::FrameSource>> sources(config.devices);
     std::vector<std::vector<std::shared_ptr<net::FrameSink>>> sinks(config.devices);
@@ -36,6 +36,7 @@ Result<std::unique_ptr<Simulator>> Simulator::create(const Config& config) {
         auto io = open_device_io(config, i);
         if (!io) return io.error(); // what was opened for devices before i closes here
         sources[i] = std::move(io.value().source);
+        if (wrap) sources[i] = wrap(i, std::move(sources[i]));
         sinks[i] = std::move(io.value().sinks);
     }
     auto sim = create(config, std::move(sources));

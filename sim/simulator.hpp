@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -18,9 +19,15 @@ namespace rdmasim::sim {
 
 class Simulator {
 public:
-    // Sources and sinks from the configuration (sim/device_io.hpp); devices
-    // without a source get an empty one (loopback of sends still works).
-    static Result<std::unique_ptr<Simulator>> create(const Config& config);
+    // Device `index`'s source as opened (null: none) -> the source its engine
+    // pulls (a tool's stop condition wraps it).
+    using SourceWrap = std::function<std::unique_ptr<net::FrameSource>(
+        std::uint32_t index, std::unique_ptr<net::FrameSource> source)>;
+    // Sources and sinks from the configuration (sim/device_io.hpp), each
+    // source through `wrap` when given; devices without a source get an
+    // empty one (loopback of sends still works).
+    static Result<std::unique_ptr<Simulator>> create(const Config& config,
+                                                     const SourceWrap& wrap = {});
     // Explicit sources, one per device (nullptr = empty), for tests and tools.
     static Result<std::unique_ptr<Simulator>> create(
         const Config& config, std::vector<std::unique_ptr<net::FrameSource>> sources);

@@ -21,6 +21,15 @@ int main(int argc, char** argv) {
     auto* replay = app.add_subcommand(
         "replay", "Replay a capture into an emulated device and receive it on WQs with RSS");
     replay->add_option("file", ro.file, "pcap or pcapng file (default: the bundled sample)");
+    replay->add_option("--iface", ro.iface, "receive from a live interface (AF_PACKET ring; CAP_NET_RAW)");
+    replay->add_option("--pcap-live", ro.pcap_live, "receive from a live interface through libpcap");
+    replay->add_option("--filter", ro.filter, "BPF expression for --pcap-live");
+    replay->add_flag("--promisc", ro.promisc, "live interfaces in promiscuous mode");
+    replay->add_option("--wire", ro.wire, "receive from a virtual wire: ptp:///path, vde:///path, vxvde://group");
+    replay->add_option("--count", ro.count, "stop after N frames offered to the port")
+        ->check(CLI::PositiveNumber);
+    replay->add_option("--duration", ro.duration_s, "stop after this many seconds")
+        ->check(CLI::PositiveNumber);
     replay->add_option("--wqs", ro.wqs, "number of receive WQs")->check(CLI::Range(1, 1024));
     replay->add_option("--flags", ro.flags, "WQ creation flags: cvlan, fcs, pad, delay-drop")
         ->delimiter(',');
@@ -92,7 +101,7 @@ int main(int argc, char** argv) {
     }
     rdmasim::sim::set_log_level(log_level);
     if (replay->parsed()) {
-        if (ro.file.empty()) ro.file = RDMASIM_SAMPLE_PCAP;
+        if (ro.file.empty() && !rdmasim::tools::live_source(ro)) ro.file = RDMASIM_SAMPLE_PCAP;
         return rdmasim::tools::run_replay(ro);
     }
     return 0;

@@ -11,12 +11,14 @@
 #include <exception>
 #include <fmt/format.h>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "net/pcap_writer.hpp"
 #include "sim/simulator.hpp"
 #include "tools/replay_receiver.hpp"
 #include "tools/replay_report.hpp"
+#include "tools/replay_stop.hpp"
 
 namespace rdmasim::tools {
 
@@ -118,8 +120,9 @@ struct Tally {
 };
 
 // Polls, captures, shows and re-posts until the capture is done: the source
-// drained, nothing held, and the CQ empty twice in a row.
-Tally receive(const ReplayOptions& o, sim::Simulator& sim, Receiver& rx, net::PcapWriter* writer) {
+// drained or stopped, nothing held, and the CQ empty twice in a row.
+Tally receive(const ReplayOptions& o, sim::Simulator& sim, Receiver& rx, net::PcapWriter* writer,
+              ReplayStop& stop) {
     ProgressBar bar(isatty(STDERR_FILENO) && !o.json);
     Tally tally;
     std::uint64_t shown = 0;
@@ -131,6 +134,7 @@ Tally receive(const ReplayOptions& o, sim::Simulator& sim, Receiver& rx, net::Pc
     const auto& port = sim.port_counters(0);
     ibv_cq_ex* cq = rx.cq();
     for (int quiet = 0; quiet < 2;) {
+        stop.check();
         repost.clear();
         ibv_poll_cq_attr pa{};
         if (ibv_start_poll(cq, &pa) == 0) {
@@ -179,16 +183,33 @@ int replay(const ReplayOptions& o) {
 
     sim::Config cfg;
     if (auto r = cfg.apply_environment(); !r) fail(r.error().message);
-    for (auto [k, v] : {std::pair<std::string, std::string>{"engine", o.engine},
-                        {"speed", o.speed},
-                        {"pcap", o.file},
-                        {"start", "manual"}}) {
+    std::vector<std::pair<std::string, std::string>> keys{
+        {"engine", o.engine}, {"speed", o.speed}, {"start", "manual"}};
+    // The source options map to the configuration keys `rdmasim run` sets.
+    for (const auto& [k, v] : {std::pair<const char*, const std::string&>{"pcap", o.file},
+                               {"iface", o.iface},
+                               {"pcap_live", o.pcap_live},
+                               {"filter", o.filter},
+                               {"wire", o.wire}})
+        if (!v.empty()) keys.emplace_back(k, v);
+    if (o.promisc) keys.emplace_back("promisc", "on");
+    for (const auto& [k, v] : keys)
         if (auto r = cfg.set(k, v); !r) fail(r.error().message);
-    }
     cfg.devices = 1;
-    auto created = sim::Simulator::create(cfg);
+    StopSource* stop_source = nullptr; // owned by the engine, which outlives its use below
+    auto created = sim::Simulator::create(
+        cfg, [&](std::uint32_t, std::unique_ptr<net::FrameSource> source) {
+            if (!source) return source;
+            auto s = std::make_unique<StopSource>(std::move(source), o.count);
+            stop_source = s.get();
+            return std::unique_ptr<net::FrameSource>(std::move(s));
+        });
     if (!created) fail(created.error().message);
     sim::Simulator& sim = *created.value();
+    std::optional<std::chrono::nanoseconds> duration;
+    if (o.duration_s > 0)
+        duration = std::chrono::nanoseconds(static_cast<std::int64_t>(o.duration_s * 1e9));
+    ReplayStop stop(stop_source, duration);
 
     std::unique_ptr<net::PcapWriter> writer;
     if (!o.capture.empty()) {
@@ -205,11 +226,13 @@ int replay(const ReplayOptions& o) {
     // The receive set-up is complete: only now does the capture start to flow
     // (a program under `rdmasim run` gets the same from start=first-flow).
     sim.engine(0).begin();
-    const Tally tally = receive(o, sim, rx, writer.get());
+    stop.start();
+    const Tally tally = receive(o, sim, rx, writer.get(), stop);
 
     const auto& port = sim.port_counters(0);
     ReplayReport report{o, port, {}, tally.completions, tally.errors};
     report.source = &sim.engine(0).source();
+    if (stop_source != nullptr) report.stopped_by = stop_reason_name(stop_source->reason());
     for (std::uint32_t w = 0; w < rx.wq_count(); ++w) {
         const datapath::RxCounters* c = sim.queue_counters(0, rx.wq_num(w));
         if (c == nullptr) fail(fmt::format("no counters for WQ {:#x}", rx.wq_num(w)));
@@ -232,7 +255,8 @@ int replay(const ReplayOptions& o) {
     }
     if (const auto why = sim.engine(0).source().failure(); !why.empty()) {
         std::fprintf(stderr, "rdmasim replay: %s: read error after %llu frames: %.*s\n",
-                     o.file.c_str(), static_cast<unsigned long long>(port.frames.get()),
+                     o.file.empty() ? sim.engine(0).source().describe().c_str() : o.file.c_str(),
+                     static_cast<unsigned long long>(port.frames.get()),
                      static_cast<int>(why.size()), why.data());
         return 1;
     }

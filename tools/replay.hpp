@@ -11,7 +11,14 @@
 namespace rdmasim::tools {
 
 struct ReplayOptions {
-    std::string file;                   // "" = the bundled sample capture
+    std::string file;                   // a capture file; "" with a live source
+    std::string iface;                  // live interface, AF_PACKET ring (config key iface)
+    std::string pcap_live;              // live interface through libpcap (pcap_live)
+    std::string filter;                 // BPF expression for pcap_live (filter)
+    bool promisc = false;               // (promisc)
+    std::string wire;                   // virtual wire URL (wire)
+    std::uint64_t count = 0;            // stop after this many frames offered; 0 = no limit
+    double duration_s = 0;              // stop after this many seconds; 0 = no limit
     std::uint32_t wqs = 4;
     std::vector<std::string> flags;     // cvlan, fcs, pad, delay-drop
     std::uint32_t ring = 256;           // WQEs per WQ
@@ -23,6 +30,11 @@ struct ReplayOptions {
     bool json = false;
     std::uint32_t show = 0;             // print the first N delivered frames
 };
+
+// True when the source is an interface or a wire: it never ends by itself.
+[[nodiscard]] inline bool live_source(const ReplayOptions& o) {
+    return !o.iface.empty() || !o.pcap_live.empty() || !o.wire.empty();
+}
 
 // Returns the process exit status; prints errors to stderr.
 int run_replay(const ReplayOptions& options);

@@ -24,16 +24,22 @@ std::string flag_list(const std::vector<std::string>& flags) {
     return s;
 }
 
-// The source made Ethernet headers or skipped records: the report says so.
+// The source made Ethernet headers or skipped records, or is live: the report says so.
 bool source_worth_reporting(const ReplayReport& r) {
     if (r.source == nullptr) return false;
     const net::SourceCounters& c = r.source->counters();
-    return c.synthesized_headers != 0 || c.skipped_records != 0;
+    return c.synthesized_headers != 0 || c.skipped_records != 0 || live_source(r.options);
+}
+
+bool stop_worth_reporting(const ReplayReport& r) {
+    return live_source(r.options) || r.options.count != 0 || r.options.duration_s > 0;
 }
 
 void print_table(const ReplayReport& r) {
     const ReplayOptions& o = r.options;
-    std::printf("replay %s: %u WQs x %u WQEs of %u bytes, flags %s, %s engine\n", o.file.c_str(),
+    const std::string from =
+        o.file.empty() && r.source != nullptr ? r.source->describe() : o.file;
+    std::printf("replay %s: %u WQs x %u WQEs of %u bytes, flags %s, %s engine\n", from.c_str(),
                 o.wqs, o.ring, o.buf, flag_list(o.flags).c_str(), o.engine.c_str());
     std::printf("\n  %-4s %-8s %10s %12s %8s\n", "WQ", "wq_num", "delivered", "bytes", "drops");
     for (const QueueReport& q : r.queues)
@@ -49,10 +55,19 @@ void print_table(const ReplayReport& r) {
                         ull(r.port.drops[i].get()));
     if (source_worth_reporting(r)) {
         const net::SourceCounters& c = r.source->counters();
-        std::printf("  source: %s: %llu headers synthesized, %llu records skipped\n",
-                    r.source->describe().c_str(), ull(c.synthesized_headers),
-                    ull(c.skipped_records));
+        if (live_source(o))
+            std::printf("  source: %s: %llu frames, %llu truncated, %llu records skipped, %llu "
+                        "dropped by the kernel\n",
+                        r.source->describe().c_str(), ull(c.frames), ull(c.truncated_records),
+                        ull(c.skipped_records), ull(c.kernel_drops));
+        else
+            std::printf("  source: %s: %llu headers synthesized, %llu records skipped\n",
+                        r.source->describe().c_str(), ull(c.synthesized_headers),
+                        ull(c.skipped_records));
     }
+    if (stop_worth_reporting(r))
+        std::printf("  stopped by: %.*s\n", static_cast<int>(r.stopped_by.size()),
+                    r.stopped_by.data());
     if (!o.capture.empty()) std::printf("  capture: %s\n", o.capture.c_str());
 }
 
@@ -60,7 +75,7 @@ void print_table(const ReplayReport& r) {
 
 nlohmann::json report_json(const ReplayReport& r) {
     nlohmann::json out;
-    out["file"] = r.options.file;
+    if (!r.options.file.empty()) out["file"] = r.options.file;
     out["engine"] = r.options.engine;
     out["frames_offered"] = r.port.frames.get();
     out["delivered"] = r.port.delivered.get();
@@ -82,7 +97,13 @@ nlohmann::json report_json(const ReplayReport& r) {
         out["source"] = {{"description", r.source->describe()},
                          {"synthesized_headers", c.synthesized_headers},
                          {"skipped_records", c.skipped_records}};
+        if (live_source(r.options)) {
+            out["source"]["frames"] = c.frames;
+            out["source"]["truncated_records"] = c.truncated_records;
+            out["source"]["kernel_drops"] = c.kernel_drops;
+        }
     }
+    if (stop_worth_reporting(r)) out["stopped_by"] = r.stopped_by;
     return out;
 }
 

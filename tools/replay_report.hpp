@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -25,13 +26,17 @@ struct ReplayReport {
     std::uint64_t completions = 0;       // polled, successful or not
     std::uint64_t error_completions = 0; // polled with a status other than IBV_WC_SUCCESS
     const net::FrameSource* source = nullptr; // the capture's, for what it made or skipped
+    std::string_view stopped_by = {};         // "end", "count", "duration", "signal"
 };
 
 // {"file", "engine", "frames_offered", "delivered", "delivered_bytes", "drops",
 //  "completions", "error_completions", "wqs": [...], "port": {...}}, and
 // "source": {"description", "synthesized_headers", "skipped_records"} only
 // when the source synthesized Ethernet headers or skipped records (an
-// Ethernet capture's report is unchanged).
+// Ethernet capture's report is unchanged). A live source (interface, wire)
+// has no "file"; its "source" object is always there and also has "frames",
+// "truncated_records" and "kernel_drops". "stopped_by" ("end", "count",
+// "duration", "signal") is there for a live source or a --count/--duration.
 [[nodiscard]] nlohmann::json report_json(const ReplayReport& report);
 // On stdout: report_json() when options.json, else the table.
 void print_report(const ReplayReport& report);

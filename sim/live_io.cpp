@@ -1,0 +1,85 @@
+#include "sim/live_io.hpp"
+
+#include <memory>
+#include <utility>
+
+#include "net/af_packet.hpp"
+#include "net/pcap_live.hpp"
+#include "sim/logging.hpp"
+
+namespace rdmasim::sim {
+
+namespace {
+
+// The port's source side of a shared live socket.
+template <class Port> class SharedSource final : public net::FrameSource {
+public:
+    explicit SharedSource(std::shared_ptr<Port> port) : port_(std::move(port)) {}
+    bool next(net::Frame& out) noexcept override { return port_->next(out); }
+    [[nodiscard]] bool exhausted() const noexcept override { return port_->exhausted(); }
+    [[nodiscard]] std::string describe() const override { return port_->describe(); }
+    [[nodiscard]] const net::SourceCounters& counters() const noexcept override {
+        return port_->counters();
+    }
+    [[nodiscard]] std::string_view failure() const noexcept override { return port_->failure(); }
+    [[nodiscard]] int wait_fd() const noexcept override { return port_->wait_fd(); }
+
+private:
+    std::shared_ptr<Port> port_;
+};
+
+// The port's sink side; says at teardown what was sent and what the kernel
+// refused (a warning when it refused any).
+template <class Port> class SharedSink final : public net::FrameSink {
+public:
+    SharedSink(std::shared_ptr<Port> port, std::uint32_t index)
+        : port_(std::move(port)), index_(index) {}
+    ~SharedSink() override {
+        const net::SendCounters& c = port_->send_counters();
+        if (c.failures() != 0)
+            log().warn("rdmasim{}: {}: {}", index_, port_->describe(), c.text());
+        else if (c.frames.load() != 0)
+            log().info("rdmasim{}: {}: {}", index_, port_->describe(), c.text());
+    }
+    void send(std::span<const std::uint8_t> frame, std::uint64_t ts_ns) noexcept override {
+        port_->send(frame, ts_ns);
+    }
+
+private:
+    std::shared_ptr<Port> port_;
+    std::uint32_t index_;
+};
+
+template <class Port> void attach(std::unique_ptr<Port> opened, std::uint32_t index, DeviceIo& io) {
+    std::shared_ptr<Port> port = std::move(opened);
+    io.source = std::make_unique<SharedSource<Port>>(port);
+    io.sinks.push_back(std::make_shared<SharedSink<Port>>(port, index));
+}
+
+} // namespace
+
+Result<void> open_iface(const Config& config, std::uint32_t index, const std::string& name,
+                        DeviceIo& io) {
+    net::AfPacketOptions options;
+    options.iface = name;
+    options.promisc = config.promisc;
+    auto port = net::AfPacketPort::open(options);
+    if (!port) return port.error();
+    attach(std::move(port.value()), index, io);
+    return {};
+}
+
+Result<void> open_pcap_live(const Config& config, std::uint32_t index, const std::string& name,
+                            DeviceIo& io) {
+    net::PcapLiveOptions options;
+    options.iface = name;
+    options.filter = config.filter;
+    options.promisc = config.promisc;
+    auto port = net::PcapLivePort::open(options);
+    if (!port) return port.error();
+    if (!port.value()->warning().empty()) log().warn("rdmasim{}: {}", index, port.value()->warning());
+    attach(std::move(port.value()), index, io);
+    return {};
+}
+
+} // namespace rdmasim::sim
