@@ -1,5 +1,6 @@
 #include "sim/live_io.hpp"
 
+#include <atomic>
 #include <memory>
 #include <utility>
 
@@ -28,26 +29,31 @@ private:
     std::shared_ptr<Port> port_;
 };
 
-// The port's sink side; says at teardown what was sent and what the kernel
-// refused (a warning when it refused any).
+// The port's sink side. The first frame the kernel refuses is logged as a
+// warning (once: later ones are only counted in the port's SendCounters);
+// nothing is logged at teardown, which may run from the drop-in library's
+// fini after the logger is gone.
 template <class Port> class SharedSink final : public net::FrameSink {
 public:
     SharedSink(std::shared_ptr<Port> port, std::uint32_t index)
         : port_(std::move(port)), index_(index) {}
-    ~SharedSink() override {
-        const net::SendCounters& c = port_->send_counters();
-        if (c.failures() != 0)
-            log().warn("rdmasim{}: {}: {}", index_, port_->describe(), c.text());
-        else if (c.frames.load() != 0)
-            log().info("rdmasim{}: {}: {}", index_, port_->describe(), c.text());
-    }
     void send(std::span<const std::uint8_t> frame, std::uint64_t ts_ns) noexcept override {
         port_->send(frame, ts_ns);
+        if (!warned_.load(std::memory_order_relaxed) && port_->send_counters().failures() != 0 &&
+            !warned_.exchange(true)) {
+            try {
+                log().warn("rdmasim{}: {}: the kernel refused a frame ({}); further refusals "
+                           "are counted, not logged",
+                           index_, port_->describe(), port_->send_counters().text());
+            } catch (...) { // a log line is not worth a failed send
+            }
+        }
     }
 
 private:
     std::shared_ptr<Port> port_;
     std::uint32_t index_;
+    std::atomic<bool> warned_{false};
 };
 
 template <class Port> void attach(std::unique_ptr<Port> opened, std::uint32_t index, DeviceIo& io) {

@@ -18,7 +18,8 @@ RAW_SEND is tests/tools/raw_send.py.
    report N frames, no kernel drop, stopped by count; HOST is promiscuous
    only while the replay runs.
 2. --iface send: raw_send.py under `rdmasim run --iface HOST` sends frames on
-   a raw-packet QP; scapy's sniff on PEER must see each one byte for byte.
+   a raw-packet QP; scapy's sniff on PEER must see each one byte for byte,
+   except one above the MTU, which the kernel refuses: logged once.
 3. --pcap-live with --filter 'ether src MAC': only that source's frames
    arrive (tagged ones with their tag put back by libpcap); (3b) and the
    libpcap sink sends like the AF_PACKET one.
@@ -257,13 +258,19 @@ def part_iface_receive(tmp):
 
 def part_send(tmp, source_args, what):
     frames = make_frames(SRC_A, 7, dst="02:00:00:00:0d:02")
+    # Above the veth's 1500-byte MTU: the kernel refuses it, the send completes
+    # all the same (as on a NIC), and the first refusal is logged.
+    oversize = pad(frames[0][:14], 3000)
     hexfile = os.path.join(tmp, "send.hex")
     with open(hexfile, "w") as f:
-        f.write("\n".join(fr.hex() for fr in frames) + "\n")
+        f.write("\n".join(fr.hex() for fr in frames[:2] + [oversize] + frames[2:]) + "\n")
     sniffer = sniff_peer(len(frames))
     p = subprocess.run([RDMASIM, "run", *source_args, "--", "/usr/bin/python3", RAW_SEND, hexfile],
                        capture_output=True, text=True, timeout=TIMEOUT)
     check(p.returncode == 0, f"{what}: raw_send.py status 0 (got {p.returncode}: {p.stdout}{p.stderr})")
+    check("the kernel refused a frame" in p.stderr and "EMSGSIZE 1" in p.stderr
+          and p.stderr.count("refused") == 1,
+          f"{what}: the oversize frame's refusal logged once ({p.stderr.strip()})")
     got = sniffed(sniffer)
     check(len(got) == len(frames), f"{what}: {len(frames)} frames at the peer (got {len(got)})")
     for i, (g, f) in enumerate(zip(got, frames)):
