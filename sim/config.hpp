@@ -13,6 +13,7 @@
 #include "device/caps.hpp"
 #include "net/pcap_file_source.hpp"
 #include "net/result.hpp"
+#include "sim/fault_plan.hpp"
 
 namespace rdmasim::sim {
 
@@ -42,6 +43,9 @@ struct Config {
     // unset: the destination is the receiving device's MAC, the source net's default.
     std::optional<net::MacAddress> synth_dst_mac;
     std::optional<net::MacAddress> synth_src_mac;
+    // The fault plan (key `faults`, or TOML [[fault]] tables): parsed when set.
+    std::string faults;
+    FaultPlan fault_plan;
     std::uint64_t idle_tick_ns = 10'000;    // inline engine: virtual time per idle poll
     std::string log_level = "warn";
     device::Capabilities caps;

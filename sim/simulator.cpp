@@ -4,12 +4,14 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <mutex>
 
 #include "device/device.hpp"
 #include "device/registry.hpp"
 #include "net/memory_source.hpp"
 #include "sim/device_io.hpp"
+#include "sim/faulty_source.hpp"
 #include "sim/logging.hpp"
 
 namespace rdmasim::sim {
@@ -27,6 +29,18 @@ device::DeviceIdentity default_identity(std::uint32_t index) {
     id.node_guid = htobe64(g);
     return id;
 }
+
+namespace {
+
+// Whether device `i`'s receive side has frame faults: only then is its
+// source wrapped (no plan, no cost).
+bool has_rx_frame_faults(const FaultPlan& plan, std::uint32_t i) {
+    return std::any_of(plan.faults.begin(), plan.faults.end(), [i](const FaultSpec& f) {
+        return is_frame_fault(f.kind) && f.dir != Direction::tx && (!f.device || *f.device == i);
+    });
+}
+
+} // namespace
 
 Result<std::unique_ptr<Simulator>> Simulator::create(const Config& config) {
     if (auto r = config.validate(); !r) return r.error();
@@ -62,6 +76,14 @@ Result<std::unique_ptr<Simulator>> Simulator::create(
             empty->close();
             sources[i] = std::move(empty);
         }
+        const FaultySource* faulty = nullptr;
+        if (has_rx_frame_faults(config.fault_plan, i)) {
+            auto wrapped = FaultySource::wrap(std::move(sources[i]), config.fault_plan, i);
+            if (!wrapped) return wrapped.error();
+            faulty = wrapped.value().get();
+            sources[i] = std::move(wrapped.value());
+        }
+        sim->faulty_.push_back(faulty);
         auto engine = make_engine(*dev, std::move(sources[i]), config);
         dev->hooks = engine.get();
         sim->devices_.push_back(std::move(dev));
@@ -94,6 +116,11 @@ const datapath::RxCounters* Simulator::queue_counters(std::size_t i,
     std::lock_guard lock(port.mutex());
     const datapath::RxQueue* q = port.find_queue(qpn);
     return q ? &q->counters() : nullptr;
+}
+
+FaultCounts Simulator::faults_injected(std::size_t i) const {
+    FaultCounts none(static_cast<std::size_t>(FaultKind::verb_fail) + 1, 0);
+    return faulty_[i] ? faulty_[i]->injected() : none;
 }
 
 bool Simulator::idle() const noexcept {

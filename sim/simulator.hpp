@@ -13,6 +13,7 @@
 #include "net/result.hpp"
 #include "sim/config.hpp"
 #include "sim/engine.hpp"
+#include "sim/faulty_source.hpp"
 
 namespace rdmasim::sim {
 
@@ -42,6 +43,10 @@ public:
     [[nodiscard]] const datapath::RxCounters* queue_counters(std::size_t i,
                                                              std::uint32_t qpn) const noexcept;
 
+    // Faults the plan injected on device i so far, by FaultKind. Read it
+    // when the engine is idle or stopped (the engine thread writes it).
+    [[nodiscard]] FaultCounts faults_injected(std::size_t i) const;
+
     // Every engine idle: all sources exhausted, nothing held.
     [[nodiscard]] bool idle() const noexcept;
     bool wait_idle(std::chrono::milliseconds timeout);
@@ -51,6 +56,7 @@ private:
     Config config_;
     std::vector<std::unique_ptr<device::Device>> devices_;
     std::vector<std::unique_ptr<Engine>> engines_;
+    std::vector<const FaultySource*> faulty_; // per device, null without frame faults
     // Attached to devices_[i]'s port; detached before the devices go.
     std::vector<std::vector<std::shared_ptr<net::FrameSink>>> sinks_;
 };
