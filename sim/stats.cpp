@@ -26,4 +26,11 @@ nlohmann::json counters_json(const datapath::RxCounters& c) {
     };
 }
 
+nlohmann::json faults_json(const FaultCounts& c) {
+    nlohmann::json out = nlohmann::json::object();
+    for (std::size_t k = 0; k < c.size(); ++k)
+        out[std::string(fault_kind_name(static_cast<FaultKind>(k)))] = c[k];
+    return out;
+}
+
 } // namespace rdmasim::sim

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "datapath/counters.hpp"
+#include "sim/faulty_source.hpp"
 
 namespace rdmasim::sim {
 
@@ -11,5 +12,7 @@ namespace rdmasim::sim {
 [[nodiscard]] nlohmann::json counters_json(const datapath::RxCounters& c);
 // The drops object alone: every reason, zero or not, so the schema is stable.
 [[nodiscard]] nlohmann::json drops_json(const datapath::RxCounters& c);
+// Faults injected, by kind in the plan's spelling: every kind, zero or not.
+[[nodiscard]] nlohmann::json faults_json(const FaultCounts& c);
 
 } // namespace rdmasim::sim

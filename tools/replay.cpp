@@ -185,6 +185,8 @@ int replay(const ReplayOptions& o) {
                         {"start", "manual"}}) {
         if (auto r = cfg.set(k, v); !r) fail(r.error().message);
     }
+    if (!o.faults.empty())
+        if (auto r = cfg.set("faults", o.faults); !r) fail(r.error().message);
     cfg.devices = 1;
     auto created = sim::Simulator::create(cfg);
     if (!created) fail(created.error().message);
@@ -210,6 +212,8 @@ int replay(const ReplayOptions& o) {
     const auto& port = sim.port_counters(0);
     ReplayReport report{o, port, {}, tally.completions, tally.errors};
     report.source = &sim.engine(0).source();
+    const sim::FaultCounts faults = sim.faults_injected(0);
+    if (!cfg.fault_plan.empty()) report.faults = &faults;
     for (std::uint32_t w = 0; w < rx.wq_count(); ++w) {
         const datapath::RxCounters* c = sim.queue_counters(0, rx.wq_num(w));
         if (c == nullptr) fail(fmt::format("no counters for WQ {:#x}", rx.wq_num(w)));

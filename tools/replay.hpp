@@ -22,6 +22,7 @@ struct ReplayOptions {
     std::string capture;                // write delivered bytes here
     bool json = false;
     std::uint32_t show = 0;             // print the first N delivered frames
+    std::string faults;                 // a fault plan (sim/README.md, "Fault injection")
 };
 
 // Returns the process exit status; prints errors to stderr.

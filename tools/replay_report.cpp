@@ -1,6 +1,7 @@
 #include "tools/replay_report.hpp"
 
 #include <cstdio>
+#include <fmt/format.h>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,14 @@ void print_table(const ReplayReport& r) {
                     ull(c.skipped_records));
     }
     if (!o.capture.empty()) std::printf("  capture: %s\n", o.capture.c_str());
+    if (r.faults) {
+        std::string line;
+        for (std::size_t k = 0; k < r.faults->size(); ++k)
+            if ((*r.faults)[k] != 0)
+                line += fmt::format("{}{} {}", line.empty() ? "" : ", ",
+                                    sim::fault_kind_name(static_cast<sim::FaultKind>(k)), (*r.faults)[k]);
+        std::printf("  faults injected: %s\n", line.empty() ? "none" : line.c_str());
+    }
 }
 
 } // namespace
@@ -83,6 +92,7 @@ nlohmann::json report_json(const ReplayReport& r) {
                          {"synthesized_headers", c.synthesized_headers},
                          {"skipped_records", c.skipped_records}};
     }
+    if (r.faults) out["faults"] = sim::faults_json(*r.faults);
     return out;
 }
 
