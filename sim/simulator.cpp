@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <mutex>
 
 #include "device/device.hpp"
@@ -40,6 +41,18 @@ bool has_rx_frame_faults(const FaultPlan& plan, std::uint32_t i) {
     });
 }
 
+// A plan item nothing injects yet is refused, never silently ignored.
+Result<void> check_injectable(const FaultPlan& plan) {
+    for (const FaultSpec& f : plan.faults) {
+        if (is_frame_fault(f.kind) && f.dir == Direction::rx) continue;
+        return make_error(ENOTSUP, fmt::format("fault plan, column {}: {}{} is not injected yet "
+                                               "(sim/README.md, \"Fault injection\")",
+                                               f.column, fault_kind_name(f.kind),
+                                               is_frame_fault(f.kind) ? " on the transmit side" : ""));
+    }
+    return {};
+}
+
 } // namespace
 
 Result<std::unique_ptr<Simulator>> Simulator::create(const Config& config) {
@@ -66,6 +79,7 @@ Result<std::unique_ptr<Simulator>> Simulator::create(const Config& config) {
 Result<std::unique_ptr<Simulator>> Simulator::create(
     const Config& config, std::vector<std::unique_ptr<net::FrameSource>> sources) {
     if (auto r = config.validate(); !r) return r.error();
+    if (auto r = check_injectable(config.fault_plan); !r) return r.error();
     std::unique_ptr<Simulator> sim(new Simulator);
     sim->config_ = config;
     sources.resize(config.devices);

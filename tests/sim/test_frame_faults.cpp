@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -16,6 +17,7 @@
 #include "net/memory_source.hpp"
 #include "sim/config.hpp"
 #include "sim/faulty_source.hpp"
+#include "sim/simulator.hpp"
 #include "support/golden_frames.hpp"
 #include "support/sim_fixture.hpp"
 
@@ -223,4 +225,17 @@ TEST_CASE("TOML [[fault]] tables spell the same plan", "[sim][faults][config]") 
     REQUIRE_FALSE(r);
     CHECK_THAT(r.error().message, Catch::Contains("unknown fault kind") && Catch::Contains(path.string()));
     std::filesystem::remove(path);
+}
+
+TEST_CASE("a plan item nothing injects yet is refused, naming it", "[sim][faults]") {
+    for (const char* plan : {"wq-fatal:wq=0,after=5", "drop:p=0.5,dir=tx", "verb-fail:create_wq,nth=1,errno=ENOMEM"}) {
+        INFO(plan);
+        sim::Config c;
+        c.engine = sim::EngineKind::inline_;
+        REQUIRE(c.set("faults", plan));
+        auto r = sim::Simulator::create(c);
+        REQUIRE_FALSE(r);
+        CHECK(r.error().code == ENOTSUP);
+        CHECK_THAT(r.error().message, Catch::Contains("column 1") && Catch::Contains("not injected yet"));
+    }
 }
