@@ -92,6 +92,10 @@ ibv_context* open_device(ibv_device* device) noexcept {
         pthread_mutex_init(&c.mutex, nullptr);
         install_ops(v);
         dev.live_contexts.fetch_add(1);
+        {
+            std::lock_guard lock(dev.port.mutex());
+            dev.contexts.push_back(ctx.get());
+        }
         return &ctx.release()->vctx.context;
     });
 }
@@ -106,6 +110,10 @@ int close_device(ibv_context* context) noexcept {
     if (ctx->live_objects.load() != 0) {
         errno = EBUSY;
         return -1;
+    }
+    {
+        std::lock_guard lock(ctx->device->port.mutex());
+        std::erase(ctx->device->contexts, ctx);
     }
     ::close(ctx->events.read_fd);
     ::close(ctx->events.write_fd);
@@ -160,7 +168,8 @@ int query_port(ibv_context* context, uint8_t port_num, ibv_port_attr* attr,
     if (port_num != 1) return EINVAL;
     ibv_port_attr a;
     std::memset(&a, 0, sizeof a);
-    a.state = IBV_PORT_ACTIVE;
+    const bool up = from_verbs(context)->device->port_state.load() == IBV_PORT_ACTIVE;
+    a.state = up ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
     a.max_mtu = IBV_MTU_4096;
     a.active_mtu = IBV_MTU_1024;
     a.gid_tbl_len = 1;
@@ -170,7 +179,7 @@ int query_port(ibv_context* context, uint8_t port_num, ibv_port_attr* attr,
     a.max_vl_num = 1;
     a.active_width = 2;  // 4x
     a.active_speed = 32; // 25 Gb/s (EDR lane)
-    a.phys_state = 5;    // LinkUp
+    a.phys_state = up ? 5 : 3; // LinkUp, or Disabled
     a.link_layer = IBV_LINK_LAYER_ETHERNET;
     std::memcpy(attr, &a, std::min(attr_len, sizeof a));
     return 0;

@@ -90,6 +90,7 @@ ibv_wq* create_wq(ibv_context* context, ibv_wq_init_attr* attr) noexcept {
         w.pd = attr->pd;
         w.cq = attr->cq;
         w.wq_num = dev.next_qpn.fetch_add(1);
+        wq->index = dev.wqs_created.fetch_add(1);
         w.handle = dev.next_handle.fetch_add(1);
         w.state = IBV_WQS_RESET;
         w.wq_type = IBV_WQT_RQ;
@@ -168,18 +169,8 @@ int modify_wq(ibv_wq* w, ibv_wq_attr* attr) noexcept {
 
 void wq_fatal(Wq& wq) noexcept {
     Device& dev = *wq.ctx->device;
-    {
-        std::lock_guard port_lock(dev.port.mutex());
-        std::lock_guard post_lock(wq.recv.post_lock);
-        if (wq.ibwq.state == IBV_WQS_RDY) {
-            wq.ibwq.state = IBV_WQS_ERR;
-            set_rx_state(dev, wq.recv, datapath::QueueState::error);
-        }
-    }
-    ibv_async_event ev{};
-    ev.element.wq = &wq.ibwq;
-    ev.event_type = IBV_EVENT_WQ_FATAL;
-    raise_async_event(*wq.ctx, ev);
+    std::lock_guard port_lock(dev.port.mutex());
+    (void)inject_wq_fatal(dev, wq.index);
 }
 
 int destroy_wq(ibv_wq* w) noexcept {

@@ -56,7 +56,7 @@ struct FaultSpec {
     FaultTrigger when;
     // Targets; unset: any.
     std::optional<std::uint32_t> device;
-    std::optional<std::uint32_t> wq; // a WQ's wq_num
+    std::optional<std::uint32_t> wq; // the device's WQ by creation order, from 0
     std::optional<std::uint32_t> qp; // a raw-packet QP's qp_num
     Direction dir = Direction::rx;
     std::string filter; // frame faults: only frames this BPF expression matches

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <fmt/format.h>
 
+#include "device/device.hpp"
 #include "net/crc32.hpp"
 
 namespace rdmasim::sim {
@@ -49,13 +50,32 @@ FaultySource::~FaultySource() {
         if (a.filter) pcap_freecode(a.filter.get());
 }
 
+namespace {
+
+bool injected_here(const FaultSpec& f, std::uint32_t index) {
+    if (f.device && *f.device != index) return false;
+    if (is_frame_fault(f.kind)) return f.dir != Direction::tx;
+    return f.kind == FaultKind::wq_fatal || f.kind == FaultKind::port_down;
+}
+
+} // namespace
+
+bool FaultySource::wanted(const FaultPlan& plan, std::uint32_t index) {
+    return std::any_of(plan.faults.begin(), plan.faults.end(),
+                       [index](const FaultSpec& f) { return injected_here(f, index); });
+}
+
 Result<std::unique_ptr<FaultySource>> FaultySource::wrap(std::unique_ptr<net::FrameSource> inner,
-                                                         const FaultPlan& plan, std::uint32_t device) {
+                                                         const FaultPlan& plan, std::uint32_t index,
+                                                         device::Device* dev) {
     std::unique_ptr<FaultySource> s(new FaultySource(std::move(inner), plan.seed));
+    s->dev_ = dev;
     for (std::size_t i = 0; i < plan.faults.size(); ++i) {
         const FaultSpec& spec = plan.faults[i];
-        if (!is_frame_fault(spec.kind) || spec.dir == Direction::tx) continue;
-        if (spec.device && *spec.device != device) continue;
+        if (!injected_here(spec, index)) continue;
+        if (!is_frame_fault(spec.kind) && dev == nullptr)
+            return make_error(EINVAL, fmt::format("fault plan, column {}: {} needs a device",
+                                                  spec.column, fault_kind_name(spec.kind)));
         Active a{spec, FaultRng(stream_seed(plan.seed, i)), 0, nullptr};
         if (!spec.filter.empty()) {
             auto prog = compile_filter(spec.filter, spec.column);
@@ -104,14 +124,25 @@ bool FaultySource::apply(const net::Frame& in) {
     Owned cur;
     bool owned = false; // the frame is copied when the first fault fires
     unsigned copies = 1;
+    if (down_left_ != 0) { // the port is down: the frame never arrives
+        cur = copy(in);
+        cur.frame.lost = true;
+        if (--down_left_ == 0) device::set_port_up(*dev_, true);
+        ready_.push_back(std::move(cur));
+        return true;
+    }
     for (Active& a : faults_) {
         if (owned) cur.frame.data = cur.bytes.data();
         if (!fires(a, owned ? cur.frame : in)) continue;
+        ++injected_[static_cast<std::size_t>(a.spec.kind)];
+        if (a.spec.kind == FaultKind::wq_fatal) { // before this frame enters the port
+            (void)device::inject_wq_fatal(*dev_, *a.spec.wq);
+            continue;
+        }
         if (!owned) {
             cur = copy(in);
             owned = true;
         }
-        ++injected_[static_cast<std::size_t>(a.spec.kind)];
         net::Frame& f = cur.frame;
         switch (a.spec.kind) {
         case FaultKind::drop:
@@ -154,6 +185,12 @@ bool FaultySource::apply(const net::Frame& in) {
         case FaultKind::delay:
             f.ts_ns += a.spec.delay_ns;
             cur.by_time = true;
+            break;
+        case FaultKind::port_down: // this frame is the first one missed
+            device::set_port_up(*dev_, false);
+            f.lost = true;
+            down_left_ = a.spec.frames - 1;
+            if (down_left_ == 0) device::set_port_up(*dev_, true);
             break;
         default:
             break;
@@ -202,7 +239,13 @@ bool FaultySource::next(net::Frame& out) noexcept {
             }
             net::Frame f;
             if (!inner_->next(f)) {
-                if (held_.empty() || !inner_->exhausted()) return false;
+                if (held_.empty() || !inner_->exhausted()) {
+                    if (down_left_ != 0 && inner_->exhausted()) { // nothing more to miss
+                        down_left_ = 0;
+                        device::set_port_up(*dev_, true);
+                    }
+                    return false;
+                }
                 release(Release::all);
                 continue;
             }

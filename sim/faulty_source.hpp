@@ -1,8 +1,9 @@
-// Frame faults on the way into a port (sim/README.md, "Fault injection"): a
+// Faults on the way into a port (sim/README.md, "Fault injection"): a
 // FrameSource that wraps a device's source and applies the plan's frame
 // faults (drop, corrupt-fcs, flip, truncate, duplicate, reorder, delay) to
-// what it hands over. Only built when the plan has frame faults for the
-// device's receive side: without a plan nothing is wrapped and nothing costs.
+// what it hands over, and fires the device faults counted in its frames
+// (wq-fatal, port-down). Only built when the plan has such faults for the
+// device: without a plan nothing is wrapped and nothing costs.
 //
 // Every decision comes from one generator per fault, seeded from the plan's
 // seed and the fault's position, and from counts of the frames seen: the same
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "device/objects.hpp"
 #include "net/frame_source.hpp"
 #include "net/result.hpp"
 #include "sim/fault_plan.hpp"
@@ -43,10 +45,15 @@ using FaultCounts = std::vector<std::uint64_t>;
 
 class FaultySource final : public net::FrameSource {
 public:
-    // The plan's frame faults whose target is `device`'s receive side; an
-    // error for a filter libpcap cannot compile.
+    // Whether the plan has faults this wrapper injects on device `index`.
+    [[nodiscard]] static bool wanted(const FaultPlan& plan, std::uint32_t index);
+    // The plan's faults for device `index`'s receive side; an error for a
+    // filter libpcap cannot compile. `dev` receives the device faults: null
+    // only for plans without them (tests of frame faults alone). next() is
+    // then called under dev's port lock, as the engines' bursts do.
     static Result<std::unique_ptr<FaultySource>> wrap(std::unique_ptr<net::FrameSource> inner,
-                                                      const FaultPlan& plan, std::uint32_t device);
+                                                      const FaultPlan& plan, std::uint32_t index,
+                                                      device::Device* dev = nullptr);
     ~FaultySource() override;
     FaultySource(const FaultySource&) = delete;
     FaultySource& operator=(const FaultySource&) = delete;
@@ -95,6 +102,8 @@ private:
     Owned current_;           // the frame last handed over, when it is ours
     std::uint64_t inner_frames_ = 0;
     std::uint64_t last_ts_ = 0; // of the last inner frame
+    device::Device* dev_ = nullptr;
+    std::uint32_t down_left_ = 0; // port-down: frames still to miss
     FaultCounts injected_;
     net::SourceCounters counters_;
 };

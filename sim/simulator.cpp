@@ -33,18 +33,11 @@ device::DeviceIdentity default_identity(std::uint32_t index) {
 
 namespace {
 
-// Whether device `i`'s receive side has frame faults: only then is its
-// source wrapped (no plan, no cost).
-bool has_rx_frame_faults(const FaultPlan& plan, std::uint32_t i) {
-    return std::any_of(plan.faults.begin(), plan.faults.end(), [i](const FaultSpec& f) {
-        return is_frame_fault(f.kind) && f.dir != Direction::tx && (!f.device || *f.device == i);
-    });
-}
-
 // A plan item nothing injects yet is refused, never silently ignored.
 Result<void> check_injectable(const FaultPlan& plan) {
     for (const FaultSpec& f : plan.faults) {
         if (is_frame_fault(f.kind) && f.dir == Direction::rx) continue;
+        if (f.kind == FaultKind::wq_fatal || f.kind == FaultKind::port_down) continue;
         return make_error(ENOTSUP, fmt::format("fault plan, column {}: {}{} is not injected yet "
                                                "(sim/README.md, \"Fault injection\")",
                                                f.column, fault_kind_name(f.kind),
@@ -91,8 +84,9 @@ Result<std::unique_ptr<Simulator>> Simulator::create(
             sources[i] = std::move(empty);
         }
         const FaultySource* faulty = nullptr;
-        if (has_rx_frame_faults(config.fault_plan, i)) {
-            auto wrapped = FaultySource::wrap(std::move(sources[i]), config.fault_plan, i);
+        // Only a plan with faults for this device wraps its source (no plan, no cost).
+        if (FaultySource::wanted(config.fault_plan, i)) {
+            auto wrapped = FaultySource::wrap(std::move(sources[i]), config.fault_plan, i, dev.get());
             if (!wrapped) return wrapped.error();
             faulty = wrapped.value().get();
             sources[i] = std::move(wrapped.value());
