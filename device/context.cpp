@@ -13,6 +13,7 @@
 #include "device/abi/ops.hpp"
 #include "device/abi/sysfs.hpp"
 #include "device/abi_guard.hpp"
+#include "device/verb_faults.hpp"
 
 namespace rdmasim::device {
 
@@ -74,6 +75,7 @@ ibv_context* open_device(ibv_device* device) noexcept {
     return guard_ptr<ibv_context>([&]() -> ibv_context* {
         if (device == nullptr) return fail<ibv_context>(EINVAL);
         Device& dev = *from_verbs(device);
+        if (int e = injected_failure(dev, Verb::open_device)) return fail<ibv_context>(e);
         int fds[2];
         if (::pipe2(fds, O_CLOEXEC) != 0) return nullptr;
         auto ctx = std::make_unique<Context>();

@@ -2,6 +2,8 @@
 
 #include <infiniband/verbs.h>
 
+#include "device/verb_faults.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cerrno>
@@ -287,12 +289,7 @@ bool is_frame_fault(FaultKind kind) noexcept {
 }
 
 const std::vector<std::string_view>& failable_verbs() {
-    static const std::vector<std::string_view> v{
-        "open_device", "alloc_pd",  "reg_mr",    "create_cq",  "create_cq_ex",
-        "create_wq",   "modify_wq", "destroy_wq", "create_rwq_ind_table",
-        "create_qp",   "create_qp_ex", "modify_qp", "create_flow", "post_wq_recv",
-        "post_recv",   "post_send", "req_notify_cq",
-    };
+    static const std::vector<std::string_view> v(device::kVerbNames.begin(), device::kVerbNames.end());
     return v;
 }
 

@@ -11,6 +11,11 @@
 
 namespace rdmasim::sim {
 
+std::uint64_t fault_stream_seed(std::uint64_t seed, std::size_t index) noexcept {
+    FaultRng mix(seed ^ (0xd1b54a32d192ed03ull * (index + 1)));
+    return mix.next();
+}
+
 std::uint64_t FaultRng::next() noexcept {
     std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -19,13 +24,6 @@ std::uint64_t FaultRng::next() noexcept {
 }
 
 namespace {
-
-// A fault's own stream: the plan's seed mixed with the fault's position, so
-// that adding a fault leaves the others' decisions as they were.
-std::uint64_t stream_seed(std::uint64_t seed, std::size_t index) noexcept {
-    FaultRng mix(seed ^ (0xd1b54a32d192ed03ull * (index + 1)));
-    return mix.next();
-}
 
 // Compiles `expr` for Ethernet frames, offline (no interface involved).
 Result<std::unique_ptr<bpf_program>> compile_filter(const std::string& expr, std::size_t column) {
@@ -76,7 +74,7 @@ Result<std::unique_ptr<FaultySource>> FaultySource::wrap(std::unique_ptr<net::Fr
         if (!is_frame_fault(spec.kind) && dev == nullptr)
             return make_error(EINVAL, fmt::format("fault plan, column {}: {} needs a device",
                                                   spec.column, fault_kind_name(spec.kind)));
-        Active a{spec, FaultRng(stream_seed(plan.seed, i)), 0, nullptr};
+        Active a{spec, FaultRng(fault_stream_seed(plan.seed, i)), 0, nullptr};
         if (!spec.filter.empty()) {
             auto prog = compile_filter(spec.filter, spec.column);
             if (!prog) return prog.error();

@@ -40,6 +40,10 @@ private:
     std::uint64_t state_;
 };
 
+// A fault's own stream: the plan's seed mixed with the fault's position in
+// the plan, so that adding a fault leaves the others' decisions as they were.
+[[nodiscard]] std::uint64_t fault_stream_seed(std::uint64_t seed, std::size_t index) noexcept;
+
 // How many times each kind fired, indexed by FaultKind.
 using FaultCounts = std::vector<std::uint64_t>;
 

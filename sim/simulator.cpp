@@ -13,6 +13,7 @@
 #include "net/memory_source.hpp"
 #include "sim/device_io.hpp"
 #include "sim/faulty_source.hpp"
+#include "sim/verb_faults.hpp"
 #include "sim/logging.hpp"
 
 namespace rdmasim::sim {
@@ -38,6 +39,7 @@ Result<void> check_injectable(const FaultPlan& plan) {
     for (const FaultSpec& f : plan.faults) {
         if (is_frame_fault(f.kind) && f.dir == Direction::rx) continue;
         if (f.kind == FaultKind::wq_fatal || f.kind == FaultKind::port_down) continue;
+        if (f.kind == FaultKind::verb_fail) continue;
         return make_error(ENOTSUP, fmt::format("fault plan, column {}: {}{} is not injected yet "
                                                "(sim/README.md, \"Fault injection\")",
                                                f.column, fault_kind_name(f.kind),
@@ -92,6 +94,10 @@ Result<std::unique_ptr<Simulator>> Simulator::create(
             sources[i] = std::move(wrapped.value());
         }
         sim->faulty_.push_back(faulty);
+        auto verb_faults = std::make_unique<VerbFaults>(config.fault_plan, i);
+        if (verb_faults->empty()) verb_faults.reset();
+        dev->verb_faults = verb_faults.get();
+        sim->verb_faults_.push_back(std::move(verb_faults));
         auto engine = make_engine(*dev, std::move(sources[i]), config);
         dev->hooks = engine.get();
         sim->devices_.push_back(std::move(dev));
@@ -111,6 +117,7 @@ Simulator::~Simulator() {
     for (auto& dev : devices_) {
         device::unregister_device(dev.get());
         dev->hooks = nullptr;
+        dev->verb_faults = nullptr;
     }
 }
 
@@ -127,8 +134,10 @@ const datapath::RxCounters* Simulator::queue_counters(std::size_t i,
 }
 
 FaultCounts Simulator::faults_injected(std::size_t i) const {
-    FaultCounts none(static_cast<std::size_t>(FaultKind::verb_fail) + 1, 0);
-    return faulty_[i] ? faulty_[i]->injected() : none;
+    FaultCounts counts(static_cast<std::size_t>(FaultKind::verb_fail) + 1, 0);
+    if (faulty_[i]) counts = faulty_[i]->injected();
+    if (verb_faults_[i]) counts[static_cast<std::size_t>(FaultKind::verb_fail)] = verb_faults_[i]->injected();
+    return counts;
 }
 
 bool Simulator::idle() const noexcept {

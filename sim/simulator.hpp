@@ -14,6 +14,7 @@
 #include "sim/config.hpp"
 #include "sim/engine.hpp"
 #include "sim/faulty_source.hpp"
+#include "sim/verb_faults.hpp"
 
 namespace rdmasim::sim {
 
@@ -57,6 +58,7 @@ private:
     std::vector<std::unique_ptr<device::Device>> devices_;
     std::vector<std::unique_ptr<Engine>> engines_;
     std::vector<const FaultySource*> faulty_; // per device, null without frame faults
+    std::vector<std::unique_ptr<VerbFaults>> verb_faults_; // per device, null without verb-fail
     // Attached to devices_[i]'s port; detached before the devices go.
     std::vector<std::vector<std::shared_ptr<net::FrameSink>>> sinks_;
 };
