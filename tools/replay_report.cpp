@@ -53,6 +53,16 @@ void print_table(const ReplayReport& r) {
                     r.source->describe().c_str(), ull(c.synthesized_headers),
                     ull(c.skipped_records));
     }
+    if (r.pacing != nullptr) {
+        const sim::PacingStats& p = *r.pacing;
+        std::printf("  pacing: %llu frames, %.3f s for a %.3f s schedule; late by p50 %.1f us, "
+                    "p99 %.1f us, max %.1f us\n",
+                    ull(p.frames()), static_cast<double>(p.elapsed_ns()) / 1e9,
+                    static_cast<double>(p.schedule_ns()) / 1e9,
+                    static_cast<double>(p.quantile_ns(0.5)) / 1e3,
+                    static_cast<double>(p.quantile_ns(0.99)) / 1e3,
+                    static_cast<double>(p.max_ns()) / 1e3);
+    }
     if (!o.capture.empty()) std::printf("  capture: %s\n", o.capture.c_str());
 }
 
@@ -83,6 +93,7 @@ nlohmann::json report_json(const ReplayReport& r) {
                          {"synthesized_headers", c.synthesized_headers},
                          {"skipped_records", c.skipped_records}};
     }
+    if (r.pacing != nullptr) out["pacing"] = sim::pacing_json(*r.pacing);
     return out;
 }
 

@@ -8,6 +8,7 @@
 
 #include "datapath/counters.hpp"
 #include "net/frame_source.hpp"
+#include "sim/pacing_stats.hpp"
 #include "tools/replay.hpp"
 
 namespace rdmasim::tools {
@@ -25,13 +26,15 @@ struct ReplayReport {
     std::uint64_t completions = 0;       // polled, successful or not
     std::uint64_t error_completions = 0; // polled with a status other than IBV_WC_SUCCESS
     const net::FrameSource* source = nullptr; // the capture's, for what it made or skipped
+    const sim::PacingStats* pacing = nullptr;  // a paced replay's lateness, else nullptr
 };
 
 // {"file", "engine", "frames_offered", "delivered", "delivered_bytes", "drops",
 //  "completions", "error_completions", "wqs": [...], "port": {...}}, and
 // "source": {"description", "synthesized_headers", "skipped_records"} only
 // when the source synthesized Ethernet headers or skipped records (an
-// Ethernet capture's report is unchanged).
+// Ethernet capture's report is unchanged); "pacing" (sim::pacing_json) only
+// for a paced replay.
 [[nodiscard]] nlohmann::json report_json(const ReplayReport& report);
 // On stdout: report_json() when options.json, else the table.
 void print_report(const ReplayReport& report);
