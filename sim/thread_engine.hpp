@@ -31,7 +31,7 @@ public:
     // A paced frame due sooner than this is waited for by spinning, not by a
     // timer; a timer for a later one fires this much early (the wake-up
     // latency it covers).
-    static constexpr std::chrono::microseconds kSpinAhead{100};
+    static constexpr std::chrono::microseconds kSpinAhead{50};
     // How often a live source without a wait_fd is polled.
     static constexpr std::chrono::microseconds kPollInterval{100};
 
