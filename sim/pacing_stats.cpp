@@ -12,7 +12,7 @@ constexpr std::uint64_t kSub = 1u << kSubBits;
 } // namespace
 
 std::size_t PacingStats::bucket_of(std::uint64_t ns) noexcept {
-    if (ns < 2 * kSub) return static_cast<std::size_t>(ns); // exact
+    if (ns < 2 * kSub) return static_cast<std::size_t>(ns);               // exact
     const unsigned e = 63u - static_cast<unsigned>(std::countl_zero(ns)); // 2^e <= ns
     const std::uint64_t sub = (ns >> (e - kSubBits)) & (kSub - 1);
     return static_cast<std::size_t>((e - kSubBits + 1) * kSub + sub);

@@ -36,8 +36,8 @@ public:
     static constexpr std::chrono::microseconds kPollInterval{100};
 
 private:
-    void step();                // runs on the engine thread, as do the three below
-    void wait_for_source();     // arms one wait for the source's descriptor to be readable
+    void step();            // on the engine thread, as is all below but post_step
+    void wait_for_source(); // arms one wait for the source's descriptor to be readable
     // Real time; with a speed set, a frame is due at its capture offset
     // divided by the speed, from the first frame on.
     std::optional<std::uint64_t> arrival(const net::Frame& frame) noexcept override;

@@ -23,10 +23,10 @@ struct ReplayReport {
     const ReplayOptions& options;
     const datapath::RxCounters& port;
     std::vector<QueueReport> queues;
-    std::uint64_t completions = 0;       // polled, successful or not
-    std::uint64_t error_completions = 0; // polled with a status other than IBV_WC_SUCCESS
+    std::uint64_t completions = 0;            // polled, successful or not
+    std::uint64_t error_completions = 0;      // polled with a status other than IBV_WC_SUCCESS
     const net::FrameSource* source = nullptr; // the capture's, for what it made or skipped
-    const sim::PacingStats* pacing = nullptr;  // a paced replay's lateness, else nullptr
+    const sim::PacingStats* pacing = nullptr; // a paced replay's lateness, else nullptr
 };
 
 // {"file", "engine", "frames_offered", "delivered", "delivered_bytes", "drops",

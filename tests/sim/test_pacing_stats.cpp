@@ -29,8 +29,10 @@ TEST_CASE("pacing stats: every lateness falls in a bucket whose bounds hold it",
         CHECK(v <= PacingStats::bucket_upper(b));
         if (b > 0) CHECK(v > PacingStats::bucket_upper(b - 1)); // the bucket below ends under v
         if (v >= last_v) CHECK(b >= last);                      // monotonic
-        if (v < 32) CHECK(PacingStats::bucket_upper(b) == v);    // exact
-        else CHECK(PacingStats::bucket_upper(b) - v <= v / 16);  // within 1/16
+        if (v < 32)
+            CHECK(PacingStats::bucket_upper(b) == v); // exact
+        else
+            CHECK(PacingStats::bucket_upper(b) - v <= v / 16); // within 1/16
         last = b;
         last_v = v;
     }
