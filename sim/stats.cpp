@@ -11,6 +11,19 @@ nlohmann::json drops_json(const datapath::RxCounters& c) {
     return drops;
 }
 
+nlohmann::json pacing_json(const PacingStats& p) {
+    const auto us = [](std::uint64_t ns) { return static_cast<double>(ns) / 1e3; };
+    const auto s = [](std::uint64_t ns) { return static_cast<double>(ns) / 1e9; };
+    return {
+        {"frames", p.frames()},
+        {"p50_us", us(p.quantile_ns(0.50))},
+        {"p99_us", us(p.quantile_ns(0.99))},
+        {"max_us", us(p.max_ns())},
+        {"schedule_s", s(p.schedule_ns())},
+        {"elapsed_s", s(p.elapsed_ns())},
+    };
+}
+
 nlohmann::json counters_json(const datapath::RxCounters& c) {
     return {
         {"frames", c.frames.get()},

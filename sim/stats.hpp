@@ -5,6 +5,7 @@
 
 #include "datapath/counters.hpp"
 #include "sim/faulty_source.hpp"
+#include "sim/pacing_stats.hpp"
 
 namespace rdmasim::sim {
 
@@ -14,5 +15,8 @@ namespace rdmasim::sim {
 [[nodiscard]] nlohmann::json drops_json(const datapath::RxCounters& c);
 // Faults injected, by kind in the plan's spelling: every kind, zero or not.
 [[nodiscard]] nlohmann::json faults_json(const FaultCounts& c);
+// {"frames", "p50_us", "p99_us", "max_us": lateness, "schedule_s": the last
+// frame's due time, "elapsed_s": its arrival} (sim/README.md, "Waits and pacing").
+[[nodiscard]] nlohmann::json pacing_json(const PacingStats& p);
 
 } // namespace rdmasim::sim

@@ -54,6 +54,16 @@ void print_table(const ReplayReport& r) {
                     r.source->describe().c_str(), ull(c.synthesized_headers),
                     ull(c.skipped_records));
     }
+    if (r.pacing != nullptr) {
+        const sim::PacingStats& p = *r.pacing;
+        std::printf("  pacing: %llu frames, %.3f s for a %.3f s schedule; late by p50 %.1f us, "
+                    "p99 %.1f us, max %.1f us\n",
+                    ull(p.frames()), static_cast<double>(p.elapsed_ns()) / 1e9,
+                    static_cast<double>(p.schedule_ns()) / 1e9,
+                    static_cast<double>(p.quantile_ns(0.5)) / 1e3,
+                    static_cast<double>(p.quantile_ns(0.99)) / 1e3,
+                    static_cast<double>(p.max_ns()) / 1e3);
+    }
     if (!o.capture.empty()) std::printf("  capture: %s\n", o.capture.c_str());
     if (r.faults) {
         std::string line;
@@ -93,6 +103,7 @@ nlohmann::json report_json(const ReplayReport& r) {
                          {"skipped_records", c.skipped_records}};
     }
     if (r.faults) out["faults"] = sim::faults_json(*r.faults);
+    if (r.pacing != nullptr) out["pacing"] = sim::pacing_json(*r.pacing);
     return out;
 }
 

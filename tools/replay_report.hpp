@@ -9,6 +9,7 @@
 #include "datapath/counters.hpp"
 #include "net/frame_source.hpp"
 #include "sim/faulty_source.hpp"
+#include "sim/pacing_stats.hpp"
 #include "tools/replay.hpp"
 
 namespace rdmasim::tools {
@@ -23,10 +24,11 @@ struct ReplayReport {
     const ReplayOptions& options;
     const datapath::RxCounters& port;
     std::vector<QueueReport> queues;
-    std::uint64_t completions = 0;       // polled, successful or not
-    std::uint64_t error_completions = 0; // polled with a status other than IBV_WC_SUCCESS
+    std::uint64_t completions = 0;            // polled, successful or not
+    std::uint64_t error_completions = 0;      // polled with a status other than IBV_WC_SUCCESS
     const net::FrameSource* source = nullptr; // the capture's, for what it made or skipped
     const sim::FaultCounts* faults = nullptr; // with a fault plan: what it injected
+    const sim::PacingStats* pacing = nullptr; // a paced replay's lateness, else nullptr
 };
 
 // {"file", "engine", "frames_offered", "delivered", "delivered_bytes", "drops",
@@ -34,7 +36,7 @@ struct ReplayReport {
 // "source": {"description", "synthesized_headers", "skipped_records"} only
 // when the source synthesized Ethernet headers or skipped records (an
 // Ethernet capture's report is unchanged); "faults": {kind: n} only with a
-// fault plan.
+// fault plan; "pacing" (sim::pacing_json) only for a paced replay.
 [[nodiscard]] nlohmann::json report_json(const ReplayReport& report);
 // On stdout: report_json() when options.json, else the table.
 void print_report(const ReplayReport& report);
