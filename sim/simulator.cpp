@@ -8,6 +8,7 @@
 
 #include "device/device.hpp"
 #include "device/registry.hpp"
+#include "net/link_channel.hpp"
 #include "net/memory_source.hpp"
 #include "sim/device_io.hpp"
 #include "sim/logging.hpp"
@@ -37,6 +38,18 @@ Result<std::unique_ptr<Simulator>> Simulator::create(const Config& config) {
         if (!io) return io.error(); // what was opened for devices before i closes here
         sources[i] = std::move(io.value().source);
         sinks[i] = std::move(io.value().sinks);
+    }
+    // Links (sim/README.md, "Links"): each direction is a channel, the sink of
+    // one device's port and the source of the other's (validate() made sure
+    // a linked device has no other source).
+    for (const auto& [a, b] : config.links) {
+        for (const auto& [from, to] : {std::pair{a, b}, std::pair{b, a}}) {
+            auto ch = net::LinkChannel::open(fmt::format("link rdmasim{} -> rdmasim{}", from, to));
+            if (!ch) return ch.error();
+            sinks[from].push_back(borrowed_sink(*ch.value()));
+            log().info("rdmasim{}: {}", to, ch.value()->describe());
+            sources[to] = std::move(ch.value());
+        }
     }
     auto sim = create(config, std::move(sources));
     if (!sim) return sim;
