@@ -42,6 +42,11 @@ public:
     [[nodiscard]] const datapath::RxCounters* queue_counters(std::size_t i,
                                                              std::uint32_t qpn) const noexcept;
 
+    // Logs what wires and links lost (frames a peer refused, a full link
+    // queue) as warnings, or their counts at info level. Call it while the
+    // logger lives (the drop-in library does at exit).
+    void report_losses() const;
+
     // Every engine idle: all sources exhausted, nothing held.
     [[nodiscard]] bool idle() const noexcept;
     bool wait_idle(std::chrono::milliseconds timeout);
