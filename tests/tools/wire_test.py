@@ -34,7 +34,13 @@ from scapy.all import Dot1Q, rdpcap, wrpcap  # noqa: E402
 import random  # noqa: E402
 
 TIMEOUT = 60
-GAP_US = 500  # a unix datagram queue holds few frames (10): pace the sender
+# A unix datagram socket queues 10 frames when its reader is not connected to
+# the writer (net.unix.max_dgram_qlen), and a wire is as lossy as an Ethernet:
+# the sender is paced. On ptp the receiver, started second, is connected to
+# the sender and the sender's socket buffer absorbs a stalled receiver; a
+# vde_switch that stalls forwards what it held in one burst into a 10-frame
+# queue, so its pace leaves room for a stall of 20 ms.
+GAP_US = {"ptp": 500, "vde": 2000}
 
 
 class Program:
@@ -130,14 +136,14 @@ def check_dump(frames, dump):
     return len(frames), failures
 
 
-def two_programs(rdmasim, raw_send, rss_receive, url, tmp, frames, pcap, sockets):
+def two_programs(rdmasim, raw_send, rss_receive, url, tmp, frames, pcap, sockets, gap_us):
     """The receiver and the sender on `url`; returns (checks, failures)."""
     dump = os.path.join(tmp, "dump.txt")
     env = dict(os.environ, RDMASIM_LOG_LEVEL="info")
     # The sender first (on ptp it creates the socket), held at "ready" until
     # the receiver is set up: frames sent before would find no flow.
     sender = Program("sender", [rdmasim, "run", "--wire", url, "--", raw_send, "--pcap", pcap, "--wait",
-                                "--gap-us", str(GAP_US)], stdin=subprocess.PIPE, env=env)
+                                "--gap-us", str(gap_us)], stdin=subprocess.PIPE, env=env)
     receiver = None
     try:
         if not sender.wait_for("ready"):
@@ -234,12 +240,12 @@ def main():
                 print(f"FAIL: rdmasim env --wire ptp://sock in {tmp} printed {env!r}")
                 failures += 1
             c, f = two_programs(rdmasim, raw_send, rss_receive, f"ptp://{sock}", tmp, frames, pcap,
-                                [sock, sock + "+"])
+                                [sock, sock + "+"], GAP_US["ptp"])
             checks, failures = checks + c, failures + f
         else:
             switch, switch_pid = start_switch(tmp)
             checks, failures = two_programs(rdmasim, raw_send, rss_receive, f"vde://{switch}", tmp, frames,
-                                            pcap, [])
+                                            pcap, [], GAP_US["vde"])
     finally:
         if switch_pid is not None:
             try:
