@@ -43,7 +43,7 @@ std::string_view hint(Scheme scheme, int err) {
         if (scheme == Scheme::ptp) return " (both ends of this point-to-point wire are plugged in already)";
         return "";
     case EACCES:
-        return " (the socket or its directory belongs to someone else)";
+        return " (no permission on the socket or its directory)";
     case EPROTONOSUPPORT:
         return " (libvdeplug has no module for this scheme)";
     default:
