@@ -160,6 +160,7 @@ const std::vector<std::pair<std::string_view, std::string_view>>& Config::keys()
         {"promisc", "on/off: put live interfaces in promiscuous mode (default off)"},
         {"wire", "virtual wire rdmasim0's port plugs into: ptp:///path, vde:///path or vxvde://group (libvdeplug)"},
         {"wire.N", "the same for device N"},
+        {"wire_mode", "octal mode of the socket files ptp:// and vde:// wires create, with owner rw (default 0600)"},
         {"tx_capture", "pcap file of every frame rdmasim0's port sends"},
         {"tx_capture.N", "the same for device N"},
         {"link", "devices wired back to back in this process, like rdmasim0:rdmasim1 (comma-separated pairs)"},
@@ -206,6 +207,13 @@ Result<void> Config::set(std::string_view key, std::string_view v) {
         if (!plan) return make_error(EINVAL, fmt::format("configuration: {} = '{}': {}", key, v, plan.error().message));
         faults = std::string(v);
         fault_plan = std::move(plan.value());
+    } else if (key == "wire_mode") {
+        // Octal digits, as chmod takes them ("660" and "0660" alike).
+        std::uint32_t m = 0;
+        const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), m, 8);
+        if (v.empty() || ec != std::errc{} || p != v.data() + v.size() || m > 0777 || (m & 0600) != 0600)
+            return bad(key, v, "an octal mode with owner read and write, like 0600 or 0660");
+        wire_mode = m;
     } else if (key == "filter") {
         filter = std::string(v);
     } else if (key == "promisc") {

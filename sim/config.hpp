@@ -29,6 +29,7 @@ struct Config {
     std::vector<std::string> pcap_live;     // live interface through libpcap
     std::vector<std::string> wire;          // libvdeplug URL: ptp://PATH, vde://PATH, vxvde://GROUP
     std::vector<std::string> tx_capture;    // pcap file of the frames the port sends
+    std::uint32_t wire_mode = 0600;         // socket files a ptp:// or vde:// wire creates
     std::string filter;                     // BPF expression for pcap_live sources
     bool promisc = false;                   // live interfaces in promiscuous mode
     // Devices wired back to back in this process: pairs of device indexes.

@@ -6,11 +6,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <mutex>
 
 #include "device/device.hpp"
 #include "device/registry.hpp"
+#include "net/link_channel.hpp"
 #include "net/memory_source.hpp"
+#include "net/vde_wire.hpp"
 #include "sim/device_io.hpp"
 #include "sim/faulty_source.hpp"
 #include "sim/verb_faults.hpp"
@@ -60,6 +63,18 @@ Result<std::unique_ptr<Simulator>> Simulator::create(const Config& config) {
         sources[i] = std::move(io.value().source);
         sinks[i] = std::move(io.value().sinks);
     }
+    // Links (sim/README.md, "Links"): each direction is a channel, the sink of
+    // one device's port and the source of the other's (validate() made sure
+    // a linked device has no other source).
+    for (const auto& [a, b] : config.links) {
+        for (const auto& [from, to] : {std::pair{a, b}, std::pair{b, a}}) {
+            auto ch = net::LinkChannel::open(fmt::format("link rdmasim{} -> rdmasim{}", from, to));
+            if (!ch) return ch.error();
+            sinks[from].push_back(borrowed_sink(*ch.value()));
+            log().info("rdmasim{}: {}", to, ch.value()->describe());
+            sources[to] = std::move(ch.value());
+        }
+    }
     auto sim = create(config, std::move(sources));
     if (!sim) return sim;
     Simulator& s = *sim.value();
@@ -106,6 +121,34 @@ Result<std::unique_ptr<Simulator>> Simulator::create(
     for (auto& dev : sim->devices_) device::register_device(dev.get());
     for (auto& engine : sim->engines_) engine->start();
     return sim;
+}
+
+namespace {
+
+// What a wire or a link lost, said once at the end: a send refused by the
+// peer (its queue full, nobody plugged in) or a full link is counted, never
+// logged per frame.
+void report_losses(std::size_t index, const net::FrameSource& source) {
+    if (const auto* wire = dynamic_cast<const net::VdeWire*>(&source)) {
+        const auto& c = wire->wire_counters();
+        const auto failed = c.tx_failures.load();
+        if (failed != 0)
+            log().warn("rdmasim{}: wire {}: {} frame(s) sent, {} not sent (last error: {})", index, wire->url(),
+                       c.tx_frames.load(), failed, std::strerror(c.tx_last_errno.load()));
+        else
+            log().info("rdmasim{}: wire {}: {} frame(s) sent, {} received", index, wire->url(),
+                       c.tx_frames.load(), wire->counters().frames);
+    } else if (const auto* link = dynamic_cast<const net::LinkChannel*>(&source)) {
+        if (link->overflow_drops() != 0)
+            log().warn("rdmasim{}: {}: {} frame(s) dropped, its queue of {} full", index, link->describe(),
+                       link->overflow_drops(), link->capacity());
+    }
+}
+
+} // namespace
+
+void Simulator::report_losses() const {
+    for (std::size_t i = 0; i < engines_.size(); ++i) sim::report_losses(i, engines_[i]->source());
 }
 
 Simulator::~Simulator() {

@@ -47,6 +47,10 @@ public:
     // Faults the plan injected on device i so far, by FaultKind. Read it
     // when the engine is idle or stopped (the engine thread writes it).
     [[nodiscard]] FaultCounts faults_injected(std::size_t i) const;
+    // Logs what wires and links lost (frames a peer refused, a full link
+    // queue) as warnings, or their counts at info level. Call it while the
+    // logger lives (the drop-in library does at exit).
+    void report_losses() const;
 
     // Every engine idle: all sources exhausted, nothing held.
     [[nodiscard]] bool idle() const noexcept;
