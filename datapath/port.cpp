@@ -102,6 +102,10 @@ void Port::ingress(const net::Frame& frame, std::uint64_t now_ns, const void* ex
     now_ns_ = now_ns;
     counters_.frames.add();
     counters_.bytes.add(frame.len);
+    if (frame.lost) [[unlikely]] {
+        counters_.drop(Drop::fault_injected);
+        return;
+    }
     if (frame.truncated() || frame.len < frame.fcs_len) [[unlikely]] {
         counters_.drop(Drop::truncated_capture);
         return;

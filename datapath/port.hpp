@@ -118,6 +118,12 @@ public:
     }
     // The attached queue completing as `qp_num`, or nullptr.
     [[nodiscard]] const RxQueue* find_queue(std::uint32_t qp_num) const noexcept;
+    // The first attached queue for which pred(queue) holds, or nullptr.
+    template <class Pred> [[nodiscard]] const RxQueue* find_queue_if(Pred pred) const {
+        for (const RxQueue* q : queues_)
+            if (pred(*q)) return q;
+        return nullptr;
+    }
     [[nodiscard]] bool delay_drop_armed() const noexcept { return delay_drop_armed_; }
 
 private:

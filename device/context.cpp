@@ -13,6 +13,7 @@
 #include "device/abi/ops.hpp"
 #include "device/abi/sysfs.hpp"
 #include "device/abi_guard.hpp"
+#include "device/verb_faults.hpp"
 
 namespace rdmasim::device {
 
@@ -74,6 +75,7 @@ ibv_context* open_device(ibv_device* device) noexcept {
     return guard_ptr<ibv_context>([&]() -> ibv_context* {
         if (device == nullptr) return fail<ibv_context>(EINVAL);
         Device& dev = *from_verbs(device);
+        if (int e = injected_failure(dev, Verb::open_device)) return fail<ibv_context>(e);
         int fds[2];
         if (::pipe2(fds, O_CLOEXEC) != 0) return nullptr;
         auto ctx = std::make_unique<Context>();
@@ -92,6 +94,10 @@ ibv_context* open_device(ibv_device* device) noexcept {
         pthread_mutex_init(&c.mutex, nullptr);
         install_ops(v);
         dev.live_contexts.fetch_add(1);
+        {
+            std::lock_guard lock(dev.port.mutex());
+            dev.contexts.push_back(ctx.get());
+        }
         return &ctx.release()->vctx.context;
     });
 }
@@ -106,6 +112,10 @@ int close_device(ibv_context* context) noexcept {
     if (ctx->live_objects.load() != 0) {
         errno = EBUSY;
         return -1;
+    }
+    {
+        std::lock_guard lock(ctx->device->port.mutex());
+        std::erase(ctx->device->contexts, ctx);
     }
     ::close(ctx->events.read_fd);
     ::close(ctx->events.write_fd);
@@ -160,7 +170,8 @@ int query_port(ibv_context* context, uint8_t port_num, ibv_port_attr* attr,
     if (port_num != 1) return EINVAL;
     ibv_port_attr a;
     std::memset(&a, 0, sizeof a);
-    a.state = IBV_PORT_ACTIVE;
+    const bool up = from_verbs(context)->device->port_state.load() == IBV_PORT_ACTIVE;
+    a.state = up ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
     a.max_mtu = IBV_MTU_4096;
     a.active_mtu = IBV_MTU_1024;
     a.gid_tbl_len = 1;
@@ -170,7 +181,7 @@ int query_port(ibv_context* context, uint8_t port_num, ibv_port_attr* attr,
     a.max_vl_num = 1;
     a.active_width = 2;  // 4x
     a.active_speed = 32; // 25 Gb/s (EDR lane)
-    a.phys_state = 5;    // LinkUp
+    a.phys_state = up ? 5 : 3; // LinkUp, or Disabled
     a.link_layer = IBV_LINK_LAYER_ETHERNET;
     std::memcpy(attr, &a, std::min(attr_len, sizeof a));
     return 0;

@@ -11,6 +11,7 @@
 
 #include "device/abi_guard.hpp"
 #include "device/async_events.hpp"
+#include "device/verb_faults.hpp"
 
 namespace rdmasim::device {
 
@@ -159,6 +160,9 @@ Cq* make_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* c
 ibv_cq* create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel,
                   int comp_vector) noexcept {
     return guard_ptr<ibv_cq>([&]() -> ibv_cq* {
+        if (context != nullptr)
+            if (int e = injected_failure(*from_verbs(context)->device, Verb::create_cq))
+                return fail<ibv_cq>(e);
         Cq* cq = make_cq(context, cqe, cq_context, channel, comp_vector, IBV_WC_STANDARD_FLAGS,
                          false, false);
         return cq ? to_verbs_cq(cq) : nullptr;
@@ -168,6 +172,9 @@ ibv_cq* create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_chan
 ibv_cq_ex* create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr) noexcept {
     return guard_ptr<ibv_cq_ex>([&]() -> ibv_cq_ex* {
         if (attr == nullptr) return fail<ibv_cq_ex>(EINVAL);
+        if (context != nullptr)
+            if (int e = injected_failure(*from_verbs(context)->device, Verb::create_cq_ex))
+                return fail<ibv_cq_ex>(e);
         if (attr->comp_mask & ~static_cast<std::uint32_t>(IBV_CQ_INIT_ATTR_MASK_FLAGS |
                                                            IBV_CQ_INIT_ATTR_MASK_PD))
             return fail<ibv_cq_ex>(EINVAL);
@@ -250,6 +257,7 @@ int poll_cq(ibv_cq* c, int num_entries, ibv_wc* wc) noexcept {
 int req_notify_cq(ibv_cq* c, int /*solicited_only*/) noexcept {
     if (c == nullptr) return EINVAL;
     Cq& cq = *from_verbs(c);
+    if (int e = injected_failure(*cq.ctx->device, Verb::req_notify_cq)) return e;
     // Real providers (mlx5, rxe) arm any CQ; without a channel the arm is
     // simply never delivered (cq_after_burst checks the channel).
     cq.armed.store(true, std::memory_order_release);

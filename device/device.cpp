@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "device/abi/sysfs.hpp"
+#include "device/async_events.hpp"
 #include "device/cq.hpp"
 
 namespace rdmasim::device {
@@ -122,5 +123,37 @@ void set_rx_state(Device& dev, RecvQueue& recv, datapath::QueueState state) noex
 }
 
 void service(Device& dev, std::uint64_t now_ns) noexcept { service_holding(dev, now_ns, nullptr); }
+
+bool inject_wq_fatal(Device& dev, std::uint32_t index) noexcept {
+    const datapath::RxQueue* rx = dev.port.find_queue_if([index](const datapath::RxQueue& q) {
+        return q.kind() == datapath::QueueKind::wq && static_cast<Wq*>(q.owner())->index == index;
+    });
+    if (rx == nullptr) return false;
+    Wq& wq = *static_cast<Wq*>(rx->owner());
+    {
+        std::lock_guard post_lock(wq.recv.post_lock); // lock order: port, then post
+        if (wq.ibwq.state == IBV_WQS_RDY) {
+            wq.ibwq.state = IBV_WQS_ERR;
+            set_rx_state(dev, wq.recv, datapath::QueueState::error);
+        }
+    }
+    // Raised under the port lock: a destroy_wq detaches under it first, so
+    // the WQ is alive here and its destroy sees the event (and forgets it if
+    // unread).
+    ibv_async_event ev{};
+    ev.element.wq = &wq.ibwq;
+    ev.event_type = IBV_EVENT_WQ_FATAL;
+    raise_async_event(*wq.ctx, ev);
+    return true;
+}
+
+void set_port_up(Device& dev, bool up) noexcept {
+    const int state = up ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
+    if (dev.port_state.exchange(state) == state) return;
+    ibv_async_event ev{};
+    ev.element.port_num = 1;
+    ev.event_type = up ? IBV_EVENT_PORT_ACTIVE : IBV_EVENT_PORT_ERR;
+    for (Context* ctx : dev.contexts) raise_async_event(*ctx, ev);
+}
 
 } // namespace rdmasim::device

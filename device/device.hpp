@@ -45,4 +45,13 @@ void set_rx_state(Device& dev, RecvQueue& recv, datapath::QueueState state) noex
 // of a queue whose state it has just set.
 void service(Device& dev, std::uint64_t now_ns) noexcept;
 
+// Injected faults (sim/README.md, "Fault injection"). Caller holds the port lock.
+// The device's WQ number `index` in creation order (Wq::index, from 0) goes
+// to ERR as on a catastrophic error: what was posted is flushed,
+// IBV_EVENT_WQ_FATAL names it. False when that WQ does not exist (any more).
+bool inject_wq_fatal(Device& dev, std::uint32_t index) noexcept;
+// The port goes down (IBV_EVENT_PORT_ERR to every open context, DOWN in
+// ibv_query_port) or back up (IBV_EVENT_PORT_ACTIVE, ACTIVE).
+void set_port_up(Device& dev, bool up) noexcept;
+
 } // namespace rdmasim::device

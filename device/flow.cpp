@@ -4,6 +4,7 @@
 
 #include "device/abi_guard.hpp"
 #include "device/flow_spec.hpp"
+#include "device/verb_faults.hpp"
 
 namespace rdmasim::device {
 
@@ -29,6 +30,7 @@ ibv_flow* create_flow(ibv_qp* q, ibv_flow_attr* attr) noexcept {
         if (q == nullptr || attr == nullptr) return fail<ibv_flow>(EINVAL);
         Qp& qp = *from_verbs(q);
         Device& dev = *qp.ctx->device;
+        if (int e = injected_failure(dev, Verb::create_flow)) return fail<ibv_flow>(e);
         auto flow = std::make_unique<Flow>();
         datapath::SteeringEntry& e = flow->entry;
         if (int err = parse_flow_attr(*attr, kMaxFlowBytes, e.rule)) return fail<ibv_flow>(err);

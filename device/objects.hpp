@@ -33,6 +33,7 @@ namespace rdmasim::device {
 
 struct Device;
 struct Context;
+class VerbFaultHook; // device/verb_faults.hpp
 struct Cq;
 struct Qp;
 struct Flow;
@@ -73,12 +74,19 @@ struct Device {
     datapath::Port port;                        // frames in and out; see datapath/port.hpp
     datapath::MrTable mrs;                      // sized from caps.max_mr by make_device
     EngineHooks* hooks = nullptr;               // set by the runtime; may stay null
+    VerbFaultHook* verb_faults = nullptr;       // set by the runtime with a fault plan
     std::atomic<std::uint32_t> next_qpn{0x100}; // WQ and QP numbers, unique per device
+    std::atomic<std::uint32_t> wqs_created{0};  // Wq::index
     std::atomic<std::uint32_t> next_handle{1};
     std::atomic<std::uint32_t> live_contexts{0};
     std::atomic<std::uint32_t> ind_tables{0};  // live, at most caps.max_rwq_indirection_tables
-    // Under the port lock: what service() visits after each burst.
+    // Under the port lock: what service() visits after each burst, and the
+    // open contexts (port events go to each).
     std::vector<Cq*> cqs;                       // notifications, overflow events
+    std::vector<Context*> contexts;
+    // The port's state as ibv_query_port reports it: ACTIVE, or DOWN while
+    // the fault plan holds it down. Written under the port lock.
+    std::atomic<int> port_state{IBV_PORT_ACTIVE};
 };
 
 struct AsyncEvents {
@@ -147,6 +155,7 @@ struct Wq {
     Cq* cq = nullptr;
     Pd* pd = nullptr;
     std::uint32_t create_flags = 0;
+    std::uint32_t index = 0; // WQs created on the device before it (fault targets: wq=N)
     RecvQueue recv;
     std::atomic<std::uint32_t> table_refs{0}; // indirection tables naming it
     // Async events handed out by ibv_get_async_event (under the context's event

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "device/abi_guard.hpp"
+#include "device/verb_faults.hpp"
 
 namespace rdmasim::device {
 
@@ -10,6 +11,7 @@ ibv_pd* alloc_pd(ibv_context* context) noexcept {
     return guard_ptr<ibv_pd>([&]() -> ibv_pd* {
         if (context == nullptr) return fail<ibv_pd>(EINVAL);
         Context& ctx = *from_verbs(context);
+        if (int e = injected_failure(*ctx.device, Verb::alloc_pd)) return fail<ibv_pd>(e);
         auto pd = std::make_unique<Pd>();
         pd->ibpd.context = context;
         pd->ibpd.handle = ctx.device->next_handle.fetch_add(1);
@@ -32,6 +34,7 @@ ibv_mr* reg_mr(ibv_pd* p, void* addr, size_t length, uint64_t iova, unsigned int
         if (p == nullptr || addr == nullptr || length == 0) return fail<ibv_mr>(EINVAL);
         Pd* pd = from_verbs(p);
         Device& dev = *from_verbs(p->context)->device;
+        if (int e = injected_failure(dev, Verb::reg_mr)) return fail<ibv_mr>(e);
         if (length > dev.caps.max_mr_size) return fail<ibv_mr>(EINVAL);
         // Remote write or atomic access requires local write (verbs rule).
         if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&

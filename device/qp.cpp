@@ -9,6 +9,7 @@
 #include "device/cq.hpp"
 #include "device/device.hpp"
 #include "device/recv.hpp"
+#include "device/verb_faults.hpp"
 
 namespace rdmasim::device {
 
@@ -61,9 +62,8 @@ int validate_plain(const Device& dev, const ibv_qp_init_attr_ex& a, ibv_context*
     return 0;
 }
 
-} // namespace
-
-ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) noexcept {
+// create_qp_ex's work, for both create verbs (each counts its own call).
+ibv_qp* make_qp(ibv_context* context, ibv_qp_init_attr_ex* attr) noexcept {
     return guard_ptr<ibv_qp>([&]() -> ibv_qp* {
         if (context == nullptr || attr == nullptr) return fail<ibv_qp>(EINVAL);
         Context& ctx = *from_verbs(context);
@@ -152,8 +152,19 @@ ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) noexcept {
     });
 }
 
+} // namespace
+
+ibv_qp* create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr) noexcept {
+    if (context != nullptr && attr != nullptr)
+        if (int e = injected_failure(*from_verbs(context)->device, Verb::create_qp_ex))
+            return fail<ibv_qp>(e);
+    return make_qp(context, attr);
+}
+
 ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) noexcept {
     if (pd == nullptr || attr == nullptr) return fail<ibv_qp>(EINVAL);
+    if (int e = injected_failure(*from_verbs(pd->context)->device, Verb::create_qp))
+        return fail<ibv_qp>(e);
     ibv_qp_init_attr_ex ex;
     std::memset(&ex, 0, sizeof ex);
     ex.qp_context = attr->qp_context;
@@ -165,7 +176,7 @@ ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) noexcept {
     ex.sq_sig_all = attr->sq_sig_all;
     ex.comp_mask = IBV_QP_INIT_ATTR_PD;
     ex.pd = pd;
-    ibv_qp* qp = create_qp_ex(pd->context, &ex);
+    ibv_qp* qp = make_qp(pd->context, &ex);
     if (qp) attr->cap = ex.cap;
     return qp;
 }
@@ -175,6 +186,7 @@ int modify_qp(ibv_qp* q, ibv_qp_attr* attr, int mask) noexcept {
         if (q == nullptr || attr == nullptr) return EINVAL;
         Qp& qp = *from_verbs(q);
         Device& dev = *qp.ctx->device;
+        if (int e = injected_failure(dev, Verb::modify_qp)) return e;
         const int known = IBV_QP_STATE | IBV_QP_CUR_STATE | IBV_QP_PORT | IBV_QP_PKEY_INDEX |
                           IBV_QP_QKEY | IBV_QP_RATE_LIMIT;
         if (mask & ~known) return EINVAL;
@@ -266,6 +278,10 @@ int destroy_qp(ibv_qp* q) noexcept {
 int post_recv(ibv_qp* q, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept {
     if (q == nullptr || bad_wr == nullptr) return EINVAL;
     Qp& qp = *from_verbs(q);
+    if (int e = injected_failure(*qp.ctx->device, Verb::post_recv)) {
+        *bad_wr = wr;
+        return e;
+    }
     if (qp.rss) {
         *bad_wr = wr;
         return EINVAL; // an RSS QP receives through its WQs
@@ -277,6 +293,10 @@ int post_send(ibv_qp* q, ibv_send_wr* wr, ibv_send_wr** bad_wr) noexcept {
     if (q == nullptr || bad_wr == nullptr) return EINVAL;
     Qp& qp = *from_verbs(q);
     Device& dev = *qp.ctx->device;
+    if (int e = injected_failure(dev, Verb::post_send)) {
+        *bad_wr = wr;
+        return e;
+    }
     ibv_qp_state state;
     {
         std::lock_guard lock(qp.recv.post_lock); // modify_qp changes the state under it

@@ -10,6 +10,7 @@
 #include "device/cq.hpp"
 #include "device/device.hpp"
 #include "device/recv.hpp"
+#include "device/verb_faults.hpp"
 
 namespace rdmasim::device {
 
@@ -62,6 +63,7 @@ ibv_wq* create_wq(ibv_context* context, ibv_wq_init_attr* attr) noexcept {
         if (context == nullptr || attr == nullptr) return fail<ibv_wq>(EINVAL);
         Context& ctx = *from_verbs(context);
         Device& dev = *ctx.device;
+        if (int e = injected_failure(dev, Verb::create_wq)) return fail<ibv_wq>(e);
         if (attr->comp_mask & ~static_cast<std::uint32_t>(IBV_WQ_INIT_ATTR_RESERVED - 1))
             return fail<ibv_wq>(EINVAL);
         const std::uint32_t flags =
@@ -90,6 +92,7 @@ ibv_wq* create_wq(ibv_context* context, ibv_wq_init_attr* attr) noexcept {
         w.pd = attr->pd;
         w.cq = attr->cq;
         w.wq_num = dev.next_qpn.fetch_add(1);
+        wq->index = dev.wqs_created.fetch_add(1);
         w.handle = dev.next_handle.fetch_add(1);
         w.state = IBV_WQS_RESET;
         w.wq_type = IBV_WQT_RQ;
@@ -115,6 +118,7 @@ int modify_wq(ibv_wq* w, ibv_wq_attr* attr) noexcept {
         if (w == nullptr || attr == nullptr) return EINVAL;
         Wq& wq = *from_verbs(w);
         Device& dev = *wq.ctx->device;
+        if (int e = injected_failure(dev, Verb::modify_wq)) return e;
         const std::uint32_t mask = attr->attr_mask;
         if (mask == 0 || (mask & ~static_cast<std::uint32_t>(IBV_WQ_ATTR_RESERVED - 1)))
             return EINVAL;
@@ -168,24 +172,15 @@ int modify_wq(ibv_wq* w, ibv_wq_attr* attr) noexcept {
 
 void wq_fatal(Wq& wq) noexcept {
     Device& dev = *wq.ctx->device;
-    {
-        std::lock_guard port_lock(dev.port.mutex());
-        std::lock_guard post_lock(wq.recv.post_lock);
-        if (wq.ibwq.state == IBV_WQS_RDY) {
-            wq.ibwq.state = IBV_WQS_ERR;
-            set_rx_state(dev, wq.recv, datapath::QueueState::error);
-        }
-    }
-    ibv_async_event ev{};
-    ev.element.wq = &wq.ibwq;
-    ev.event_type = IBV_EVENT_WQ_FATAL;
-    raise_async_event(*wq.ctx, ev);
+    std::lock_guard port_lock(dev.port.mutex());
+    (void)inject_wq_fatal(dev, wq.index);
 }
 
 int destroy_wq(ibv_wq* w) noexcept {
     return guard_errno([&] {
         if (w == nullptr) return EINVAL;
         Wq* wq = from_verbs(w);
+        if (int e = injected_failure(*wq->ctx->device, Verb::destroy_wq)) return e;
         if (wq->table_refs.load() != 0) return EBUSY;
         Device& dev = *wq->ctx->device;
         detach_rx_queue(dev, wq->recv);
@@ -206,6 +201,10 @@ int destroy_wq(ibv_wq* w) noexcept {
 int post_wq_recv(ibv_wq* w, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept {
     if (w == nullptr || bad_wr == nullptr) return EINVAL;
     Wq& wq = *from_verbs(w);
+    if (int e = injected_failure(*wq.ctx->device, Verb::post_wq_recv)) {
+        *bad_wr = wr;
+        return e;
+    }
     return post_receive(*wq.ctx->device, wq.recv, wr, bad_wr);
 }
 
@@ -214,6 +213,8 @@ ibv_rwq_ind_table* create_rwq_ind_table(ibv_context* context,
     return guard_ptr<ibv_rwq_ind_table>([&]() -> ibv_rwq_ind_table* {
         if (context == nullptr || attr == nullptr) return fail<ibv_rwq_ind_table>(EINVAL);
         Context& ctx = *from_verbs(context);
+        if (int e = injected_failure(*ctx.device, Verb::create_rwq_ind_table))
+            return fail<ibv_rwq_ind_table>(e);
         Device& dev = *ctx.device;
         if (attr->comp_mask != 0) return fail<ibv_rwq_ind_table>(EINVAL);
         // The kernel's ceiling (ib_uverbs_ex_create_rwq_ind_table), then the

@@ -12,6 +12,7 @@ struct Frame {
     std::uint32_t wire_len = 0; // length on the wire (pcap "len"), FCS included if fcs_len
     std::uint8_t fcs_len = 0;   // 0, or 4 when the last 4 bytes of data are the wire's FCS
     std::uint64_t ts_ns = 0;    // capture timestamp, nanoseconds since the epoch
+    bool lost = false;          // lost on the wire by the fault plan: the port counts it, no more
 
     // Bytes of the frame proper, without a trailing FCS.
     [[nodiscard]] std::span<const std::uint8_t> payload() const noexcept {

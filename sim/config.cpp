@@ -81,6 +81,37 @@ std::optional<std::vector<std::pair<std::uint32_t, std::uint32_t>>> parse_links(
     return out;
 }
 
+// One [[fault]] table as an item of the plan's text form: `kind` first
+// (`verb` after it for verb-fail), the other keys as key=value; a table
+// holding only `seed` is the seed item.
+Result<std::string> fault_item_text(const toml::node& node) {
+    const toml::table* t = node.as_table();
+    if (!t) return make_error(EINVAL, "each fault must be a table");
+    auto scalar = [](const toml::node& n) -> std::optional<std::string> {
+        if (auto s = n.value_exact<std::string>()) return *s;
+        if (auto i = n.value_exact<int64_t>()) return std::to_string(*i);
+        if (auto d = n.value_exact<double>()) return fmt::format("{}", *d);
+        return std::nullopt;
+    };
+    std::string out;
+    if (const toml::node* kind = t->get("kind")) {
+        auto k = scalar(*kind);
+        if (!k) return make_error(EINVAL, "kind must be a string");
+        out = *k;
+    }
+    std::string params;
+    if (const toml::node* verb = t->get("verb")) params = scalar(*verb).value_or("");
+    for (auto&& [key, value] : *t) {
+        if (key == "kind" || key == "verb") continue;
+        auto v = scalar(value);
+        if (!v) return make_error(EINVAL, fmt::format("{} must be a string or a number", key.str()));
+        if (key == "seed" && out.empty()) return "seed=" + *v;
+        params += (params.empty() ? "" : ",") + std::string(key.str()) + "=" + *v;
+    }
+    if (out.empty()) return make_error(EINVAL, "a fault table needs kind = \"...\" (or only seed = N)");
+    return params.empty() ? out : out + ":" + params;
+}
+
 } // namespace
 
 const std::vector<std::pair<std::string_view, std::vector<std::string> Config::*>>&
@@ -129,6 +160,7 @@ const std::vector<std::pair<std::string_view, std::string_view>>& Config::keys()
         {"promisc", "on/off: put live interfaces in promiscuous mode (default off)"},
         {"wire", "virtual wire rdmasim0's port plugs into: ptp:///path, vde:///path or vxvde://group (libvdeplug)"},
         {"wire.N", "the same for device N"},
+        {"wire_mode", "octal mode of the socket files ptp:// and vde:// wires create, with owner rw (default 0600)"},
         {"tx_capture", "pcap file of every frame rdmasim0's port sends"},
         {"tx_capture.N", "the same for device N"},
         {"link", "devices wired back to back in this process, like rdmasim0:rdmasim1 (comma-separated pairs)"},
@@ -139,6 +171,7 @@ const std::vector<std::pair<std::string_view, std::string_view>>& Config::keys()
         {"source_fcs", "auto, 0 or 4: FCS bytes the capture's frames carry"},
         {"synth_dst_mac", "destination MAC of the Ethernet header synthesized for captures without one (default: the device's MAC)"},
         {"synth_src_mac", "source MAC of that header, unicast (default 02:00:00:00:00:01)"},
+        {"faults", "fault plan, like 'seed=7; drop:p=0.01; corrupt-fcs:every=100' (sim/README.md, \"Fault injection\")"},
         {"idle_tick_us", "inline engine: virtual microseconds per idle poll, 1..1000000"},
         {"log_level", "trace, debug, info, warn, error or off"},
         {"caps.cvlan_stripping", "on/off"},
@@ -169,6 +202,18 @@ Result<void> Config::set(std::string_view key, std::string_view v) {
         auto& slots = this->*member;
         if (slots.size() <= static_cast<std::size_t>(idx)) slots.resize(static_cast<std::size_t>(idx) + 1);
         slots[static_cast<std::size_t>(idx)] = std::string(v);
+    } else if (key == "faults") {
+        auto plan = FaultPlan::parse(v);
+        if (!plan) return make_error(EINVAL, fmt::format("configuration: {} = '{}': {}", key, v, plan.error().message));
+        faults = std::string(v);
+        fault_plan = std::move(plan.value());
+    } else if (key == "wire_mode") {
+        // Octal digits, as chmod takes them ("660" and "0660" alike).
+        std::uint32_t m = 0;
+        const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), m, 8);
+        if (v.empty() || ec != std::errc{} || p != v.data() + v.size() || m > 0777 || (m & 0600) != 0600)
+            return bad(key, v, "an octal mode with owner read and write, like 0600 or 0660");
+        wire_mode = m;
     } else if (key == "filter") {
         filter = std::string(v);
     } else if (key == "promisc") {
@@ -307,6 +352,18 @@ Result<void> Config::apply_toml_file(const std::string& path) {
         }
         return true;
     };
+    // [[fault]] tables: each one item of the plan's text form, in order.
+    if (const toml::array* faults_array = parsed["fault"].as_array()) {
+        std::string text = faults;
+        for (const toml::node& item : *faults_array) {
+            auto spelled = fault_item_text(item);
+            if (!spelled) return make_error(EINVAL, fmt::format("configuration file {}: [[fault]]: {}", path, spelled.error().message));
+            text += (text.empty() ? "" : "; ") + spelled.value();
+        }
+        if (auto r = set("faults", text); !r)
+            return make_error(EINVAL, fmt::format("{} (in {})", r.error().message, path));
+        parsed.erase("fault");
+    }
     for (auto&& [k, node] : parsed) {
         if (const toml::table* t = node.as_table()) {
             for (auto&& [k2, n2] : *t)

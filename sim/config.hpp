@@ -13,6 +13,7 @@
 #include "device/caps.hpp"
 #include "net/pcap_file_source.hpp"
 #include "net/result.hpp"
+#include "sim/fault_plan.hpp"
 
 namespace rdmasim::sim {
 
@@ -28,6 +29,7 @@ struct Config {
     std::vector<std::string> pcap_live;     // live interface through libpcap
     std::vector<std::string> wire;          // libvdeplug URL: ptp://PATH, vde://PATH, vxvde://GROUP
     std::vector<std::string> tx_capture;    // pcap file of the frames the port sends
+    std::uint32_t wire_mode = 0600;         // socket files a ptp:// or vde:// wire creates
     std::string filter;                     // BPF expression for pcap_live sources
     bool promisc = false;                   // live interfaces in promiscuous mode
     // Devices wired back to back in this process: pairs of device indexes.
@@ -42,6 +44,9 @@ struct Config {
     // unset: the destination is the receiving device's MAC, the source net's default.
     std::optional<net::MacAddress> synth_dst_mac;
     std::optional<net::MacAddress> synth_src_mac;
+    // The fault plan (key `faults`, or TOML [[fault]] tables): parsed when set.
+    std::string faults;
+    FaultPlan fault_plan;
     std::uint64_t idle_tick_ns = 10'000;    // inline engine: virtual time per idle poll
     std::string log_level = "warn";
     device::Capabilities caps;

@@ -7,6 +7,7 @@
 #include "net/capture_sink.hpp"
 #include "net/pcap_file_source.hpp"
 #include "net/pcap_writer.hpp"
+#include "net/vde_wire.hpp"
 #include "sim/live_io.hpp"
 #include "sim/logging.hpp"
 #include "sim/simulator.hpp"
@@ -41,6 +42,10 @@ Error not_built(std::string_view key, const std::string& value) {
 
 } // namespace
 
+std::shared_ptr<net::FrameSink> borrowed_sink(net::FrameSink& sink) {
+    return {std::shared_ptr<net::FrameSink>(), &sink}; // aliasing: shares no ownership
+}
+
 Result<DeviceIo> open_device_io(const Config& config, std::uint32_t index) {
     DeviceIo io;
     if (const std::string& path = slot(config.pcap, index); !path.empty()) {
@@ -52,8 +57,15 @@ Result<DeviceIo> open_device_io(const Config& config, std::uint32_t index) {
         if (auto r = open_iface(config, index, name, io); !r) return r.error();
     if (const std::string& name = slot(config.pcap_live, index); !name.empty())
         if (auto r = open_pcap_live(config, index, name, io); !r) return r.error();
-    if (const std::string& url = slot(config.wire, index); !url.empty())
-        return not_built("wire", url);
+    if (const std::string& url = slot(config.wire, index); !url.empty()) {
+        // One object receives and sends (net/README.md, "Virtual wires").
+        net::VdeWireOptions options;
+        options.mode = config.wire_mode;
+        auto wire = net::VdeWire::open(url, options);
+        if (!wire) return wire.error();
+        io.sinks.push_back(borrowed_sink(*wire.value()));
+        io.source = std::move(wire.value());
+    }
     if (const std::string& path = slot(config.tx_capture, index); !path.empty()) {
         auto writer = net::PcapWriter::open(path);
         if (!writer) return writer.error();

@@ -21,6 +21,11 @@ struct DeviceIo {
     std::vector<std::shared_ptr<net::FrameSink>> sinks; // attached to the port in order
 };
 
+// A sink that is also a source (a wire, one direction of a link) is owned by
+// the engine that pulls it; the sink list borrows it. The Simulator detaches
+// every sink before its engines, and their sources, go.
+[[nodiscard]] std::shared_ptr<net::FrameSink> borrowed_sink(net::FrameSink& sink);
+
 // Opens device `index`'s source and sinks. An error names the key, the value
 // and the reason (a missing privilege names the capability); nothing stays
 // open after an error.

@@ -2,6 +2,7 @@
 // environment (RDMASIM_*) builds a Simulator whose devices the program sees.
 // Compiled only into the shared library.
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 
@@ -35,6 +36,11 @@ int provide_devices() {
         }
         instance() = std::move(sim.value());
         log().info("{} device(s) ready", instance()->device_count());
+        // Registered after the logger came to be, so it runs before the
+        // logger goes: what the wires lost is said at exit.
+        std::atexit([] {
+            if (instance()) instance()->report_losses();
+        });
         return 0;
     } catch (const std::bad_alloc&) {
         return ENOMEM;

@@ -17,6 +17,7 @@
 #include "device/objects.hpp"
 #include "net/frame_source.hpp"
 #include "sim/config.hpp"
+#include "sim/pacing_stats.hpp"
 
 namespace rdmasim::sim {
 
@@ -38,6 +39,14 @@ public:
     virtual bool wait_idle(std::chrono::milliseconds timeout) = 0;
     [[nodiscard]] bool started() const noexcept { return started_.load(std::memory_order_acquire); }
     [[nodiscard]] const net::FrameSource& source() const noexcept { return *source_; }
+    // How late paced frames entered the port: the thread engine with a speed
+    // set records every frame; otherwise it stays empty.
+    [[nodiscard]] const PacingStats& pacing_stats() const noexcept { return pacing_stats_; }
+    // Bursts run so far, from any thread: what waiting costs (the thread
+    // engine spends none on a quiet live source that has a wait_fd).
+    [[nodiscard]] std::uint64_t steps() const noexcept {
+        return steps_.load(std::memory_order_relaxed);
+    }
 
 protected:
     device::Device& dev_;
@@ -45,6 +54,9 @@ protected:
     Config config_;
     std::atomic<bool> started_{false};
     std::atomic<bool> idle_{false};
+    PacingStats pacing_stats_;
+    std::atomic<std::uint64_t> steps_{0};
+    void count_step() noexcept { steps_.fetch_add(1, std::memory_order_relaxed); } // per burst
 };
 
 std::unique_ptr<Engine> make_engine(device::Device& dev, std::unique_ptr<net::FrameSource> source,

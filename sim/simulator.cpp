@@ -4,12 +4,19 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <mutex>
 
 #include "device/device.hpp"
 #include "device/registry.hpp"
+#include "net/link_channel.hpp"
 #include "net/memory_source.hpp"
+#include "net/vde_wire.hpp"
 #include "sim/device_io.hpp"
+#include "sim/faulty_source.hpp"
+#include "sim/verb_faults.hpp"
 #include "sim/logging.hpp"
 
 namespace rdmasim::sim {
@@ -28,6 +35,24 @@ device::DeviceIdentity default_identity(std::uint32_t index) {
     return id;
 }
 
+namespace {
+
+// A plan item nothing injects yet is refused, never silently ignored.
+Result<void> check_injectable(const FaultPlan& plan) {
+    for (const FaultSpec& f : plan.faults) {
+        if (is_frame_fault(f.kind) && f.dir == Direction::rx) continue;
+        if (f.kind == FaultKind::wq_fatal || f.kind == FaultKind::port_down) continue;
+        if (f.kind == FaultKind::verb_fail) continue;
+        return make_error(ENOTSUP, fmt::format("fault plan, column {}: {}{} is not injected yet "
+                                               "(sim/README.md, \"Fault injection\")",
+                                               f.column, fault_kind_name(f.kind),
+                                               is_frame_fault(f.kind) ? " on the transmit side" : ""));
+    }
+    return {};
+}
+
+} // namespace
+
 Result<std::unique_ptr<Simulator>> Simulator::create(const Config& config, const SourceWrap& wrap) {
     if (auto r = config.validate(); !r) return r.error();
     std::vector<std::unique_ptr<net::FrameSource>> sources(config.devices);
@@ -38,6 +63,18 @@ Result<std::unique_ptr<Simulator>> Simulator::create(const Config& config, const
         sources[i] = std::move(io.value().source);
         if (wrap) sources[i] = wrap(i, std::move(sources[i]));
         sinks[i] = std::move(io.value().sinks);
+    }
+    // Links (sim/README.md, "Links"): each direction is a channel, the sink of
+    // one device's port and the source of the other's (validate() made sure
+    // a linked device has no other source).
+    for (const auto& [a, b] : config.links) {
+        for (const auto& [from, to] : {std::pair{a, b}, std::pair{b, a}}) {
+            auto ch = net::LinkChannel::open(fmt::format("link rdmasim{} -> rdmasim{}", from, to));
+            if (!ch) return ch.error();
+            sinks[from].push_back(borrowed_sink(*ch.value()));
+            log().info("rdmasim{}: {}", to, ch.value()->describe());
+            sources[to] = std::move(ch.value());
+        }
     }
     auto sim = create(config, std::move(sources));
     if (!sim) return sim;
@@ -53,6 +90,7 @@ Result<std::unique_ptr<Simulator>> Simulator::create(const Config& config, const
 Result<std::unique_ptr<Simulator>> Simulator::create(
     const Config& config, std::vector<std::unique_ptr<net::FrameSource>> sources) {
     if (auto r = config.validate(); !r) return r.error();
+    if (auto r = check_injectable(config.fault_plan); !r) return r.error();
     std::unique_ptr<Simulator> sim(new Simulator);
     sim->config_ = config;
     sources.resize(config.devices);
@@ -63,6 +101,19 @@ Result<std::unique_ptr<Simulator>> Simulator::create(
             empty->close();
             sources[i] = std::move(empty);
         }
+        const FaultySource* faulty = nullptr;
+        // Only a plan with faults for this device wraps its source (no plan, no cost).
+        if (FaultySource::wanted(config.fault_plan, i)) {
+            auto wrapped = FaultySource::wrap(std::move(sources[i]), config.fault_plan, i, dev.get());
+            if (!wrapped) return wrapped.error();
+            faulty = wrapped.value().get();
+            sources[i] = std::move(wrapped.value());
+        }
+        sim->faulty_.push_back(faulty);
+        auto verb_faults = std::make_unique<VerbFaults>(config.fault_plan, i);
+        if (verb_faults->empty()) verb_faults.reset();
+        dev->verb_faults = verb_faults.get();
+        sim->verb_faults_.push_back(std::move(verb_faults));
         auto engine = make_engine(*dev, std::move(sources[i]), config);
         dev->hooks = engine.get();
         sim->devices_.push_back(std::move(dev));
@@ -71,6 +122,34 @@ Result<std::unique_ptr<Simulator>> Simulator::create(
     for (auto& dev : sim->devices_) device::register_device(dev.get());
     for (auto& engine : sim->engines_) engine->start();
     return sim;
+}
+
+namespace {
+
+// What a wire or a link lost, said once at the end: a send refused by the
+// peer (its queue full, nobody plugged in) or a full link is counted, never
+// logged per frame.
+void report_losses(std::size_t index, const net::FrameSource& source) {
+    if (const auto* wire = dynamic_cast<const net::VdeWire*>(&source)) {
+        const auto& c = wire->wire_counters();
+        const auto failed = c.tx_failures.load();
+        if (failed != 0)
+            log().warn("rdmasim{}: wire {}: {} frame(s) sent, {} not sent (last error: {})", index, wire->url(),
+                       c.tx_frames.load(), failed, std::strerror(c.tx_last_errno.load()));
+        else
+            log().info("rdmasim{}: wire {}: {} frame(s) sent, {} received", index, wire->url(),
+                       c.tx_frames.load(), wire->counters().frames);
+    } else if (const auto* link = dynamic_cast<const net::LinkChannel*>(&source)) {
+        if (link->overflow_drops() != 0)
+            log().warn("rdmasim{}: {}: {} frame(s) dropped, its queue of {} full", index, link->describe(),
+                       link->overflow_drops(), link->capacity());
+    }
+}
+
+} // namespace
+
+void Simulator::report_losses() const {
+    for (std::size_t i = 0; i < engines_.size(); ++i) sim::report_losses(i, engines_[i]->source());
 }
 
 Simulator::~Simulator() {
@@ -82,6 +161,7 @@ Simulator::~Simulator() {
     for (auto& dev : devices_) {
         device::unregister_device(dev.get());
         dev->hooks = nullptr;
+        dev->verb_faults = nullptr;
     }
 }
 
@@ -95,6 +175,13 @@ const datapath::RxCounters* Simulator::queue_counters(std::size_t i,
     std::lock_guard lock(port.mutex());
     const datapath::RxQueue* q = port.find_queue(qpn);
     return q ? &q->counters() : nullptr;
+}
+
+FaultCounts Simulator::faults_injected(std::size_t i) const {
+    FaultCounts counts(static_cast<std::size_t>(FaultKind::verb_fail) + 1, 0);
+    if (faulty_[i]) counts = faulty_[i]->injected();
+    if (verb_faults_[i]) counts[static_cast<std::size_t>(FaultKind::verb_fail)] = verb_faults_[i]->injected();
+    return counts;
 }
 
 bool Simulator::idle() const noexcept {

@@ -14,6 +14,8 @@
 #include "net/result.hpp"
 #include "sim/config.hpp"
 #include "sim/engine.hpp"
+#include "sim/faulty_source.hpp"
+#include "sim/verb_faults.hpp"
 
 namespace rdmasim::sim {
 
@@ -49,6 +51,14 @@ public:
     [[nodiscard]] const datapath::RxCounters* queue_counters(std::size_t i,
                                                              std::uint32_t qpn) const noexcept;
 
+    // Faults the plan injected on device i so far, by FaultKind. Read it
+    // when the engine is idle or stopped (the engine thread writes it).
+    [[nodiscard]] FaultCounts faults_injected(std::size_t i) const;
+    // Logs what wires and links lost (frames a peer refused, a full link
+    // queue) as warnings, or their counts at info level. Call it while the
+    // logger lives (the drop-in library does at exit).
+    void report_losses() const;
+
     // Every engine idle: all sources exhausted, nothing held.
     [[nodiscard]] bool idle() const noexcept;
     bool wait_idle(std::chrono::milliseconds timeout);
@@ -58,6 +68,8 @@ private:
     Config config_;
     std::vector<std::unique_ptr<device::Device>> devices_;
     std::vector<std::unique_ptr<Engine>> engines_;
+    std::vector<const FaultySource*> faulty_; // per device, null without frame faults
+    std::vector<std::unique_ptr<VerbFaults>> verb_faults_; // per device, null without verb-fail
     // Attached to devices_[i]'s port; detached before the devices go.
     std::vector<std::vector<std::shared_ptr<net::FrameSink>>> sinks_;
 };

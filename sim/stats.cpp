@@ -11,6 +11,19 @@ nlohmann::json drops_json(const datapath::RxCounters& c) {
     return drops;
 }
 
+nlohmann::json pacing_json(const PacingStats& p) {
+    const auto us = [](std::uint64_t ns) { return static_cast<double>(ns) / 1e3; };
+    const auto s = [](std::uint64_t ns) { return static_cast<double>(ns) / 1e9; };
+    return {
+        {"frames", p.frames()},
+        {"p50_us", us(p.quantile_ns(0.50))},
+        {"p99_us", us(p.quantile_ns(0.99))},
+        {"max_us", us(p.max_ns())},
+        {"schedule_s", s(p.schedule_ns())},
+        {"elapsed_s", s(p.elapsed_ns())},
+    };
+}
+
 nlohmann::json counters_json(const datapath::RxCounters& c) {
     return {
         {"frames", c.frames.get()},
@@ -24,6 +37,13 @@ nlohmann::json counters_json(const datapath::RxCounters& c) {
         {"flush_cq_overflow", c.flush_cq_overflow.get()},
         {"sniffer_copies", c.sniffer_copies.get()},
     };
+}
+
+nlohmann::json faults_json(const FaultCounts& c) {
+    nlohmann::json out = nlohmann::json::object();
+    for (std::size_t k = 0; k < c.size(); ++k)
+        out[std::string(fault_kind_name(static_cast<FaultKind>(k)))] = c[k];
+    return out;
 }
 
 } // namespace rdmasim::sim

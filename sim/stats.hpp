@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include "datapath/counters.hpp"
+#include "sim/faulty_source.hpp"
+#include "sim/pacing_stats.hpp"
 
 namespace rdmasim::sim {
 
@@ -11,5 +13,10 @@ namespace rdmasim::sim {
 [[nodiscard]] nlohmann::json counters_json(const datapath::RxCounters& c);
 // The drops object alone: every reason, zero or not, so the schema is stable.
 [[nodiscard]] nlohmann::json drops_json(const datapath::RxCounters& c);
+// Faults injected, by kind in the plan's spelling: every kind, zero or not.
+[[nodiscard]] nlohmann::json faults_json(const FaultCounts& c);
+// {"frames", "p50_us", "p99_us", "max_us": lateness, "schedule_s": the last
+// frame's due time, "elapsed_s": its arrival} (sim/README.md, "Waits and pacing").
+[[nodiscard]] nlohmann::json pacing_json(const PacingStats& p);
 
 } // namespace rdmasim::sim

@@ -13,9 +13,32 @@
 
 #include <mutex>
 
+#include "sim/logging.hpp"
+
 namespace rdmasim::sim {
 
 using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// Busy-waits until `t`: for the last stretch before a paced frame is due,
+// shorter than a timer's wake-up latency.
+void spin_until(Clock::time_point t) noexcept {
+    while (Clock::now() < t) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#elif defined(__aarch64__)
+        asm volatile("yield");
+#endif
+    }
+}
+
+std::uint64_t to_ns(Clock::duration d) noexcept {
+    return static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
+}
+
+} // namespace
 
 ThreadEngine::ThreadEngine(device::Device& dev, std::unique_ptr<net::FrameSource> source,
                            const Config& config)
@@ -24,13 +47,20 @@ ThreadEngine::ThreadEngine(device::Device& dev, std::unique_ptr<net::FrameSource
 
 ThreadEngine::~ThreadEngine() { stop(); }
 
-std::uint64_t ThreadEngine::now_ns() const noexcept {
-    return static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0_).count());
-}
+std::uint64_t ThreadEngine::now_ns() const noexcept { return to_ns(Clock::now() - t0_); }
 
 void ThreadEngine::start() {
     if (thread_.joinable()) return;
+    if (const int fd = source_->wait_fd(); fd >= 0 && !source_fd_) {
+        boost::system::error_code ec;
+        source_fd_.emplace(io_);
+        source_fd_->assign(fd, ec);
+        if (ec) {
+            log().warn("{}: cannot wait on its descriptor {} ({}): polling it every {} us",
+                       source_->describe(), fd, ec.message(), kPollInterval.count());
+            source_fd_.reset();
+        }
+    }
     thread_ = std::thread([this] { io_.run(); });
     if (config_.start == StartTrigger::now) {
         started_.store(true);
@@ -44,10 +74,17 @@ void ThreadEngine::start() {
 }
 
 void ThreadEngine::stop() {
-    if (!thread_.joinable()) return;
-    work_.reset();
-    io_.stop();
-    thread_.join();
+    if (thread_.joinable()) {
+        work_.reset();
+        io_.stop(); // the handler running finishes; the others are dropped with io_
+        thread_.join();
+    }
+    // Nothing runs on io_ any more: hand the descriptor back to the source
+    // that owns it (release() deregisters it and never closes it).
+    if (source_fd_) {
+        (void)source_fd_->release();
+        source_fd_.reset();
+    }
 }
 
 void ThreadEngine::post_step() noexcept {
@@ -76,22 +113,44 @@ void ThreadEngine::schedule(Clock::time_point when) {
     });
 }
 
+void ThreadEngine::wait_for_source() {
+    if (source_wait_armed_) return;
+    source_wait_armed_ = true;
+    source_fd_->async_wait(
+        boost::asio::posix::stream_descriptor::wait_read,
+        [this](const boost::system::error_code& ec) {
+            source_wait_armed_ = false;
+            if (ec == boost::asio::error::operation_aborted) return;
+            if (ec) { // e.g. a descriptor epoll cannot watch: poll instead
+                log().warn("{}: waiting on its descriptor failed ({}): polling it every {} us",
+                           source_->describe(), ec.message(), kPollInterval.count());
+                (void)source_fd_->release();
+                source_fd_.reset();
+            }
+            post_step();
+        });
+}
+
 std::optional<std::uint64_t> ThreadEngine::arrival(const net::Frame& frame) noexcept {
+    const auto now = Clock::now();
     if (config_.speed > 0) {
+        // An absolute schedule from the first frame: each frame's due time
+        // comes from its own timestamp, so waking late never accumulates.
         if (!have_t0_) {
             have_t0_ = true;
             capture_t0_ns_ = frame.ts_ns;
-            replay_t0_ = Clock::now();
+            replay_t0_ = now;
         }
         const auto offset = frame.ts_ns > capture_t0_ns_ ? frame.ts_ns - capture_t0_ns_ : 0;
-        const auto due = replay_t0_ + std::chrono::nanoseconds(static_cast<std::int64_t>(
-                                          static_cast<double>(offset) / config_.speed));
-        if (due > Clock::now()) {
-            next_due_ = due;
+        const auto due_in = std::chrono::nanoseconds(
+            static_cast<std::int64_t>(static_cast<double>(offset) / config_.speed));
+        if (replay_t0_ + due_in > now) {
+            next_due_ = replay_t0_ + due_in;
             return std::nullopt;
         }
+        pacing_stats_.record(to_ns(due_in), to_ns(now - replay_t0_));
     }
-    return now_ns();
+    return to_ns(now - t0_);
 }
 
 std::uint64_t ThreadEngine::service_time(std::uint32_t) noexcept { return now_ns(); }
@@ -107,6 +166,7 @@ void ThreadEngine::burst_done(const BurstResult& r) noexcept {
 void ThreadEngine::step() {
     step_queued_.store(false);
     if (!started_.load()) return;
+    count_step();
     next_due_ = Clock::time_point::max();
     const BurstResult r = run_burst(dev_, *source_, pending_, config_.burst, *this);
     idle_cv_.notify_all();
@@ -115,11 +175,22 @@ void ThreadEngine::step() {
         post_step(); // more to do: yield to other handlers, then continue
         return;
     }
-    Clock::time_point when = r.pending ? next_due_ : Clock::time_point::max();
+    if (r.pending && next_due_ - Clock::now() <= kSpinAhead) {
+        // Due sooner than a timer reliably wakes: wait here (no lock held),
+        // then step again through the queue so other handlers still run.
+        spin_until(next_due_);
+        post_step();
+        return;
+    }
+    Clock::time_point when = r.pending ? next_due_ - kSpinAhead : Clock::time_point::max();
     if (r.held && r.next_deadline_ns != UINT64_MAX)
         when = std::min(when, t0_ + std::chrono::nanoseconds(r.next_deadline_ns));
-    if (!r.pending && !source_->exhausted()) // a live source with nothing now
-        when = std::min(when, Clock::now() + std::chrono::microseconds(100));
+    if (!r.pending && !source_->exhausted()) { // a live source with nothing now
+        if (source_fd_)
+            wait_for_source();
+        else
+            when = std::min(when, Clock::now() + kPollInterval);
+    }
     if (when != Clock::time_point::max()) schedule(when);
 }
 

@@ -1,9 +1,12 @@
-// The real-time engine: see engine.hpp.
+// The real-time engine: see engine.hpp, and sim/README.md ("Engines",
+// "Waits and pacing").
 #pragma once
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <optional>
 #include <thread>
 
 #include "sim/burst.hpp"
@@ -25,8 +28,16 @@ public:
     void on_post(device::Device&) noexcept override;
     void on_flow_attached(device::Device&) noexcept override;
 
+    // A paced frame due sooner than this is waited for by spinning, not by a
+    // timer; a timer for a later one fires this much early (the wake-up
+    // latency it covers).
+    static constexpr std::chrono::microseconds kSpinAhead{50};
+    // How often a live source without a wait_fd is polled.
+    static constexpr std::chrono::microseconds kPollInterval{100};
+
 private:
-    void step();                // runs on the engine thread
+    void step();            // on the engine thread, as is all below but post_step
+    void wait_for_source(); // arms one wait for the source's descriptor to be readable
     // Real time; with a speed set, a frame is due at its capture offset
     // divided by the speed, from the first frame on.
     std::optional<std::uint64_t> arrival(const net::Frame& frame) noexcept override;
@@ -39,6 +50,11 @@ private:
     boost::asio::io_context io_;
     boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
     boost::asio::steady_timer timer_;
+    // The source's wait_fd, registered with io_ but owned by the source:
+    // released (never closed) in stop(). Empty: the source has none, or it
+    // could not be waited on (then the engine polls).
+    std::optional<boost::asio::posix::stream_descriptor> source_fd_;
+    bool source_wait_armed_ = false;            // engine thread only
     std::thread thread_;
     std::chrono::steady_clock::time_point t0_;  // engine start (real)
     std::chrono::steady_clock::time_point replay_t0_{};

@@ -44,10 +44,11 @@ int main(int argc, char** argv) {
     replay->add_option("--capture", ro.capture, "write every delivered frame to this pcap");
     replay->add_flag("--json", ro.json, "print one JSON object instead of the table");
     replay->add_option("--show", ro.show, "print the first N delivered frames");
+    replay->add_option("--faults", ro.faults, "fault plan, like 'seed=7; drop:p=0.01'");
 
     // run / env share the source options; each becomes an RDMASIM_* setting.
     rdmasim::tools::RunOptions run_opts;
-    std::string pcap, devices, engine, speed, start, iface, pcap_live, filter, wire, tx_capture, link;
+    std::string pcap, devices, engine, speed, start, faults, iface, pcap_live, filter, wire, tx_capture, link;
     std::vector<std::string> sets;
     bool deterministic = false, promisc = false;
     auto add_source_options = [&](CLI::App* sub) {
@@ -64,6 +65,7 @@ int main(int argc, char** argv) {
         sub->add_flag("--deterministic", deterministic, "the inline engine: virtual time, bit-identical reruns");
         sub->add_option("--speed", speed, "topspeed, original, or a multiple like 2x");
         sub->add_option("--start", start, "first-flow (default), now, or a delay like 250ms");
+        sub->add_option("--faults", faults, "fault plan, like 'seed=7; drop:p=0.01' (RDMASIM_FAULTS)");
         sub->add_option("--set", sets, "any configuration key, as KEY=VALUE (repeatable)");
     };
     auto* run = app.add_subcommand("run", "Run an unmodified verbs program against emulated devices");
@@ -88,6 +90,7 @@ int main(int argc, char** argv) {
         if (!engine.empty()) s.emplace_back("engine", engine);
         if (!speed.empty()) s.emplace_back("speed", speed);
         if (!start.empty()) s.emplace_back("start", start);
+        if (!faults.empty()) s.emplace_back("faults", faults);
         for (const auto& kv : sets) {
             const auto eq = kv.find('=');
             if (eq == std::string::npos || eq == 0) {

@@ -168,6 +168,8 @@ Tally receive(const ReplayOptions& o, sim::Simulator& sim, Receiver& rx, net::Pc
         if (repost.empty()) {
             if (sim.idle())
                 ++quiet;
+            else if (sim.config().speed > 0) // paced: leave the CPU to the engine
+                std::this_thread::sleep_for(std::chrono::microseconds(50));
             else if (o.engine == "thread")
                 std::this_thread::yield();
         } else {
@@ -176,6 +178,20 @@ Tally receive(const ReplayOptions& o, sim::Simulator& sim, Receiver& rx, net::Pc
     }
     bar.done();
     return tally;
+}
+
+// Pacing needs real time: without --engine a paced replay takes the thread
+// engine; the inline engine (virtual time) cannot pace.
+ReplayOptions with_engine(ReplayOptions o) {
+    sim::Config probe;
+    if (auto r = probe.set("speed", o.speed); !r) fail(r.error().message);
+    if (o.engine.empty())
+        o.engine = probe.speed > 0 ? "thread" : "inline";
+    else if (o.engine == "inline" && probe.speed > 0)
+        fail(fmt::format("--speed {}: the inline engine runs on virtual time and cannot pace; "
+                         "use --engine thread (the default with --speed)",
+                         o.speed));
+    return o;
 }
 
 int replay(const ReplayOptions& o) {
@@ -195,6 +211,8 @@ int replay(const ReplayOptions& o) {
     if (o.promisc) keys.emplace_back("promisc", "on");
     for (const auto& [k, v] : keys)
         if (auto r = cfg.set(k, v); !r) fail(r.error().message);
+    if (!o.faults.empty())
+        if (auto r = cfg.set("faults", o.faults); !r) fail(r.error().message);
     cfg.devices = 1;
     StopSource* stop_source = nullptr; // owned by the engine, which outlives its use below
     auto created = sim::Simulator::create(
@@ -233,6 +251,9 @@ int replay(const ReplayOptions& o) {
     ReplayReport report{o, port, {}, tally.completions, tally.errors};
     report.source = &sim.engine(0).source();
     if (stop_source != nullptr) report.stopped_by = stop_reason_name(stop_source->reason());
+    const sim::FaultCounts faults = sim.faults_injected(0);
+    if (!cfg.fault_plan.empty()) report.faults = &faults;
+    if (cfg.speed > 0) report.pacing = &sim.engine(0).pacing_stats();
     for (std::uint32_t w = 0; w < rx.wq_count(); ++w) {
         const datapath::RxCounters* c = sim.queue_counters(0, rx.wq_num(w));
         if (c == nullptr) fail(fmt::format("no counters for WQ {:#x}", rx.wq_num(w)));
@@ -267,7 +288,7 @@ int replay(const ReplayOptions& o) {
 
 int run_replay(const ReplayOptions& options) {
     try {
-        return replay(options);
+        return replay(with_engine(options));
     } catch (const Fail& f) {
         std::fprintf(stderr, "rdmasim replay: %s\n", f.message.c_str());
         return 1;

@@ -25,10 +25,11 @@ struct ReplayOptions {
     std::uint32_t buf = 2048;           // bytes per WQE
     std::vector<std::string> rss_fields{"src-ip", "dst-ip", "src-port", "dst-port"};
     std::string speed = "topspeed";
-    std::string engine = "inline";
+    std::string engine;                 // inline, thread; "" = inline, thread with a --speed
     std::string capture;                // write delivered bytes here
     bool json = false;
     std::uint32_t show = 0;             // print the first N delivered frames
+    std::string faults;                 // a fault plan (sim/README.md, "Fault injection")
 };
 
 // True when the source is an interface or a wire: it never ends by itself.

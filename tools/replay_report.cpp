@@ -1,6 +1,7 @@
 #include "tools/replay_report.hpp"
 
 #include <cstdio>
+#include <fmt/format.h>
 #include <string>
 #include <vector>
 
@@ -68,7 +69,25 @@ void print_table(const ReplayReport& r) {
     if (stop_worth_reporting(r))
         std::printf("  stopped by: %.*s\n", static_cast<int>(r.stopped_by.size()),
                     r.stopped_by.data());
+    if (r.pacing != nullptr) {
+        const sim::PacingStats& p = *r.pacing;
+        std::printf("  pacing: %llu frames, %.3f s for a %.3f s schedule; late by p50 %.1f us, "
+                    "p99 %.1f us, max %.1f us\n",
+                    ull(p.frames()), static_cast<double>(p.elapsed_ns()) / 1e9,
+                    static_cast<double>(p.schedule_ns()) / 1e9,
+                    static_cast<double>(p.quantile_ns(0.5)) / 1e3,
+                    static_cast<double>(p.quantile_ns(0.99)) / 1e3,
+                    static_cast<double>(p.max_ns()) / 1e3);
+    }
     if (!o.capture.empty()) std::printf("  capture: %s\n", o.capture.c_str());
+    if (r.faults) {
+        std::string line;
+        for (std::size_t k = 0; k < r.faults->size(); ++k)
+            if ((*r.faults)[k] != 0)
+                line += fmt::format("{}{} {}", line.empty() ? "" : ", ",
+                                    sim::fault_kind_name(static_cast<sim::FaultKind>(k)), (*r.faults)[k]);
+        std::printf("  faults injected: %s\n", line.empty() ? "none" : line.c_str());
+    }
 }
 
 } // namespace
@@ -104,6 +123,8 @@ nlohmann::json report_json(const ReplayReport& r) {
         }
     }
     if (stop_worth_reporting(r)) out["stopped_by"] = r.stopped_by;
+    if (r.faults) out["faults"] = sim::faults_json(*r.faults);
+    if (r.pacing != nullptr) out["pacing"] = sim::pacing_json(*r.pacing);
     return out;
 }
 

@@ -9,6 +9,8 @@
 
 #include "datapath/counters.hpp"
 #include "net/frame_source.hpp"
+#include "sim/faulty_source.hpp"
+#include "sim/pacing_stats.hpp"
 #include "tools/replay.hpp"
 
 namespace rdmasim::tools {
@@ -23,10 +25,12 @@ struct ReplayReport {
     const ReplayOptions& options;
     const datapath::RxCounters& port;
     std::vector<QueueReport> queues;
-    std::uint64_t completions = 0;       // polled, successful or not
-    std::uint64_t error_completions = 0; // polled with a status other than IBV_WC_SUCCESS
+    std::uint64_t completions = 0;            // polled, successful or not
+    std::uint64_t error_completions = 0;      // polled with a status other than IBV_WC_SUCCESS
     const net::FrameSource* source = nullptr; // the capture's, for what it made or skipped
     std::string_view stopped_by = {};         // "end", "count", "duration", "signal"
+    const sim::FaultCounts* faults = nullptr; // with a fault plan: what it injected
+    const sim::PacingStats* pacing = nullptr; // a paced replay's lateness, else nullptr
 };
 
 // {"file", "engine", "frames_offered", "delivered", "delivered_bytes", "drops",
@@ -36,7 +40,9 @@ struct ReplayReport {
 // Ethernet capture's report is unchanged). A live source (interface, wire)
 // has no "file"; its "source" object is always there and also has "frames",
 // "truncated_records" and "kernel_drops". "stopped_by" ("end", "count",
-// "duration", "signal") is there for a live source or a --count/--duration.
+// "duration", "signal") is there for a live source or a --count/--duration;
+// "faults": {kind: n} only with a fault plan; "pacing" (sim::pacing_json)
+// only for a paced replay.
 [[nodiscard]] nlohmann::json report_json(const ReplayReport& report);
 // On stdout: report_json() when options.json, else the table.
 void print_report(const ReplayReport& report);

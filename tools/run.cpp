@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <string>
+#include <string_view>
 
 #include "sim/config.hpp"
 
@@ -28,6 +30,17 @@ std::string shell_quote(const std::string& s) {
     std::string out = "'";
     for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
     return out + "'";
+}
+
+// A ptp:// or vde:// wire URL with its socket path made absolute (the
+// program may change directory); other values as they are.
+std::string absolute_wire(const std::string& url) {
+    for (const std::string_view scheme : {"ptp://", "vde://"}) {
+        if (!url.starts_with(scheme) || url.size() == scheme.size()) continue;
+        const std::string path = url.substr(scheme.size());
+        return std::string(scheme) + std::filesystem::absolute(path).string();
+    }
+    return url;
 }
 
 } // namespace
@@ -57,7 +70,9 @@ bool run_environment(const RunOptions& o, std::vector<std::pair<std::string, std
         // Capture paths are made absolute: the program may change directory.
         const bool path = k == "pcap" || k.starts_with("pcap.") || k == "tx_capture" ||
                           k.starts_with("tx_capture.");
-        env.emplace_back(sim::environment_name(k), path ? std::filesystem::absolute(v).string() : v);
+        const bool wire = k == "wire" || k.starts_with("wire.");
+        env.emplace_back(sim::environment_name(k), path ? std::filesystem::absolute(v).string()
+                                                   : wire ? absolute_wire(v) : v);
     }
     return true;
 }

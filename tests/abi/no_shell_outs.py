@@ -1,8 +1,11 @@
 #!/usr/bin/python3
 """The drop-in library runs inside other people's programs: it must never
 start processes (no shell-outs) nor touch files of its own accord. It writes
-only the capture file a user names (tx_capture, through libpcap's dumper);
-nothing that creates, removes or renames a path. Checks its dynamic imports.
+only the capture file a user names (tx_capture, through libpcap's dumper),
+and the wire socket a user names is made and removed by libvdeplug (whose
+URL schemes net/vde_wire.cpp limits to ptp, vde and vxvde: no cmd://);
+nothing of its own creates, removes or renames a path. Checks its dynamic
+imports.
 
 usage: no_shell_outs.py LIBRARY
 """

@@ -227,6 +227,9 @@ int main(int argc, char **argv)
 	struct ibv_flow *flow = ibv_create_flow(qp, &fa.attr);
 	if (!flow)
 		die("ibv_create_flow", errno);
+	/* Set up: frames arriving from now on are received (a peer may start sending). */
+	printf("ready: %u WQs\n", nwq);
+	fflush(stdout);
 
 	/* 6. Poll, check, re-post. */
 	FILE *dump = dump_path ? fopen(dump_path, "w") : NULL;

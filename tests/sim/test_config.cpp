@@ -3,6 +3,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <string>
+
+#include <unistd.h>
 
 #include "sim/config.hpp"
 
@@ -138,4 +141,42 @@ TEST_CASE("config: per-device sources, one per device, and links between devices
     REQUIRE(r);
     REQUIRE(e.wire.size() == 3);
     CHECK(e.wire[2] == "vde:///tmp/sw");
+}
+
+TEST_CASE("config: wire_mode, octal with owner read and write, in its three spellings", "[sim][config]") {
+    Config c;
+    CHECK(c.wire_mode == 0600); // the owner's only, unless widened
+    REQUIRE(c.set("wire_mode", "0660"));
+    CHECK(c.wire_mode == 0660);
+    REQUIRE(c.set("wire_mode", "666"));
+    CHECK(c.wire_mode == 0666);
+    for (const char* bad : {"", "0400", "0200", "0800", "1777", "rw", "-600", "+600", "00600x"}) {
+        INFO(bad);
+        auto r = c.set("wire_mode", bad);
+        REQUIRE_FALSE(r);
+        CHECK(r.error().message.find("wire_mode") != std::string::npos);
+        CHECK(r.error().message.find("owner read and write") != std::string::npos);
+    }
+
+    ::setenv("RDMASIM_WIRE_MODE", "0640", 1);
+    Config e;
+    auto r = e.apply_environment();
+    ::unsetenv("RDMASIM_WIRE_MODE");
+    REQUIRE(r);
+    CHECK(e.wire_mode == 0640);
+
+    const auto path = std::filesystem::temp_directory_path() /
+                      ("rdmasim-test-wire-mode-" + std::to_string(::getpid()) + ".toml");
+    {
+        std::FILE* f = std::fopen(path.c_str(), "w");
+        REQUIRE(f);
+        std::fputs("wire = \"ptp:///tmp/w\"\nwire_mode = \"0660\"\n", f);
+        std::fclose(f);
+    }
+    Config t;
+    auto tr = t.apply_toml_file(path.string());
+    std::filesystem::remove(path);
+    REQUIRE(tr);
+    CHECK(t.wire_mode == 0660);
+    CHECK(t.wire == std::vector<std::string>{"ptp:///tmp/w"});
 }

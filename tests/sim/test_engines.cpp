@@ -1,7 +1,10 @@
 // The engines that move frames from a source into a device port: the inline
 // engine (pulled by pump(), virtual time) and the thread engine (its own
 // thread, real time). Programs see them only through verbs.
+#include <fcntl.h>
 #include <infiniband/verbs.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 
@@ -9,7 +12,12 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "datapath/counters.hpp"
@@ -83,6 +91,95 @@ private:
     test::VerbsDevice dev_;
     test::ReceiveRig rig_;
 };
+
+// A live source the test feeds from its own thread. Its wait_fd is a
+// descriptor the test owns (so it outlives the engine): an eventfd signalled
+// on every push, anything else (never readable), or -1 (none: polled).
+class LiveSource final : public net::FrameSource {
+public:
+    explicit LiveSource(int fd) : fd_(fd) {}
+    void push(std::span<const std::uint8_t> bytes) {
+        {
+            std::lock_guard lock(mu_);
+            frames_.push(bytes);
+        }
+        signal();
+    }
+    void close() {
+        {
+            std::lock_guard lock(mu_);
+            closed_ = true;
+        }
+        signal();
+    }
+    bool next(net::Frame& out) noexcept override {
+        // Consume the signal before looking: a push after the look signals again.
+        std::uint64_t n;
+        if (fd_ >= 0) (void)!::read(fd_, &n, sizeof n);
+        std::lock_guard lock(mu_);
+        return frames_.next(out);
+    }
+    [[nodiscard]] bool exhausted() const noexcept override {
+        std::lock_guard lock(mu_);
+        return closed_ && frames_.pending() == 0;
+    }
+    [[nodiscard]] std::string describe() const override { return "live test source"; }
+    [[nodiscard]] const net::SourceCounters& counters() const noexcept override {
+        return frames_.counters();
+    }
+    [[nodiscard]] int wait_fd() const noexcept override { return fd_; }
+
+private:
+    void signal() {
+        const std::uint64_t one = 1;
+        if (fd_ >= 0) (void)!::write(fd_, &one, sizeof one);
+    }
+    int fd_;
+    mutable std::mutex mu_;
+    net::MemorySource frames_;
+    bool closed_ = false;
+};
+
+// A thread-engine simulator (start=now) over `source`.
+std::unique_ptr<sim::Simulator> make_live_sim(std::unique_ptr<net::FrameSource> source) {
+    sim::Config config;
+    REQUIRE(config.set("start", "now"));
+    std::vector<std::unique_ptr<net::FrameSource>> sources;
+    sources.push_back(std::move(source));
+    auto s = sim::Simulator::create(config, std::move(sources));
+    REQUIRE(s);
+    return std::move(s.value());
+}
+
+// Waits (up to 10 s, a bound no healthy run nears) until `dev` was offered `n` frames.
+bool offered(device::Device& dev, std::uint64_t n) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (dev.port.counters().frames.get() < n) {
+        if (std::chrono::steady_clock::now() > until) return false;
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    return true;
+}
+
+// Pushes three frames one by one, each picked up before the next, then ends
+// the source: the engine goes idle.
+void feed_three_then_close(sim::Simulator& s, LiveSource& live) {
+    const auto frame = golden::concat(golden::kUntagged);
+    for (std::uint64_t i = 1; i <= 3; ++i) {
+        live.push(frame);
+        REQUIRE(offered(s.device(0), i));
+    }
+    live.close();
+    CHECK(s.wait_idle(std::chrono::seconds(10)));
+    CHECK(s.port_counters(0).frames.get() == 3);
+    CHECK(balanced(s.device(0)));
+}
+
+sim::Config config_with_start_now() {
+    sim::Config c;
+    REQUIRE(c.set("start", "now"));
+    return c;
+}
 
 sim::Config inline_config() {
     sim::Config c;
@@ -215,4 +312,98 @@ TEST_CASE("thread engine: thousands of frames to a polling program, and the bala
         CHECK(delivered > 0);
         CHECK(balanced(dev));
     }
+}
+
+TEST_CASE("thread engine: a quiet live source with a wait_fd costs no steps; frames pushed "
+          "later enter when it turns readable",
+          "[sim][engine][wait]") {
+    const int efd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    REQUIRE(efd >= 0);
+    {
+        auto owned = std::make_unique<LiveSource>(efd);
+        LiveSource& live = *owned;
+        auto s = make_live_sim(std::move(owned));
+        auto& engine = s->engine(0);
+        // The first step finds nothing and waits on the descriptor; then
+        // nothing may run at all (a 100 us poll would take ~2000 steps here).
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        const std::uint64_t before = engine.steps();
+        CHECK(before >= 1);
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        CHECK(engine.steps() - before <= 2);
+
+        feed_three_then_close(*s, live);
+        // A wake-up per push (and one for the close), give or take one each.
+        CHECK(engine.steps() - before <= 2 + 4 * 2);
+    }
+    // The engine released the descriptor, never closed it: it is the source's.
+    CHECK(::fcntl(efd, F_GETFD) != -1);
+    ::close(efd);
+}
+
+TEST_CASE("thread engine: a live source without a wait_fd is polled", "[sim][engine][wait]") {
+    auto owned = std::make_unique<LiveSource>(-1);
+    LiveSource& live = *owned;
+    auto s = make_live_sim(std::move(owned));
+    const std::uint64_t before = s->engine(0).steps();
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    CHECK(s->engine(0).steps() - before >= 10); // every 100 us while it has the CPU
+    feed_three_then_close(*s, live);
+}
+
+TEST_CASE("thread engine: a wait_fd epoll cannot watch falls back to polling",
+          "[sim][engine][wait]") {
+    // A regular file: epoll refuses it (EPERM); the engine warns and polls.
+    std::FILE* file = std::tmpfile();
+    REQUIRE(file != nullptr);
+    {
+        auto owned = std::make_unique<LiveSource>(::fileno(file));
+        LiveSource& live = *owned;
+        auto s = make_live_sim(std::move(owned));
+        const std::uint64_t before = s->engine(0).steps();
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        CHECK(s->engine(0).steps() - before >= 10);
+        feed_three_then_close(*s, live);
+    }
+    CHECK(::fcntl(::fileno(file), F_GETFD) != -1); // still the test's to close
+    std::fclose(file);
+}
+
+TEST_CASE("thread engine at a speed: no frame enters before it is due, each one is in the "
+          "pacing stats",
+          "[sim][engine][pacing]") {
+    // 21 frames 10 ms apart in capture time, replayed at 2x: due every 5 ms.
+    constexpr std::uint64_t kFrames = 21;
+    sim::Config config;
+    REQUIRE(config.set("start", "now"));
+    REQUIRE(config.set("speed", "2x"));
+    auto src = std::make_unique<net::MemorySource>();
+    const auto frame = golden::concat(golden::kUntagged);
+    for (std::uint64_t i = 0; i < kFrames; ++i)
+        src->push(frame, 5'000'000'000ull + i * 10'000'000ull);
+    src->close();
+    std::vector<std::unique_ptr<net::FrameSource>> sources;
+    sources.push_back(std::move(src));
+    const auto t0 = std::chrono::steady_clock::now();
+    auto created = sim::Simulator::create(config, std::move(sources));
+    REQUIRE(created);
+    auto& s = *created.value();
+    REQUIRE(s.wait_idle(std::chrono::seconds(30)));
+    const auto took = std::chrono::steady_clock::now() - t0;
+
+    const sim::PacingStats& p = s.engine(0).pacing_stats();
+    CHECK(s.port_counters(0).frames.get() == kFrames);
+    CHECK(p.frames() == kFrames);
+    CHECK(p.schedule_ns() == 100'000'000); // the last frame: 200 ms of capture at 2x
+    CHECK(p.elapsed_ns() >= p.schedule_ns());
+    CHECK(took >= std::chrono::milliseconds(100)); // never ahead of the schedule
+    CHECK(p.quantile_ns(0.5) <= p.quantile_ns(0.99));
+    CHECK(p.quantile_ns(0.99) <= p.max_ns());
+    CHECK(balanced(s.device(0)));
+
+    // At top speed nothing is paced, so nothing is recorded.
+    auto fast = make_sim(config_with_start_now(), 50);
+    REQUIRE(fast->wait_idle(std::chrono::seconds(30)));
+    CHECK(fast->port_counters(0).frames.get() == 50);
+    CHECK(fast->engine(0).pacing_stats().frames() == 0);
 }

@@ -65,6 +65,7 @@ public:
     }
 
     [[nodiscard]] device::Device& device() { return sim_->device(0); }
+    [[nodiscard]] sim::Simulator& simulator() { return *sim_; }
     [[nodiscard]] const datapath::RxCounters& port() { return device().port.counters(); }
     [[nodiscard]] sim::InlineEngine& engine() {
         return static_cast<sim::InlineEngine&>(sim_->engine(0));

@@ -1,0 +1,56 @@
+// Verbs that a fault plan can make fail (sim/README.md, "Fault injection"):
+// the runtime plugs a VerbFaultHook into a device, and each of these verbs
+// asks it, once per call from the program, after its own argument checks,
+// whether to fail the way the real verb fails (NULL and errno, or the
+// errno returned, `bad_wr` naming the first WR). Without a plan the hook is
+// null: one predictable branch per call.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+#include "device/objects.hpp"
+
+namespace rdmasim::device {
+
+enum class Verb : std::uint8_t {
+    open_device,
+    alloc_pd,
+    reg_mr,
+    create_cq,
+    create_cq_ex,
+    create_wq,
+    modify_wq,
+    destroy_wq,
+    create_rwq_ind_table,
+    create_qp,
+    create_qp_ex,
+    modify_qp,
+    create_flow,
+    post_wq_recv,
+    post_recv,
+    post_send,
+    req_notify_cq,
+};
+
+// The verbs in enum order, by their names without "ibv_".
+inline constexpr std::array<std::string_view, 17> kVerbNames{
+    "open_device", "alloc_pd",  "reg_mr",       "create_cq",    "create_cq_ex",
+    "create_wq",   "modify_wq", "destroy_wq",   "create_rwq_ind_table",
+    "create_qp",   "create_qp_ex", "modify_qp", "create_flow",  "post_wq_recv",
+    "post_recv",   "post_send", "req_notify_cq",
+};
+
+class VerbFaultHook {
+public:
+    virtual ~VerbFaultHook() = default;
+    // The errno this call of `verb` fails with, or 0. Any program thread.
+    virtual int fail(Verb verb) noexcept = 0;
+};
+
+inline int injected_failure(const Device& dev, Verb verb) noexcept {
+    return dev.verb_faults == nullptr ? 0 : dev.verb_faults->fail(verb);
+}
+
+} // namespace rdmasim::device

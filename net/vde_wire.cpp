@@ -1,0 +1,159 @@
+#include "net/vde_wire.hpp"
+
+#include <fcntl.h>
+// <libvdeplug.h> declares C functions without extern "C" of its own.
+extern "C" {
+#include <libvdeplug.h>
+}
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+
+#include <fmt/format.h>
+
+namespace rdmasim::net {
+
+static_assert(VdeWire::kMaxFrame == VDE_ETHBUFSIZE, "a wire frame is as long as libvdeplug's buffer");
+
+namespace {
+
+// The schemes a wire may use. libvdeplug loads a module per scheme and has
+// others (tap://, cmd://, ...) that reach beyond a virtual Ethernet: refused.
+enum class Scheme { ptp, vde, vxvde, other };
+
+Scheme scheme_of(std::string_view url) {
+    if (url.starts_with("ptp://")) return Scheme::ptp;
+    if (url.starts_with("vde://")) return Scheme::vde;
+    if (url.starts_with("vxvde://")) return Scheme::vxvde;
+    return Scheme::other;
+}
+
+// What the user can do about an errno from vde_open.
+std::string_view hint(Scheme scheme, int err) {
+    switch (err) {
+    case ENOENT:
+        if (scheme == Scheme::vde) return " (no vde_switch there: start one with vde_switch -s PATH)";
+        if (scheme == Scheme::ptp) return " (the socket's directory does not exist)";
+        return "";
+    case EADDRINUSE:
+        if (scheme == Scheme::ptp) return " (both ends of this point-to-point wire are plugged in already)";
+        return "";
+    case EACCES:
+        return " (no permission on the socket or its directory)";
+    case EPROTONOSUPPORT:
+        return " (libvdeplug has no module for this scheme)";
+    default:
+        return "";
+    }
+}
+
+std::uint64_t realtime_ns() noexcept {
+    timespec ts{};
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+} // namespace
+
+Result<std::unique_ptr<VdeWire>> VdeWire::open(const std::string& url, const VdeWireOptions& options) {
+    const Scheme scheme = scheme_of(url);
+    if (scheme == Scheme::other)
+        return make_error(EINVAL, fmt::format("wire '{}': expected ptp://PATH, vde://PATH or vxvde://GROUP", url));
+    if (scheme != Scheme::vxvde && url.size() == url.find("://") + 3)
+        return make_error(EINVAL, fmt::format("wire '{}': the URL names no socket path", url));
+    if ((options.mode & ~0777u) != 0 || (options.mode & 0600u) != 0600u)
+        return make_error(EINVAL, fmt::format("wire '{}': socket mode {:04o}: expected owner read and write, "
+                                              "like 0600 or 0660", url, options.mode));
+
+    std::unique_ptr<VdeWire> wire(new VdeWire);
+    wire->url_ = url;
+    wire->hangup_ = fmt::format("wire '{}': the vde_switch closed the connection", url);
+    wire->buf_.resize(kMaxFrame + 1);
+    // libvdeplug takes writable strings; the modules read them only.
+    std::string url_arg = url;
+    char descr[] = "rdmasim";
+    vde_open_args args{};
+    args.mode = static_cast<mode_t>(options.mode); // ptp and vde chmod their socket to this
+    errno = 0;
+    wire->conn_ = vde_open(url_arg.data(), descr, &args);
+    if (wire->conn_ == nullptr) {
+        const int err = errno != 0 ? errno : EIO;
+        return make_error(err, fmt::format("wire '{}': libvdeplug cannot open it: {}{}", url,
+                                           std::strerror(err), hint(scheme, err)));
+    }
+    wire->data_fd_ = vde_datafd(wire->conn_);
+    wire->ctl_fd_ = vde_ctlfd(wire->conn_);
+    // Neither the engine (recv) nor the port lock (send) may wait on a peer:
+    // the modules pass no MSG_DONTWAIT, so the descriptor itself is made
+    // non-blocking. A full peer queue then fails the send with EAGAIN.
+    const int fl = wire->data_fd_ < 0 ? -1 : ::fcntl(wire->data_fd_, F_GETFL);
+    if (fl < 0 || ::fcntl(wire->data_fd_, F_SETFL, fl | O_NONBLOCK) < 0) {
+        const int err = wire->data_fd_ < 0 ? EBADF : errno;
+        return make_error(err, fmt::format("wire '{}': cannot make its data socket non-blocking: {}", url,
+                                           std::strerror(err)));
+    }
+    return wire;
+}
+
+VdeWire::~VdeWire() {
+    if (conn_ != nullptr) vde_close(conn_); // a ptp end removes its socket file
+}
+
+std::string VdeWire::describe() const { return fmt::format("wire {} (libvdeplug, no FCS)", url_); }
+
+bool VdeWire::next(Frame& out) noexcept {
+    if (hung_up_.load(std::memory_order_relaxed)) return false;
+    const ssize_t n = vde_recv(conn_, buf_.data(), buf_.size(), 0);
+    if (n < 0) {
+        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+            wire_.rx_errors.fetch_add(1, std::memory_order_relaxed);
+        else
+            check_hangup();
+        return false;
+    }
+    // Every datagram is a frame for the port to judge: a runt (libvdeplug's
+    // one-byte "drop this" included) is counted there as runt_frames. The
+    // wire carries no FCS. A datagram longer than kMaxFrame was cut by the
+    // kernel: its real length is unknown, so it goes over marked truncated
+    // (wire_len one past what was kept) and the port drops it.
+    const auto got = static_cast<std::uint32_t>(n);
+    out = Frame{};
+    out.data = buf_.data();
+    out.len = got > kMaxFrame ? kMaxFrame : got;
+    out.wire_len = got;
+    out.fcs_len = 0;
+    out.ts_ns = realtime_ns();
+    if (out.truncated()) ++counters_.truncated_records;
+    ++counters_.frames;
+    counters_.bytes += out.len;
+    return true;
+}
+
+void VdeWire::check_hangup() noexcept {
+    // The control connection of a vde_switch is silent after the handshake:
+    // readable means the switch closed it.
+    if (ctl_fd_ < 0) return;
+    pollfd p{ctl_fd_, POLLIN, 0};
+    if (::poll(&p, 1, 0) <= 0) return;
+    char c = 0;
+    const ssize_t r = ::recv(ctl_fd_, &c, 1, MSG_DONTWAIT);
+    if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
+        hung_up_.store(true, std::memory_order_release);
+}
+
+void VdeWire::send(std::span<const std::uint8_t> frame, std::uint64_t) noexcept {
+    const ssize_t n = vde_send(conn_, frame.data(), frame.size(), 0);
+    if (n == static_cast<ssize_t>(frame.size())) [[likely]] {
+        wire_.tx_frames.fetch_add(1, std::memory_order_relaxed);
+        wire_.tx_bytes.fetch_add(frame.size(), std::memory_order_relaxed);
+        return;
+    }
+    wire_.tx_failures.fetch_add(1, std::memory_order_relaxed);
+    wire_.tx_last_errno.store(n < 0 ? errno : EMSGSIZE, std::memory_order_relaxed);
+}
+
+} // namespace rdmasim::net

@@ -1,0 +1,89 @@
+// A device port plugged into a virtual Ethernet through libvdeplug
+// (net/README.md, "Virtual wires"): frames other programs put on the wire
+// come out of next(), frames the port sends go out through send(). One
+// object, the device's source and one of its sinks.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "net/frame_sink.hpp"
+#include "net/frame_source.hpp"
+#include "net/result.hpp"
+
+// libvdeplug's connection, declared at global scope as <libvdeplug.h> does.
+struct vdeconn;
+
+namespace rdmasim::net {
+
+struct VdeWireOptions {
+    // Mode of a socket file the wire creates (ptp:// ends, the data socket a
+    // vde:// switch connects back to). Owner read and write are required.
+    std::uint32_t mode = 0600;
+};
+
+// What went out, and what failed, readable from any thread.
+struct WireCounters {
+    std::atomic<std::uint64_t> tx_frames{0};
+    std::atomic<std::uint64_t> tx_bytes{0};
+    std::atomic<std::uint64_t> tx_failures{0}; // vde_send refused (no peer, peer's queue full, ...)
+    std::atomic<int> tx_last_errno{0};         // errno of the latest failure
+    std::atomic<std::uint64_t> rx_errors{0};   // vde_recv errors other than "nothing now"
+};
+
+class VdeWire final : public FrameSource, public FrameSink {
+public:
+    // The largest frame a wire carries: libvdeplug's VDE_ETHBUFSIZE (9216-byte
+    // MTU, Ethernet header and one 802.1Q tag). A longer datagram is handed
+    // over cut to this length and marked truncated (the port drops it).
+    static constexpr std::uint32_t kMaxFrame = 9216 + 14 + 4;
+
+    // `url` is ptp://PATH, vde://PATH (a vde_switch's directory) or
+    // vxvde://GROUP[/OPTION...]; any other scheme is EINVAL. Errors name the
+    // URL and carry libvdeplug's errno text.
+    static Result<std::unique_ptr<VdeWire>> open(const std::string& url,
+                                                 const VdeWireOptions& options = {});
+    ~VdeWire() override;
+    VdeWire(const VdeWire&) = delete;
+    VdeWire& operator=(const VdeWire&) = delete;
+
+    // --- source: one datagram per call, never blocking ---
+    bool next(Frame& out) noexcept override;
+    // True only after a vde_switch hung up (failure() says so).
+    [[nodiscard]] bool exhausted() const noexcept override {
+        return hung_up_.load(std::memory_order_acquire);
+    }
+    [[nodiscard]] std::string describe() const override;
+    [[nodiscard]] const SourceCounters& counters() const noexcept override { return counters_; }
+    [[nodiscard]] std::string_view failure() const noexcept override {
+        return exhausted() ? std::string_view(hangup_) : std::string_view();
+    }
+    [[nodiscard]] int wait_fd() const noexcept override { return data_fd_; }
+
+    // --- sink: one datagram per frame, never blocking; a refusal is counted ---
+    void send(std::span<const std::uint8_t> frame, std::uint64_t ts_ns) noexcept override;
+
+    [[nodiscard]] const WireCounters& wire_counters() const noexcept { return wire_; }
+    [[nodiscard]] const std::string& url() const noexcept { return url_; }
+
+private:
+    VdeWire() = default;
+    // After a read found nothing: did the switch close its control connection?
+    void check_hangup() noexcept;
+
+    ::vdeconn* conn_ = nullptr;
+    int data_fd_ = -1;
+    int ctl_fd_ = -1;
+    std::string url_;
+    std::vector<std::uint8_t> buf_; // kMaxFrame + 1: one byte more shows a longer datagram
+    SourceCounters counters_;
+    WireCounters wire_;
+    std::atomic<bool> hung_up_{false};
+    std::string hangup_; // failure()'s text once hung up, made at open
+};
+
+} // namespace rdmasim::net

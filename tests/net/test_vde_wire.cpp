@@ -1,0 +1,210 @@
+// VdeWire: a port's source and sink on a libvdeplug wire. Two ends of a
+// ptp:// wire in one process stand for two programs.
+#include <catch2/catch.hpp>
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "net/vde_wire.hpp"
+#include "tests/net/temp_dir.hpp"
+
+using namespace rdmasim::net;
+using rdmasim::net::test::TempDir;
+
+namespace {
+
+using Bytes = std::vector<std::uint8_t>;
+
+std::unique_ptr<VdeWire> open_ok(const std::string& url, std::uint32_t mode = 0600) {
+    VdeWireOptions o;
+    o.mode = mode;
+    auto w = VdeWire::open(url, o);
+    INFO(url << ": " << (w ? std::string() : w.error().message));
+    REQUIRE(w);
+    return std::move(w.value());
+}
+
+// The next frame within a second, waiting on wait_fd as an engine may.
+bool next_frame(VdeWire& w, Frame& f) {
+    for (int i = 0; i < 100; ++i) {
+        if (w.next(f)) return true;
+        pollfd p{w.wait_fd(), POLLIN, 0};
+        ::poll(&p, 1, 10);
+    }
+    return false;
+}
+
+Bytes pattern(std::size_t n, std::uint8_t seed) {
+    Bytes b(n);
+    for (std::size_t i = 0; i < n; ++i) b[i] = static_cast<std::uint8_t>(seed + i * 7);
+    return b;
+}
+
+unsigned mode_of(const std::string& path) {
+    struct stat st{};
+    REQUIRE(::stat(path.c_str(), &st) == 0);
+    REQUIRE(S_ISSOCK(st.st_mode));
+    return st.st_mode & 07777;
+}
+
+// A datagram of `bytes` sent to a socket path from a plain AF_UNIX socket,
+// as anyone allowed to write to it could.
+void send_raw(const std::string& path, const Bytes& bytes) {
+    const int fd = ::socket(AF_UNIX, SOCK_DGRAM, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_un to{};
+    to.sun_family = AF_UNIX;
+    std::strncpy(to.sun_path, path.c_str(), sizeof to.sun_path - 1);
+    const ssize_t n = ::sendto(fd, bytes.data(), bytes.size(), 0, reinterpret_cast<sockaddr*>(&to), sizeof to);
+    const int err = errno;
+    ::close(fd);
+    INFO(std::strerror(err));
+    REQUIRE(n == static_cast<ssize_t>(bytes.size()));
+}
+
+} // namespace
+
+TEST_CASE("two ends of a ptp wire carry frames both ways, byte for byte, without FCS", "[net][wire]") {
+    TempDir dir;
+    const std::string url = "ptp://" + (dir / "sock");
+    auto a = open_ok(url);
+    auto b = open_ok(url); // the second program finds the socket and connects to it
+    CHECK(a->describe() == "wire " + url + " (libvdeplug, no FCS)");
+    CHECK(a->wait_fd() >= 0);
+    CHECK_FALSE(a->exhausted());
+    Frame f;
+    CHECK_FALSE(a->next(f)); // nothing yet, and no waiting for it
+
+    const Bytes ab = pattern(60, 1), ba = pattern(1514, 2);
+    a->send(ab, 0);
+    REQUIRE(next_frame(*b, f));
+    CHECK(Bytes(f.data, f.data + f.len) == ab);
+    CHECK(f.wire_len == f.len);
+    CHECK(f.fcs_len == 0);
+    CHECK_FALSE(f.truncated());
+    CHECK(f.ts_ns > 1'600'000'000'000'000'000ull); // stamped on arrival, wall clock
+
+    b->send(ba, 0);
+    REQUIRE(next_frame(*a, f));
+    CHECK(Bytes(f.data, f.data + f.len) == ba);
+
+    CHECK(a->wire_counters().tx_frames == 1);
+    CHECK(a->wire_counters().tx_bytes == 60);
+    CHECK(a->wire_counters().tx_failures == 0);
+    CHECK(a->counters().frames == 1);
+    CHECK(a->counters().bytes == 1514);
+    CHECK(b->counters().frames == 1);
+}
+
+TEST_CASE("a ptp wire's socket files are the owner's only unless wire_mode widens them", "[net][wire]") {
+    TempDir dir;
+    // The mode is set explicitly, whatever the umask lets through.
+    const mode_t old = ::umask(0);
+    {
+        const std::string sock = dir / "private";
+        auto a = open_ok("ptp://" + sock);
+        auto b = open_ok("ptp://" + sock);
+        CHECK(mode_of(sock) == 0600);       // the first end's socket
+        CHECK(mode_of(sock + "+") == 0600); // the second end's
+    }
+    {
+        const std::string sock = dir / "shared";
+        auto a = open_ok("ptp://" + sock, 0660);
+        auto b = open_ok("ptp://" + sock, 0660);
+        CHECK(mode_of(sock) == 0660);
+        CHECK(mode_of(sock + "+") == 0660);
+    }
+    ::umask(old);
+    // Closing an end removes its socket file.
+    CHECK(::access((dir / "private").c_str(), F_OK) != 0);
+    CHECK(::access((dir / "private+").c_str(), F_OK) != 0);
+}
+
+TEST_CASE("wire datagrams are not trusted: longer ones are handed over truncated, runts as they are",
+          "[net][wire]") {
+    TempDir dir;
+    const std::string sock = dir / "sock";
+    auto a = open_ok("ptp://" + sock);
+    // 10000 bytes: longer than any frame a wire carries (9234).
+    const Bytes oversize = pattern(10000, 3);
+    send_raw(sock, oversize);
+    send_raw(sock, pattern(5, 4));
+    Frame f;
+    REQUIRE(next_frame(*a, f));
+    CHECK(f.len == VdeWire::kMaxFrame);
+    CHECK(f.wire_len > f.len);
+    CHECK(f.truncated()); // the port drops it as truncated_capture
+    CHECK(std::equal(f.data, f.data + f.len, oversize.begin()));
+    REQUIRE(next_frame(*a, f));
+    CHECK(f.len == 5); // the port counts it as a runt
+    CHECK_FALSE(f.truncated());
+    CHECK(a->counters().frames == 2);
+    CHECK(a->counters().truncated_records == 1);
+    // A frame of exactly the largest size passes whole.
+    send_raw(sock, pattern(VdeWire::kMaxFrame, 5));
+    REQUIRE(next_frame(*a, f));
+    CHECK(f.len == VdeWire::kMaxFrame);
+    CHECK_FALSE(f.truncated());
+}
+
+TEST_CASE("sending never blocks: no peer, or a peer that does not read, counts failures", "[net][wire]") {
+    TempDir dir;
+    const std::string url = "ptp://" + (dir / "sock");
+    auto a = open_ok(url);
+    const Bytes frame = pattern(64, 6);
+    a->send(frame, 0); // nobody at the other end yet
+    CHECK(a->wire_counters().tx_frames == 0);
+    CHECK(a->wire_counters().tx_failures == 1);
+    const int err = a->wire_counters().tx_last_errno;
+    INFO(std::strerror(err));
+    CHECK((err == ENOTCONN || err == ENOENT || err == ECONNREFUSED));
+
+    auto b = open_ok(url); // plugged in, but never reads
+    const Bytes big = pattern(1500, 7);
+    for (int i = 0; i < 2000; ++i) a->send(big, 0);
+    const auto& c = a->wire_counters();
+    CHECK(c.tx_frames + c.tx_failures == 2001);
+    CHECK(c.tx_frames > 0);
+    CHECK(c.tx_failures > 1); // the peer's queue filled: EAGAIN, counted, not waited for
+    CHECK(c.tx_last_errno == EAGAIN);
+}
+
+TEST_CASE("a wire URL libvdeplug cannot open is an error naming the URL and the reason", "[net][wire]") {
+    TempDir dir;
+    auto expect = [](const std::string& url, int code, const std::string& text, std::uint32_t mode = 0600) {
+        VdeWireOptions o;
+        o.mode = mode;
+        auto w = VdeWire::open(url, o);
+        REQUIRE_FALSE(w);
+        INFO(w.error().message);
+        CHECK(w.error().code == code);
+        CHECK(w.error().message.find("'" + url + "'") != std::string::npos);
+        CHECK(w.error().message.find(text) != std::string::npos);
+    };
+    expect("tap://tap0", EINVAL, "expected ptp://PATH, vde://PATH or vxvde://GROUP");
+    expect("cmd://ssh host vde_plug", EINVAL, "expected ptp://PATH");
+    expect("/tmp/switch", EINVAL, "expected ptp://PATH");
+    expect("ptp://", EINVAL, "names no socket path");
+    expect("ptp://" + (dir / "sock"), EINVAL, "expected owner read and write", 0400);
+    expect("ptp://" + (dir / "sock"), EINVAL, "socket mode 1777", 01777);
+    // A switch that is not there.
+    expect("vde://" + (dir / "no-switch"), ENOENT, std::strerror(ENOENT));
+    expect("vde://" + (dir / "no-switch"), ENOENT, "start one with vde_switch");
+    // A directory that is not there.
+    expect("ptp://" + (dir / "missing/sock"), ENOENT, std::strerror(ENOENT));
+    // A third program on a point-to-point wire.
+    const std::string url = "ptp://" + (dir / "busy");
+    auto a = open_ok(url);
+    auto b = open_ok(url);
+    expect(url, EADDRINUSE, "plugged in already");
+}
