@@ -35,11 +35,6 @@ Result<std::unique_ptr<net::FrameSource>> open_pcap(const Config& config, std::u
     return std::unique_ptr<net::FrameSource>(std::move(src.value()));
 }
 
-Error not_built(std::string_view key, const std::string& value) {
-    return make_error(ENOTSUP, fmt::format("configuration: {} = '{}': this source is not available yet",
-                                           key, value));
-}
-
 } // namespace
 
 std::shared_ptr<net::FrameSink> borrowed_sink(net::FrameSink& sink) {
