@@ -203,6 +203,8 @@ int replay(const ReplayOptions& o) {
     }
     if (!o.faults.empty())
         if (auto r = cfg.set("faults", o.faults); !r) fail(r.error().message);
+    if (!o.trace.empty())
+        if (auto r = cfg.set("trace", o.trace); !r) fail(r.error().message);
     cfg.devices = 1;
     auto created = sim::Simulator::create(cfg);
     if (!created) fail(created.error().message);

@@ -23,6 +23,7 @@ struct ReplayOptions {
     bool json = false;
     std::uint32_t show = 0;             // print the first N delivered frames
     std::string faults;                 // a fault plan (sim/README.md, "Fault injection")
+    std::string trace;                  // --trace FILE
 };
 
 // Returns the process exit status; prints errors to stderr.
