@@ -12,6 +12,7 @@
 #include "device/abi_guard.hpp"
 #include "device/async_events.hpp"
 #include "device/verb_faults.hpp"
+#include "device/trace.hpp"
 
 namespace rdmasim::device {
 
@@ -49,8 +50,14 @@ void take_token(CompChannel& ch) noexcept {
     (void)::read(ch.ibch.fd, &one, sizeof one);
 }
 
+void trace_completion(const Cq& cq, const datapath::Cqe& e) noexcept {
+    if (TraceHook* t = cq.ctx->device->trace) [[unlikely]]
+        t->completion(cq.cqx.handle, e);
+}
+
 void expose(Cq& cq) noexcept {
     cq.current = cq.ring.front();
+    trace_completion(cq, cq.current);
     cq.have_current = true;
     cq.cqx.wr_id = cq.current.wr_id;
     cq.cqx.status = static_cast<ibv_wc_status>(cq.current.status);
@@ -240,6 +247,7 @@ int poll_cq(ibv_cq* c, int num_entries, ibv_wc* wc) noexcept {
     int n = 0;
     for (; n < num_entries && !cq.ring.empty(); ++n) {
         const datapath::Cqe& e = cq.ring.front();
+        trace_completion(cq, e);
         ibv_wc& w = wc[n];
         std::memset(&w, 0, sizeof w);
         w.wr_id = e.wr_id;

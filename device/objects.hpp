@@ -34,6 +34,7 @@ namespace rdmasim::device {
 struct Device;
 struct Context;
 class VerbFaultHook; // device/verb_faults.hpp
+class TraceHook;     // device/trace.hpp
 struct Cq;
 struct Qp;
 struct Flow;
@@ -75,6 +76,7 @@ struct Device {
     datapath::MrTable mrs;                      // sized from caps.max_mr by make_device
     EngineHooks* hooks = nullptr;               // set by the runtime; may stay null
     VerbFaultHook* verb_faults = nullptr;       // set by the runtime with a fault plan
+    TraceHook* trace = nullptr;                 // set by the runtime with --trace
     std::atomic<std::uint32_t> next_qpn{0x100}; // WQ and QP numbers, unique per device
     std::atomic<std::uint32_t> wqs_created{0};  // Wq::index
     std::atomic<std::uint32_t> next_handle{1};

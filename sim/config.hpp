@@ -47,6 +47,7 @@ struct Config {
     // The fault plan (key `faults`, or TOML [[fault]] tables): parsed when set.
     std::string faults;
     FaultPlan fault_plan;
+    std::string trace; // --trace: completions and injected faults as JSON lines
     std::uint64_t idle_tick_ns = 10'000;    // inline engine: virtual time per idle poll
     std::string log_level = "warn";
     device::Capabilities caps;

@@ -8,6 +8,7 @@
 
 #include "device/device.hpp"
 #include "net/crc32.hpp"
+#include "sim/trace.hpp"
 
 namespace rdmasim::sim {
 
@@ -65,9 +66,11 @@ bool FaultySource::wanted(const FaultPlan& plan, std::uint32_t index) {
 
 Result<std::unique_ptr<FaultySource>> FaultySource::wrap(std::unique_ptr<net::FrameSource> inner,
                                                          const FaultPlan& plan, std::uint32_t index,
-                                                         device::Device* dev) {
+                                                         device::Device* dev, Trace* trace) {
     std::unique_ptr<FaultySource> s(new FaultySource(std::move(inner), plan.seed));
     s->dev_ = dev;
+    s->trace_ = trace;
+    s->index_ = index;
     for (std::size_t i = 0; i < plan.faults.size(); ++i) {
         const FaultSpec& spec = plan.faults[i];
         if (!injected_here(spec, index)) continue;
@@ -133,6 +136,7 @@ bool FaultySource::apply(const net::Frame& in) {
         if (owned) cur.frame.data = cur.bytes.data();
         if (!fires(a, owned ? cur.frame : in)) continue;
         ++injected_[static_cast<std::size_t>(a.spec.kind)];
+        if (trace_) trace_->fault(index_, fault_kind_name(a.spec.kind), inner_frames_);
         if (a.spec.kind == FaultKind::wq_fatal) { // before this frame enters the port
             (void)device::inject_wq_fatal(*dev_, *a.spec.wq);
             continue;

@@ -24,6 +24,10 @@
 struct bpf_program;
 
 namespace rdmasim::sim {
+class Trace;
+}
+
+namespace rdmasim::sim {
 
 // splitmix64: small, fast, and the same numbers on every platform (the
 // standard library's distributions are not).
@@ -55,9 +59,11 @@ public:
     // filter libpcap cannot compile. `dev` receives the device faults: null
     // only for plans without them (tests of frame faults alone). next() is
     // then called under dev's port lock, as the engines' bursts do.
+    // `trace`, when not null, hears of every fault that fires.
     static Result<std::unique_ptr<FaultySource>> wrap(std::unique_ptr<net::FrameSource> inner,
                                                       const FaultPlan& plan, std::uint32_t index,
-                                                      device::Device* dev = nullptr);
+                                                      device::Device* dev = nullptr,
+                                                      Trace* trace = nullptr);
     ~FaultySource() override;
     FaultySource(const FaultySource&) = delete;
     FaultySource& operator=(const FaultySource&) = delete;
@@ -107,6 +113,8 @@ private:
     std::uint64_t inner_frames_ = 0;
     std::uint64_t last_ts_ = 0; // of the last inner frame
     device::Device* dev_ = nullptr;
+    Trace* trace_ = nullptr;
+    std::uint32_t index_ = 0;
     std::uint32_t down_left_ = 0; // port-down: frames still to miss
     FaultCounts injected_;
     net::SourceCounters counters_;

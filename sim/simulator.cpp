@@ -93,6 +93,11 @@ Result<std::unique_ptr<Simulator>> Simulator::create(
     if (auto r = check_injectable(config.fault_plan); !r) return r.error();
     std::unique_ptr<Simulator> sim(new Simulator);
     sim->config_ = config;
+    if (!config.trace.empty()) {
+        auto trace = Trace::open(config.trace);
+        if (!trace) return trace.error();
+        sim->trace_ = std::move(trace.value());
+    }
     sources.resize(config.devices);
     for (std::uint32_t i = 0; i < config.devices; ++i) {
         auto dev = device::make_device(default_identity(i), config.caps);
@@ -104,13 +109,15 @@ Result<std::unique_ptr<Simulator>> Simulator::create(
         const FaultySource* faulty = nullptr;
         // Only a plan with faults for this device wraps its source (no plan, no cost).
         if (FaultySource::wanted(config.fault_plan, i)) {
-            auto wrapped = FaultySource::wrap(std::move(sources[i]), config.fault_plan, i, dev.get());
+            auto wrapped = FaultySource::wrap(std::move(sources[i]), config.fault_plan, i, dev.get(),
+                                              sim->trace_.get());
             if (!wrapped) return wrapped.error();
             faulty = wrapped.value().get();
             sources[i] = std::move(wrapped.value());
         }
         sim->faulty_.push_back(faulty);
-        auto verb_faults = std::make_unique<VerbFaults>(config.fault_plan, i);
+        auto verb_faults = std::make_unique<VerbFaults>(config.fault_plan, i, sim->trace_.get());
+        if (sim->trace_) dev->trace = sim->trace_->hook(i);
         if (verb_faults->empty()) verb_faults.reset();
         dev->verb_faults = verb_faults.get();
         sim->verb_faults_.push_back(std::move(verb_faults));
@@ -162,6 +169,7 @@ Simulator::~Simulator() {
         device::unregister_device(dev.get());
         dev->hooks = nullptr;
         dev->verb_faults = nullptr;
+        dev->trace = nullptr;
     }
 }
 

@@ -15,6 +15,7 @@
 #include "sim/config.hpp"
 #include "sim/engine.hpp"
 #include "sim/faulty_source.hpp"
+#include "sim/trace.hpp"
 #include "sim/verb_faults.hpp"
 
 namespace rdmasim::sim {
@@ -70,6 +71,7 @@ private:
     std::vector<std::unique_ptr<Engine>> engines_;
     std::vector<const FaultySource*> faulty_; // per device, null without frame faults
     std::vector<std::unique_ptr<VerbFaults>> verb_faults_; // per device, null without verb-fail
+    std::unique_ptr<Trace> trace_;                         // with --trace
     // Attached to devices_[i]'s port; detached before the devices go.
     std::vector<std::vector<std::shared_ptr<net::FrameSink>>> sinks_;
 };

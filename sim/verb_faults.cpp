@@ -1,11 +1,12 @@
 #include "sim/verb_faults.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace rdmasim::sim {
 
-VerbFaults::VerbFaults(const FaultPlan& plan, std::uint32_t index)
-    : calls_(device::kVerbNames.size(), 0) {
+VerbFaults::VerbFaults(const FaultPlan& plan, std::uint32_t index, Trace* trace)
+    : calls_(device::kVerbNames.size(), 0), index_(index), trace_(trace) {
     for (std::size_t i = 0; i < plan.faults.size(); ++i) {
         const FaultSpec& f = plan.faults[i];
         if (f.kind != FaultKind::verb_fail || (f.device && *f.device != index)) continue;
@@ -28,6 +29,14 @@ int VerbFaults::fail(device::Verb verb) noexcept {
         else fires = n == a.when.after + 1;
         if (fires) {
             ++injected_;
+            if (trace_) {
+                char extra[96];
+                const auto name = device::kVerbNames[static_cast<std::size_t>(verb)];
+                const int len = std::snprintf(extra, sizeof extra, "\"verb\":\"%.*s\",\"errno\":%d",
+                                              static_cast<int>(name.size()), name.data(), a.err);
+                trace_->fault(index_, "verb-fail", n,
+                              std::string_view(extra, static_cast<std::size_t>(std::clamp(len, 0, 95))));
+            }
             return a.err;
         }
     }

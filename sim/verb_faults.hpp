@@ -11,13 +11,15 @@
 #include "device/verb_faults.hpp"
 #include "sim/fault_plan.hpp"
 #include "sim/faulty_source.hpp"
+#include "sim/trace.hpp"
 
 namespace rdmasim::sim {
 
 class VerbFaults final : public device::VerbFaultHook {
 public:
-    // The plan's verb-fail items for device `index`.
-    VerbFaults(const FaultPlan& plan, std::uint32_t index);
+    // The plan's verb-fail items for device `index`; `trace`, when not
+    // null, hears of every call failed.
+    VerbFaults(const FaultPlan& plan, std::uint32_t index, Trace* trace = nullptr);
     [[nodiscard]] bool empty() const noexcept { return faults_.empty(); }
     int fail(device::Verb verb) noexcept override;
     // Calls failed so far.
@@ -34,6 +36,8 @@ private:
     std::vector<Active> faults_;
     std::vector<std::uint64_t> calls_; // by Verb
     std::uint64_t injected_ = 0;
+    std::uint32_t index_;
+    Trace* trace_;
 };
 
 } // namespace rdmasim::sim

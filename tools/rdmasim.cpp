@@ -45,10 +45,11 @@ int main(int argc, char** argv) {
     replay->add_flag("--json", ro.json, "print one JSON object instead of the table");
     replay->add_option("--show", ro.show, "print the first N delivered frames");
     replay->add_option("--faults", ro.faults, "fault plan, like 'seed=7; drop:p=0.01'");
+    replay->add_option("--trace", ro.trace, "write completions and injected faults to FILE as JSON lines");
 
     // run / env share the source options; each becomes an RDMASIM_* setting.
     rdmasim::tools::RunOptions run_opts;
-    std::string pcap, devices, engine, speed, start, faults, iface, pcap_live, filter, wire, tx_capture, link;
+    std::string pcap, devices, engine, speed, start, faults, trace, iface, pcap_live, filter, wire, tx_capture, link;
     std::vector<std::string> sets;
     bool deterministic = false, promisc = false;
     auto add_source_options = [&](CLI::App* sub) {
@@ -66,6 +67,7 @@ int main(int argc, char** argv) {
         sub->add_option("--speed", speed, "topspeed, original, or a multiple like 2x");
         sub->add_option("--start", start, "first-flow (default), now, or a delay like 250ms");
         sub->add_option("--faults", faults, "fault plan, like 'seed=7; drop:p=0.01' (RDMASIM_FAULTS)");
+        sub->add_option("--trace", trace, "write completions and injected faults to FILE as JSON lines");
         sub->add_option("--set", sets, "any configuration key, as KEY=VALUE (repeatable)");
     };
     auto* run = app.add_subcommand("run", "Run an unmodified verbs program against emulated devices");
@@ -91,6 +93,7 @@ int main(int argc, char** argv) {
         if (!speed.empty()) s.emplace_back("speed", speed);
         if (!start.empty()) s.emplace_back("start", start);
         if (!faults.empty()) s.emplace_back("faults", faults);
+        if (!trace.empty()) s.emplace_back("trace", trace);
         for (const auto& kv : sets) {
             const auto eq = kv.find('=');
             if (eq == std::string::npos || eq == 0) {

@@ -213,6 +213,8 @@ int replay(const ReplayOptions& o) {
         if (auto r = cfg.set(k, v); !r) fail(r.error().message);
     if (!o.faults.empty())
         if (auto r = cfg.set("faults", o.faults); !r) fail(r.error().message);
+    if (!o.trace.empty())
+        if (auto r = cfg.set("trace", o.trace); !r) fail(r.error().message);
     cfg.devices = 1;
     StopSource* stop_source = nullptr; // owned by the engine, which outlives its use below
     auto created = sim::Simulator::create(

@@ -30,6 +30,7 @@ struct ReplayOptions {
     bool json = false;
     std::uint32_t show = 0;             // print the first N delivered frames
     std::string faults;                 // a fault plan (sim/README.md, "Fault injection")
+    std::string trace;                  // --trace FILE
 };
 
 // True when the source is an interface or a wire: it never ends by itself.
