@@ -168,6 +168,7 @@ int query_port(ibv_context* context, uint8_t port_num, ibv_port_attr* attr,
                size_t attr_len) noexcept {
     if (context == nullptr || attr == nullptr) return EINVAL;
     if (port_num != 1) return EINVAL;
+    if (from_verbs(context)->device->fatal.load()) return EIO; // a dead device answers nothing
     ibv_port_attr a;
     std::memset(&a, 0, sizeof a);
     const bool up = from_verbs(context)->device->port_state.load() == IBV_PORT_ACTIVE;

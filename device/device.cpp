@@ -7,6 +7,7 @@
 
 #include "device/abi/sysfs.hpp"
 #include "device/async_events.hpp"
+#include "device/verb_faults.hpp"
 #include "device/cq.hpp"
 
 namespace rdmasim::device {
@@ -124,12 +125,29 @@ void set_rx_state(Device& dev, RecvQueue& recv, datapath::QueueState state) noex
 
 void service(Device& dev, std::uint64_t now_ns) noexcept { service_holding(dev, now_ns, nullptr); }
 
-bool inject_wq_fatal(Device& dev, std::uint32_t index) noexcept {
+namespace {
+
+// The device's WQ number `index` in creation order, or nullptr. Port lock held.
+Wq* find_wq(Device& dev, std::uint32_t index) noexcept {
     const datapath::RxQueue* rx = dev.port.find_queue_if([index](const datapath::RxQueue& q) {
         return q.kind() == datapath::QueueKind::wq && static_cast<Wq*>(q.owner())->index == index;
     });
-    if (rx == nullptr) return false;
-    Wq& wq = *static_cast<Wq*>(rx->owner());
+    return rx ? static_cast<Wq*>(rx->owner()) : nullptr;
+}
+
+// A dead device's verbs (inject_device_fatal).
+class DeadDevice final : public VerbFaultHook {
+public:
+    int fail(Verb verb) noexcept override { return verb == Verb::destroy_wq ? 0 : EIO; }
+};
+DeadDevice dead_device;
+
+} // namespace
+
+bool inject_wq_fatal(Device& dev, std::uint32_t index) noexcept {
+    Wq* found = find_wq(dev, index);
+    if (found == nullptr) return false;
+    Wq& wq = *found;
     {
         std::lock_guard post_lock(wq.recv.post_lock); // lock order: port, then post
         if (wq.ibwq.state == IBV_WQS_RDY) {
@@ -153,6 +171,26 @@ void set_port_up(Device& dev, bool up) noexcept {
     ibv_async_event ev{};
     ev.element.port_num = 1;
     ev.event_type = up ? IBV_EVENT_PORT_ACTIVE : IBV_EVENT_PORT_ERR;
+    for (Context* ctx : dev.contexts) raise_async_event(*ctx, ev);
+}
+
+bool inject_cq_overrun(Device& dev, std::optional<std::uint32_t> wq_index) noexcept {
+    if (wq_index) {
+        Wq* wq = find_wq(dev, *wq_index);
+        if (wq == nullptr) return false;
+        wq->cq->ring.mark_overflow();
+        return true;
+    }
+    for (Cq* cq : dev.cqs) cq->ring.mark_overflow();
+    return true;
+}
+
+void inject_device_fatal(Device& dev) noexcept {
+    if (dev.fatal.exchange(true)) return;
+    dev.verb_faults.store(&dead_device, std::memory_order_release);
+    dev.port_state.store(IBV_PORT_DOWN);
+    ibv_async_event ev{};
+    ev.event_type = IBV_EVENT_DEVICE_FATAL;
     for (Context* ctx : dev.contexts) raise_async_event(*ctx, ev);
 }
 

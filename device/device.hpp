@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <memory>
 
 #include "device/objects.hpp"
@@ -53,5 +54,15 @@ bool inject_wq_fatal(Device& dev, std::uint32_t index) noexcept;
 // The port goes down (IBV_EVENT_PORT_ERR to every open context, DOWN in
 // ibv_query_port) or back up (IBV_EVENT_PORT_ACTIVE, ACTIVE).
 void set_port_up(Device& dev, bool up) noexcept;
+// The CQ of the device's WQ number `index` (creation order), or with none
+// every CQ of the device, reports an overrun after this burst:
+// IBV_EVENT_CQ_ERR, unless the CQ ignores overruns. False when that WQ does
+// not exist.
+bool inject_cq_overrun(Device& dev, std::optional<std::uint32_t> wq_index) noexcept;
+// The device dies: IBV_EVENT_DEVICE_FATAL to every open context; from then
+// on every verb that can fail fails with EIO except the destroys (a program
+// must still be able to clean up), ibv_query_port is EIO, and no frame
+// arrives (the runtime loses them).
+void inject_device_fatal(Device& dev) noexcept;
 
 } // namespace rdmasim::device

@@ -75,7 +75,10 @@ struct Device {
     datapath::Port port;                        // frames in and out; see datapath/port.hpp
     datapath::MrTable mrs;                      // sized from caps.max_mr by make_device
     EngineHooks* hooks = nullptr;               // set by the runtime; may stay null
-    VerbFaultHook* verb_faults = nullptr;       // set by the runtime with a fault plan
+    // Set by the runtime with a fault plan; a device-fatal fault swaps in
+    // the dead device's (every verb but the destroys fails with EIO).
+    std::atomic<VerbFaultHook*> verb_faults{nullptr};
+    std::atomic<bool> fatal{false};             // IBV_EVENT_DEVICE_FATAL was raised
     TraceHook* trace = nullptr;                 // set by the runtime with --trace
     std::atomic<std::uint32_t> next_qpn{0x100}; // WQ and QP numbers, unique per device
     std::atomic<std::uint32_t> wqs_created{0};  // Wq::index

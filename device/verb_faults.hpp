@@ -50,7 +50,8 @@ public:
 };
 
 inline int injected_failure(const Device& dev, Verb verb) noexcept {
-    return dev.verb_faults == nullptr ? 0 : dev.verb_faults->fail(verb);
+    VerbFaultHook* hook = dev.verb_faults.load(std::memory_order_acquire);
+    return hook == nullptr ? 0 : hook->fail(verb);
 }
 
 } // namespace rdmasim::device

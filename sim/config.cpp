@@ -172,6 +172,7 @@ const std::vector<std::pair<std::string_view, std::string_view>>& Config::keys()
         {"synth_dst_mac", "destination MAC of the Ethernet header synthesized for captures without one (default: the device's MAC)"},
         {"synth_src_mac", "source MAC of that header, unicast (default 02:00:00:00:00:01)"},
         {"faults", "fault plan, like 'seed=7; drop:p=0.01; corrupt-fcs:every=100' (sim/README.md, \"Fault injection\")"},
+        {"deterministic", "on: the inline engine and virtual time (same as engine=inline): bit-identical reruns"},
         {"trace", "file: every completion polled and every fault injected, as JSON lines (deterministic with the inline engine)"},
         {"idle_tick_us", "inline engine: virtual microseconds per idle poll, 1..1000000"},
         {"log_level", "trace, debug, info, warn, error or off"},
@@ -203,6 +204,10 @@ Result<void> Config::set(std::string_view key, std::string_view v) {
         auto& slots = this->*member;
         if (slots.size() <= static_cast<std::size_t>(idx)) slots.resize(static_cast<std::size_t>(idx) + 1);
         slots[static_cast<std::size_t>(idx)] = std::string(v);
+    } else if (key == "deterministic") {
+        auto b = parse_bool(v);
+        if (!b) return bad(key, v, "on or off");
+        if (*b) engine = EngineKind::inline_; // off leaves the engine as configured
     } else if (key == "trace") {
         trace = std::string(v);
     } else if (key == "faults") {

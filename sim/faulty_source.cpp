@@ -54,7 +54,8 @@ namespace {
 bool injected_here(const FaultSpec& f, std::uint32_t index) {
     if (f.device && *f.device != index) return false;
     if (is_frame_fault(f.kind)) return f.dir != Direction::tx;
-    return f.kind == FaultKind::wq_fatal || f.kind == FaultKind::port_down;
+    return f.kind == FaultKind::wq_fatal || f.kind == FaultKind::port_down ||
+           f.kind == FaultKind::cq_overrun || f.kind == FaultKind::device_fatal;
 }
 
 } // namespace
@@ -125,10 +126,10 @@ bool FaultySource::apply(const net::Frame& in) {
     Owned cur;
     bool owned = false; // the frame is copied when the first fault fires
     unsigned copies = 1;
-    if (down_left_ != 0) { // the port is down: the frame never arrives
+    if (dead_ || down_left_ != 0) { // a dead device or a port down: the frame never arrives
         cur = copy(in);
         cur.frame.lost = true;
-        if (--down_left_ == 0) device::set_port_up(*dev_, true);
+        if (!dead_ && --down_left_ == 0) device::set_port_up(*dev_, true);
         ready_.push_back(std::move(cur));
         return true;
     }
@@ -140,6 +141,18 @@ bool FaultySource::apply(const net::Frame& in) {
         if (a.spec.kind == FaultKind::wq_fatal) { // before this frame enters the port
             (void)device::inject_wq_fatal(*dev_, *a.spec.wq);
             continue;
+        }
+        if (a.spec.kind == FaultKind::cq_overrun) { // raised at the end of this burst
+            (void)device::inject_cq_overrun(*dev_, a.spec.wq);
+            continue;
+        }
+        if (a.spec.kind == FaultKind::device_fatal) { // this frame and every later one are lost
+            device::inject_device_fatal(*dev_);
+            dead_ = true;
+            cur = copy(in);
+            cur.frame.lost = true;
+            ready_.push_back(std::move(cur));
+            return true;
         }
         if (!owned) {
             cur = copy(in);
@@ -244,7 +257,7 @@ bool FaultySource::next(net::Frame& out) noexcept {
                 if (held_.empty() || !inner_->exhausted()) {
                     if (down_left_ != 0 && inner_->exhausted()) { // nothing more to miss
                         down_left_ = 0;
-                        device::set_port_up(*dev_, true);
+                        if (!dead_) device::set_port_up(*dev_, true);
                     }
                     return false;
                 }

@@ -116,6 +116,7 @@ private:
     Trace* trace_ = nullptr;
     std::uint32_t index_ = 0;
     std::uint32_t down_left_ = 0; // port-down: frames still to miss
+    bool dead_ = false;           // device-fatal fired: every frame is lost
     FaultCounts injected_;
     net::SourceCounters counters_;
 };

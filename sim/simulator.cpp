@@ -41,12 +41,16 @@ namespace {
 Result<void> check_injectable(const FaultPlan& plan) {
     for (const FaultSpec& f : plan.faults) {
         if (is_frame_fault(f.kind) && f.dir == Direction::rx) continue;
-        if (f.kind == FaultKind::wq_fatal || f.kind == FaultKind::port_down) continue;
+        if (f.kind == FaultKind::wq_fatal || f.kind == FaultKind::port_down ||
+            f.kind == FaultKind::device_fatal)
+            continue;
+        if (f.kind == FaultKind::cq_overrun && !f.qp) continue;
         if (f.kind == FaultKind::verb_fail) continue;
         return make_error(ENOTSUP, fmt::format("fault plan, column {}: {}{} is not injected yet "
                                                "(sim/README.md, \"Fault injection\")",
                                                f.column, fault_kind_name(f.kind),
-                                               is_frame_fault(f.kind) ? " on the transmit side" : ""));
+                                               is_frame_fault(f.kind)          ? " on the transmit side"
+                                               : f.kind == FaultKind::cq_overrun ? " by qp" : ""));
     }
     return {};
 }
@@ -119,7 +123,7 @@ Result<std::unique_ptr<Simulator>> Simulator::create(
         auto verb_faults = std::make_unique<VerbFaults>(config.fault_plan, i, sim->trace_.get());
         if (sim->trace_) dev->trace = sim->trace_->hook(i);
         if (verb_faults->empty()) verb_faults.reset();
-        dev->verb_faults = verb_faults.get();
+        dev->verb_faults.store(verb_faults.get());
         sim->verb_faults_.push_back(std::move(verb_faults));
         auto engine = make_engine(*dev, std::move(sources[i]), config);
         dev->hooks = engine.get();
@@ -168,7 +172,7 @@ Simulator::~Simulator() {
     for (auto& dev : devices_) {
         device::unregister_device(dev.get());
         dev->hooks = nullptr;
-        dev->verb_faults = nullptr;
+        dev->verb_faults.store(nullptr);
         dev->trace = nullptr;
     }
 }

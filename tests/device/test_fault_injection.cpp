@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <infiniband/verbs.h>
 
+#include <cerrno>
 #include <string>
 #include <utility>
 #include <vector>
@@ -111,6 +112,71 @@ TEST_CASE("port-down:after=1,frames=2: two frames are missed, the port goes down
         CHECK(drops(fx, Drop::fault_injected) == 2);
         CHECK(fx.port().frames.get() == 4);
         CHECK(fx.balanced());
+    }
+    CHECK(ibv_destroy_wq(wq) == 0);
+    CHECK(ibv_destroy_cq(cq) == 0);
+}
+
+TEST_CASE("cq-overrun:wq=0,after=1: IBV_EVENT_CQ_ERR names the WQ's CQ; a CQ that ignores "
+          "overruns hears nothing",
+          "[device][faults]") {
+    for (const bool ignore : {false, true}) {
+        INFO("ignore_overrun " << ignore);
+        SimFixture fx(Settings{{"faults", "cq-overrun:wq=0,after=1"}});
+        ibv_cq_init_attr_ex ca{};
+        ca.cqe = 16;
+        ca.wc_flags = IBV_WC_STANDARD_FLAGS;
+        if (ignore) {
+            ca.comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS;
+            ca.flags = IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN;
+        }
+        ibv_cq_ex* cqx = ibv_create_cq_ex(fx.ctx, &ca);
+        REQUIRE(cqx != nullptr);
+        ibv_cq* cq = ibv_cq_ex_to_cq(cqx);
+        ibv_wq* wq = make_wq(fx.pd, cq, 8);
+        REQUIRE(set_wq_state(wq, IBV_WQS_RDY) == 0);
+        {
+            Steering steering(fx.pd, {wq});
+            for (int i = 0; i < 3; ++i) fx.offer(golden::concat(golden::kUntagged), i * 1000ull);
+            fx.pump_all();
+            const ibv_async_event ev = next_event(fx.ctx);
+            if (ignore) {
+                CHECK(ev.event_type == static_cast<ibv_event_type>(-1));
+            } else {
+                CHECK(ev.event_type == IBV_EVENT_CQ_ERR);
+                CHECK(ev.element.cq == cq);
+            }
+            CHECK(fx.balanced());
+        }
+        CHECK(ibv_destroy_wq(wq) == 0);
+        CHECK(ibv_destroy_cq(cq) == 0);
+    }
+}
+
+TEST_CASE("device-fatal:after=2: IBV_EVENT_DEVICE_FATAL, later frames lost, verbs fail with EIO "
+          "but destroys still work",
+          "[device][faults]") {
+    SimFixture fx(Settings{{"faults", "device-fatal:after=2"}});
+    MrBuffer buf(fx.pd, 8);
+    ibv_cq* cq = make_cq(fx.ctx, 16);
+    ibv_wq* wq = make_wq(fx.pd, cq, 8);
+    REQUIRE(set_wq_state(wq, IBV_WQS_RDY) == 0);
+    for (std::uint64_t i = 0; i < 4; ++i) REQUIRE(post_wq(wq, i, buf.sge(i)) == 0);
+    {
+        Steering steering(fx.pd, {wq});
+        for (int i = 0; i < 5; ++i) fx.offer(golden::concat(golden::kUntagged), i * 1000ull);
+        fx.pump_all();
+        CHECK(drain(cq).size() == 2);
+        CHECK(drops(fx, Drop::fault_injected) == 3);
+        CHECK(fx.balanced());
+        CHECK(next_event(fx.ctx).event_type == IBV_EVENT_DEVICE_FATAL);
+        ibv_port_attr pa{};
+        CHECK(ibv_query_port(fx.ctx, 1, &pa) == EIO);
+        errno = 0;
+        CHECK(ibv_alloc_pd(fx.ctx) == nullptr);
+        CHECK(errno == EIO);
+        CHECK(post_wq(wq, 9, buf.sge(5)) == EIO);
+        CHECK(set_wq_state(wq, IBV_WQS_ERR) == EIO);
     }
     CHECK(ibv_destroy_wq(wq) == 0);
     CHECK(ibv_destroy_cq(cq) == 0);
