@@ -10,6 +10,7 @@
 #include <infiniband/verbs.h>
 
 #include <cerrno>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,15 +27,12 @@ namespace {
 
 using Settings = std::vector<std::pair<std::string, std::string>>;
 
-// The next queued async event, without blocking; type -1 when none.
-ibv_async_event next_event(ibv_context* ctx) {
+// The next queued async event, without blocking; nullopt when none.
+std::optional<ibv_async_event> next_event(ibv_context* ctx) {
     const int fl = ::fcntl(ctx->async_fd, F_GETFL);
     REQUIRE(::fcntl(ctx->async_fd, F_SETFL, fl | O_NONBLOCK) == 0);
     ibv_async_event ev{};
-    if (ibv_get_async_event(ctx, &ev) != 0) {
-        ev.event_type = static_cast<ibv_event_type>(-1);
-        return ev;
-    }
+    if (ibv_get_async_event(ctx, &ev) != 0) return std::nullopt;
     ibv_ack_async_event(&ev);
     return ev;
 }
@@ -70,10 +68,11 @@ TEST_CASE("wq-fatal:wq=1,after=2: the second WQ created goes to ERR after two fr
         CHECK(wq->state == IBV_WQS_ERR);
         CHECK(drops(fx, Drop::wq_not_ready) == 2);
         CHECK(fx.balanced());
-        const ibv_async_event ev = next_event(fx.ctx);
-        CHECK(ev.event_type == IBV_EVENT_WQ_FATAL);
-        CHECK(ev.element.wq == wq);
-        CHECK(next_event(fx.ctx).event_type == static_cast<ibv_event_type>(-1));
+        const auto ev = next_event(fx.ctx);
+        REQUIRE(ev.has_value());
+        CHECK(ev->event_type == IBV_EVENT_WQ_FATAL);
+        CHECK(ev->element.wq == wq);
+        CHECK_FALSE(next_event(fx.ctx).has_value());
         const auto injected = fx.simulator().faults_injected(0);
         CHECK(injected[static_cast<std::size_t>(sim::FaultKind::wq_fatal)] == 1);
     }
@@ -97,14 +96,16 @@ TEST_CASE("port-down:after=1,frames=2: two frames are missed, the port goes down
         fx.pump(); // frame 1: delivered
         fx.pump(); // frame 2: the port goes down, the frame is missed
         CHECK(port_state(fx.ctx) == IBV_PORT_DOWN);
-        ibv_async_event ev = next_event(fx.ctx);
-        CHECK(ev.event_type == IBV_EVENT_PORT_ERR);
-        CHECK(ev.element.port_num == 1);
+        auto ev = next_event(fx.ctx);
+        REQUIRE(ev.has_value());
+        CHECK(ev->event_type == IBV_EVENT_PORT_ERR);
+        CHECK(ev->element.port_num == 1);
         fx.pump_all(); // frame 3 missed, the port comes up; frame 4 delivered
         CHECK(port_state(fx.ctx) == IBV_PORT_ACTIVE);
         ev = next_event(fx.ctx);
-        CHECK(ev.event_type == IBV_EVENT_PORT_ACTIVE);
-        CHECK(ev.element.port_num == 1);
+        REQUIRE(ev.has_value());
+        CHECK(ev->event_type == IBV_EVENT_PORT_ACTIVE);
+        CHECK(ev->element.port_num == 1);
         const auto wcs = drain(cq);
         REQUIRE(wcs.size() == 2);
         CHECK(wcs[0].status == IBV_WC_SUCCESS);
@@ -139,12 +140,13 @@ TEST_CASE("cq-overrun:wq=0,after=1: IBV_EVENT_CQ_ERR names the WQ's CQ; a CQ tha
             Steering steering(fx.pd, {wq});
             for (int i = 0; i < 3; ++i) fx.offer(golden::concat(golden::kUntagged), i * 1000ull);
             fx.pump_all();
-            const ibv_async_event ev = next_event(fx.ctx);
+            const auto ev = next_event(fx.ctx);
             if (ignore) {
-                CHECK(ev.event_type == static_cast<ibv_event_type>(-1));
+                CHECK_FALSE(ev.has_value());
             } else {
-                CHECK(ev.event_type == IBV_EVENT_CQ_ERR);
-                CHECK(ev.element.cq == cq);
+                REQUIRE(ev.has_value());
+                CHECK(ev->event_type == IBV_EVENT_CQ_ERR);
+                CHECK(ev->element.cq == cq);
             }
             CHECK(fx.balanced());
         }
@@ -169,7 +171,9 @@ TEST_CASE("device-fatal:after=2: IBV_EVENT_DEVICE_FATAL, later frames lost, verb
         CHECK(drain(cq).size() == 2);
         CHECK(drops(fx, Drop::fault_injected) == 3);
         CHECK(fx.balanced());
-        CHECK(next_event(fx.ctx).event_type == IBV_EVENT_DEVICE_FATAL);
+        const auto ev = next_event(fx.ctx);
+        REQUIRE(ev.has_value());
+        CHECK(ev->event_type == IBV_EVENT_DEVICE_FATAL);
         ibv_port_attr pa{};
         CHECK(ibv_query_port(fx.ctx, 1, &pa) == EIO);
         errno = 0;

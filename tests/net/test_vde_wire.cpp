@@ -2,6 +2,8 @@
 // ptp:// wire in one process stand for two programs.
 #include <catch2/catch.hpp>
 
+#include "support/vdeplug_guard.hpp"
+
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -75,6 +77,7 @@ void send_raw(const std::string& path, const Bytes& bytes) {
 } // namespace
 
 TEST_CASE("two ends of a ptp wire carry frames both ways, byte for byte, without FCS", "[net][wire]") {
+    RDMASIM_SKIP_WITHOUT_VDEPLUG();
     TempDir dir;
     const std::string url = "ptp://" + (dir / "sock");
     auto a = open_ok(url);
@@ -107,6 +110,7 @@ TEST_CASE("two ends of a ptp wire carry frames both ways, byte for byte, without
 }
 
 TEST_CASE("a ptp wire's socket files are the owner's only unless wire_mode widens them", "[net][wire]") {
+    RDMASIM_SKIP_WITHOUT_VDEPLUG();
     TempDir dir;
     // The mode is set explicitly, whatever the umask lets through.
     const mode_t old = ::umask(0);
@@ -132,6 +136,7 @@ TEST_CASE("a ptp wire's socket files are the owner's only unless wire_mode widen
 
 TEST_CASE("wire datagrams are not trusted: longer ones are handed over truncated, runts as they are",
           "[net][wire]") {
+    RDMASIM_SKIP_WITHOUT_VDEPLUG();
     TempDir dir;
     const std::string sock = dir / "sock";
     auto a = open_ok("ptp://" + sock);
@@ -158,6 +163,7 @@ TEST_CASE("wire datagrams are not trusted: longer ones are handed over truncated
 }
 
 TEST_CASE("sending never blocks: no peer, or a peer that does not read, counts failures", "[net][wire]") {
+    RDMASIM_SKIP_WITHOUT_VDEPLUG();
     TempDir dir;
     const std::string url = "ptp://" + (dir / "sock");
     auto a = open_ok(url);
@@ -180,6 +186,7 @@ TEST_CASE("sending never blocks: no peer, or a peer that does not read, counts f
 }
 
 TEST_CASE("a wire URL libvdeplug cannot open is an error naming the URL and the reason", "[net][wire]") {
+    RDMASIM_SKIP_WITHOUT_VDEPLUG();
     TempDir dir;
     auto expect = [](const std::string& url, int code, const std::string& text, std::uint32_t mode = 0600) {
         VdeWireOptions o;

@@ -3,6 +3,8 @@
 // any source's, and a raw QP's sends go out on the wire byte for byte.
 #include <catch2/catch.hpp>
 
+#include "support/vdeplug_guard.hpp"
+
 #include <poll.h>
 #include <sys/stat.h>
 
@@ -46,6 +48,7 @@ std::uint64_t drops(sim::Simulator& s, datapath::Drop d) {
 
 TEST_CASE("wire frames pass the port's checks: runts and oversize datagrams are counted drops",
           "[sim][wire]") {
+    RDMASIM_SKIP_WITHOUT_VDEPLUG();
     TempDir dir;
     const std::string sock = dir / "sock";
     auto s = wired("ptp://" + sock);
@@ -81,6 +84,7 @@ TEST_CASE("wire frames pass the port's checks: runts and oversize datagrams are 
 }
 
 TEST_CASE("a raw QP's sends leave on the wire byte for byte", "[sim][wire]") {
+    RDMASIM_SKIP_WITHOUT_VDEPLUG();
     TempDir dir;
     const std::string sock = dir / "sock";
     auto s = wired("ptp://" + sock, "0660");
@@ -114,6 +118,7 @@ TEST_CASE("a raw QP's sends leave on the wire byte for byte", "[sim][wire]") {
 }
 
 TEST_CASE("a wire that cannot be opened fails the simulator with the URL and the reason", "[sim][wire]") {
+    RDMASIM_SKIP_WITHOUT_VDEPLUG();
     TempDir dir;
     sim::Config c;
     REQUIRE(c.set("wire", "vde://" + (dir / "no-switch")));
