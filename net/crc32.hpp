@@ -1,5 +1,5 @@
 // Ethernet FCS: CRC-32 (IEEE 802.3, reflected, init and final xor 0xffffffff),
-// computed by zlib. On the wire the FCS goes least significant byte first.
+// computed by libdeflate. On the wire the FCS goes least significant byte first.
 #pragma once
 
 #include <cstdint>

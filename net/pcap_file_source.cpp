@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <system_error>
 #include <unistd.h>
@@ -143,6 +144,19 @@ std::uint16_t cooked_type(std::uint16_t hatype, std::uint16_t protocol,
     return 0;
 }
 
+// Classic pcap magic numbers as read in our byte order (pcap-savefile(5)):
+// microsecond or nanosecond timestamps, written in our byte order or swapped.
+constexpr std::uint32_t kMagicMicro = 0xa1b2c3d4;
+constexpr std::uint32_t kMagicNano = 0xa1b23c4d;
+constexpr std::size_t kFileHeaderLen = 24;
+constexpr std::size_t kRecordHeaderLen = 16;
+
+std::uint32_t load32(const std::uint8_t* p, bool swapped) noexcept {
+    std::uint32_t v;
+    std::memcpy(&v, p, 4);
+    return swapped ? __builtin_bswap32(v) : v;
+}
+
 std::uint64_t timestamp_ns(const pcap_pkthdr& hdr) noexcept {
     // In nanosecond precision tv_usec holds nanoseconds.
     return static_cast<std::uint64_t>(hdr.ts.tv_sec) * 1'000'000'000u +
@@ -220,7 +234,8 @@ Result<std::unique_ptr<PcapFileSource>> PcapFileSource::open(const std::string& 
     // if_fcslen, which libpcap does not read; classic pcap in the link type
     // field's upper bits, which pcap_datalink_ext() returns.
     int declared = 0;
-    if (is_pcapng(path)) {
+    const bool pcapng = is_pcapng(path);
+    if (pcapng) {
         const auto interfaces = pcapng_interfaces(path);
         if (auto why = interfaces_problem(interfaces, src->linktype_, forced.has_value());
             !why.empty())
@@ -257,13 +272,43 @@ Result<std::unique_ptr<PcapFileSource>> PcapFileSource::open(const std::string& 
         const int snap = std::min(pcap_snapshot(p), kMaxRecordLen);
         src->scratch_.resize(static_cast<std::size_t>(std::max(snap, 0)) + kEthHeaderLen);
     }
+    if (!pcapng && options.map_file) src->map_classic(pcap_snapshot(p));
     // Room for fail_read()'s sentence, so that building it never allocates.
     src->read_error_.reserve(what.size() + 48 + PCAP_ERRBUF_SIZE);
     return src;
 }
 
 PcapFileSource::~PcapFileSource() {
+    if (map_) ::munmap(const_cast<std::uint8_t*>(map_), map_len_);
     if (pcap_) pcap_close(pcap_);
+}
+
+void PcapFileSource::map_classic(int snapshot) {
+    FILE* f = pcap_file(pcap_);
+    if (f == nullptr) return;
+    struct stat st {};
+    if (::fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode) ||
+        static_cast<std::size_t>(st.st_size) < kFileHeaderLen)
+        return;
+    const auto len = static_cast<std::size_t>(st.st_size);
+    void* m = ::mmap(nullptr, len, PROT_READ, MAP_PRIVATE, fileno(f), 0);
+    if (m == MAP_FAILED) return; // libpcap reads it all
+    const auto* bytes = static_cast<const std::uint8_t*>(m);
+    std::uint32_t magic;
+    std::memcpy(&magic, bytes, 4);
+    const std::uint32_t swapped_magic = __builtin_bswap32(magic);
+    if (magic != kMagicMicro && magic != kMagicNano && swapped_magic != kMagicMicro &&
+        swapped_magic != kMagicNano) {
+        ::munmap(m, len); // a variant only libpcap knows
+        return;
+    }
+    (void)::madvise(m, len, MADV_SEQUENTIAL);
+    map_ = bytes;
+    map_len_ = len;
+    map_offset_ = kFileHeaderLen;
+    map_swapped_ = magic != kMagicMicro && magic != kMagicNano;
+    map_nano_ = (map_swapped_ ? swapped_magic : magic) == kMagicNano;
+    map_snapshot_ = static_cast<std::uint32_t>(std::clamp(snapshot, 0, kMaxRecordLen));
 }
 
 void PcapFileSource::fail_read(const char* why) noexcept {
@@ -277,48 +322,91 @@ void PcapFileSource::fail_read(const char* why) noexcept {
     done_.store(true, std::memory_order_release); // after the text: failure() follows exhausted()
 }
 
+bool PcapFileSource::next_mapped(pcap_pkthdr& hdr, const std::uint8_t*& data) noexcept {
+    const std::size_t left = map_len_ - map_offset_;
+    if (left == 0) { // the end of the file, exactly at a record boundary
+        done_.store(true, std::memory_order_release);
+        return false;
+    }
+    if (left < kRecordHeaderLen) return false; // a cut header: libpcap says so
+    const std::uint8_t* rec = map_ + map_offset_;
+    const std::uint32_t caplen = load32(rec + 8, map_swapped_);
+    if (caplen > map_snapshot_ || caplen > left - kRecordHeaderLen) return false;
+    hdr.ts.tv_sec = static_cast<time_t>(load32(rec, map_swapped_));
+    const std::uint32_t frac = load32(rec + 4, map_swapped_);
+    // In nanosecond precision tv_usec holds nanoseconds (as libpcap gives them).
+    hdr.ts.tv_usec = static_cast<suseconds_t>(map_nano_ ? frac : std::uint64_t{frac} * 1000);
+    hdr.caplen = caplen;
+    hdr.len = load32(rec + 12, map_swapped_);
+    data = rec + kRecordHeaderLen;
+    map_offset_ += kRecordHeaderLen + caplen;
+    return true;
+}
+
+int PcapFileSource::next_libpcap(pcap_pkthdr*& hdr, const std::uint8_t*& data) noexcept {
+    FILE* f = map_ ? pcap_file(pcap_) : nullptr;
+    if (f != nullptr && std::fseek(f, static_cast<long>(map_offset_), SEEK_SET) != 0) {
+        fail_read(std::strerror(errno));
+        return PCAP_ERROR;
+    }
+    const int rc = pcap_next_ex(pcap_, &hdr, &data);
+    if (f != nullptr && rc == 1) map_offset_ = static_cast<std::size_t>(std::ftell(f));
+    return rc;
+}
+
 bool PcapFileSource::next(Frame& out) noexcept {
     while (!done_.load(std::memory_order_relaxed)) {
-        pcap_pkthdr* hdr = nullptr;
+        pcap_pkthdr mapped;
+        pcap_pkthdr* hdr = &mapped;
         const u_char* data = nullptr;
-        const int rc = pcap_next_ex(pcap_, &hdr, &data);
-        if (rc == PCAP_ERROR_BREAK) { // end of file
-            done_.store(true, std::memory_order_release);
-            return false;
-        }
-        if (rc != 1) {
-            if (rc < 0) fail_read(pcap_geterr(pcap_));
-            return false;
+        if (map_ == nullptr || !next_mapped(mapped, data)) {
+            if (done_.load(std::memory_order_relaxed)) return false;
+            const int rc = next_libpcap(hdr, data);
+            if (rc == PCAP_ERROR_BREAK) { // end of file
+                done_.store(true, std::memory_order_release);
+                return false;
+            }
+            if (rc != 1) {
+                if (rc < 0 && !done_.load(std::memory_order_relaxed)) fail_read(pcap_geterr(pcap_));
+                return false;
+            }
         }
         if ((records_++ & 1023) == 0) {
             FILE* f = pcap_file(pcap_);
-            if (f != nullptr) position_.store(std::ftell(f), std::memory_order_relaxed);
+            const long long pos = map_ ? static_cast<long long>(map_offset_)
+                                  : f  ? static_cast<long long>(std::ftell(f))
+                                       : -1;
+            position_.store(pos, std::memory_order_relaxed);
         }
-        // A record claiming more captured bytes than the wire carried (a broken
-        // writer) holds the frame and then bytes that were never part of it.
-        const std::uint32_t caplen = std::min(hdr->caplen, hdr->len);
-        if (link_ == Link::ethernet) {
-            out = Frame{};
-            out.data = data;
-            out.len = caplen;
-            out.wire_len = hdr->len;
-            // Set only when the captured bytes hold a whole FCS, so payload() stays meaningful.
-            out.fcs_len = out.len >= static_cast<std::uint32_t>(fcs_len_)
-                              ? static_cast<std::uint8_t>(fcs_len_)
-                              : 0;
-        } else if (synthesize(caplen, hdr->len, data, out)) {
-            ++counters_.synthesized_headers;
-        } else {
-            ++counters_.skipped_records;
-            continue;
-        }
-        out.ts_ns = timestamp_ns(*hdr);
-        ++counters_.frames;
-        counters_.bytes += out.len;
-        if (out.len < out.wire_len) ++counters_.truncated_records;
-        return true;
+        if (take(*hdr, data, out)) return true;
     }
     return false;
+}
+
+bool PcapFileSource::take(const pcap_pkthdr& hdr, const std::uint8_t* data, Frame& out) noexcept {
+    // A record claiming more captured bytes than the wire carried (a broken
+    // writer) holds the frame and then bytes that were never part of it.
+    const std::uint32_t caplen = std::min(hdr.caplen, hdr.len);
+    if (link_ == Link::ethernet) {
+        out = Frame{};
+        out.data = data;
+        out.len = caplen;
+        out.wire_len = hdr.len;
+        // Set only when the captured bytes hold a whole FCS, so payload() stays meaningful.
+        out.fcs_len = out.len >= static_cast<std::uint32_t>(fcs_len_)
+                          ? static_cast<std::uint8_t>(fcs_len_)
+                          : 0;
+    } else if (synthesize(caplen, hdr.len, data, out)) {
+        ++counters_.synthesized_headers;
+    } else {
+        ++counters_.skipped_records;
+        return false;
+    }
+    out.ts_ns = timestamp_ns(hdr);
+    ++counters_.frames;
+    counters_.bytes += out.len;
+    if (out.len < out.wire_len) ++counters_.truncated_records;
+    return true;
 }
 
 bool PcapFileSource::synthesize(std::uint32_t caplen, std::uint32_t wire_len,

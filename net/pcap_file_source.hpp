@@ -1,4 +1,9 @@
-// Frames from a pcap or pcapng file, read through libpcap.
+// Frames from a pcap or pcapng file, read through libpcap; the records of a
+// classic pcap file are read straight from a read-only mapping of it (no copy,
+// no system call per buffer), and any record the mapping path does not take
+// as ordinary (longer than the snapshot length, cut by the end of the file)
+// goes to libpcap, so both paths give the same frames and the same errors
+// (net/README.md, "Reading captures").
 //
 // Link types: Ethernet (DLT_EN10MB) is handed over as captured. Captures of IP
 // traffic without an Ethernet header (Linux cooked v1/v2 from `tcpdump -i
@@ -27,6 +32,7 @@
 // libpcap's handles, declared at global scope so the members below name them
 // (an unqualified `struct pcap*` member would declare rdmasim::net::pcap).
 struct pcap;
+struct pcap_pkthdr;
 
 namespace rdmasim::net {
 
@@ -41,6 +47,9 @@ struct PcapOpenOptions {
     std::optional<int> force_fcs_len; // overrides the file's FCS length: 0 or 4
     MacAddress synth_dst_mac = kSynthDstMacDefault;
     MacAddress synth_src_mac = kSynthSrcMacDefault;
+    // Read a classic pcap file's records from a mapping of it (the fast
+    // path); false: libpcap reads every record (the tests compare the two).
+    bool map_file = true;
 };
 
 class PcapFileSource final : public FrameSource {
@@ -94,6 +103,18 @@ private:
     };
 
     PcapFileSource() = default;
+    // Maps a classic pcap file for the fast path; leaves map_ null (libpcap
+    // reads everything) for pcapng, a file that cannot be mapped, or a
+    // magic number libpcap alone knows.
+    void map_classic(int snapshot);
+    // The next record from the mapping: true with its header and bytes, or
+    // false when libpcap must read it (or the file ended: done_ set).
+    bool next_mapped(pcap_pkthdr& hdr, const std::uint8_t*& data) noexcept;
+    // The next record through libpcap, from map_offset_ when mapped: 1, or
+    // libpcap's return code.
+    int next_libpcap(pcap_pkthdr*& hdr, const std::uint8_t*& data) noexcept;
+    // One record's frame into `out`; false when the record is skipped.
+    bool take(const pcap_pkthdr& hdr, const std::uint8_t* data, Frame& out) noexcept;
     // Builds the Ethernet frame for one record in scratch_; false when the
     // record carries nothing an Ethernet NIC could have received.
     bool synthesize(std::uint32_t caplen, std::uint32_t wire_len, const std::uint8_t* data,
@@ -108,6 +129,12 @@ private:
     Link link_ = Link::ethernet;
     MacAddress synth_dst_{};
     MacAddress synth_src_{};
+    const std::uint8_t* map_ = nullptr; // the whole file, classic pcap only
+    std::size_t map_len_ = 0;
+    std::size_t map_offset_ = 0;        // of the next record
+    std::uint32_t map_snapshot_ = 0;    // longer records go to libpcap
+    bool map_swapped_ = false;          // the file's byte order is not ours
+    bool map_nano_ = false;             // nanosecond timestamps
     std::vector<std::uint8_t> scratch_; // synthesized frames; snapshot + 14 bytes, sized at open
     std::uint64_t records_ = 0;         // records libpcap returned, skipped ones included
     long long file_size_ = 0;

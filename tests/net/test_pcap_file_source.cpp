@@ -340,6 +340,83 @@ TEST_CASE("a file cut mid-record ends the source with a read error", "[net][pcap
     }
 }
 
+TEST_CASE("the mapped reader gives what libpcap gives, frames and errors", "[net][pcap_file_source]") {
+    const std::vector<ClassicRecord> ordinary{
+        {1700000000, 1, frame(60, 1), 60}, {1700000000, 999999, frame(1514, 2), 1514},
+        {1700000001, 5, frame(64, 3), 1500}, // cut by the snapshot at capture time
+        {1700000002, 6, frame(80, 4), 70},   // caplen > len (a broken writer)
+        {1700000003, 7, {}, 0}};
+    struct Case {
+        const char* name;
+        Buf file;
+    };
+    const Buf le = classic_pcap(false, kMagicMicro, kLinkEthernet, ordinary);
+    const Buf with_long = classic_pcap(false, kMagicMicro, kLinkEthernet,
+                                       {{0, 0, frame(60, 1), 60}, {0, 1, frame(200, 2), 200},
+                                        {0, 2, frame(60, 3), 60}},
+                                       96); // the second record is longer than the snapshot
+    Buf huge = classic_pcap(false, kMagicMicro, kLinkEthernet, {{0, 0, frame(60, 1), 60}});
+    {
+        Out o{false, {}}; // a record header claiming 300000 captured bytes
+        o.u32(0), o.u32(1), o.u32(300000), o.u32(300000);
+        o.bytes(frame(100, 9));
+        huge.insert(huge.end(), o.b.begin(), o.b.end());
+    }
+    const std::vector<Case> cases{
+        {"little-endian microseconds", le},
+        {"big-endian nanoseconds", classic_pcap(true, kMagicNano, kLinkEthernet | kFcs4, ordinary)},
+        {"a record longer than the snapshot length", with_long},
+        {"a record beyond libpcap's maximum", huge},
+        {"cut inside a record", Buf(le.begin(), le.end() - 10)},
+        {"cut inside a record header", Buf(le.begin(), le.begin() + 24 + 16 + 60 + 7)},
+        {"no records", Buf(le.begin(), le.begin() + 24)},
+    };
+    struct Seen {
+        Buf bytes;
+        std::uint32_t wire_len;
+        std::uint8_t fcs_len;
+        std::uint64_t ts_ns;
+        bool operator==(const Seen&) const = default;
+    };
+    for (const Case& c : cases) {
+        INFO(c.name);
+        TempPath tmp(".pcap");
+        tmp.write(c.file);
+        std::vector<Seen> got[2];
+        std::string error[2];
+        SourceCounters counters[2];
+        for (int mapped = 0; mapped < 2; ++mapped) {
+            PcapOpenOptions o;
+            o.map_file = mapped == 1;
+            auto r = PcapFileSource::open(tmp.str(), o);
+            REQUIRE(r.ok());
+            auto& src = *r.value();
+            Frame f;
+            for (int guard = 0; guard < 100 && !src.exhausted(); ++guard)
+                if (src.next(f)) got[mapped].push_back({bytes_of(f), f.wire_len, f.fcs_len, f.ts_ns});
+            CHECK(src.exhausted());
+            CHECK(src.progress() == 1.0);
+            error[mapped] = src.read_error();
+            counters[mapped] = src.counters();
+        }
+        CHECK(got[1] == got[0]);
+        CHECK(error[1] == error[0]);
+        CHECK(counters[1].frames == counters[0].frames);
+        CHECK(counters[1].bytes == counters[0].bytes);
+        CHECK(counters[1].truncated_records == counters[0].truncated_records);
+    }
+    // The ordinary records, as written (so the comparison is not of two empty lists).
+    TempPath tmp(".pcap");
+    tmp.write(le);
+    auto src = open_ok(tmp);
+    Frame f;
+    REQUIRE(src->next(f));
+    CHECK(f.ts_ns == 1700000000ull * 1000000000 + 1000);
+    REQUIRE(src->next(f));
+    CHECK(f.len == 1514);
+    CHECK(bytes_of(f) == frame(1514, 2));
+}
+
 TEST_CASE("open errors carry errno and libpcap's text", "[net][pcap_file_source]") {
     SECTION("missing file: ENOENT naming the path") {
         const std::string path =
