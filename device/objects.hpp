@@ -190,6 +190,11 @@ struct Qp {
     std::uint32_t max_send_sge = 1;
     std::uint32_t max_inline = 0;
     bool sq_sig_all = false;
+    // The send queue's frame buffer (caps.max_raw_frame bytes, allocated at
+    // creation: ibv_post_send never allocates), and the lock that lets one
+    // thread at a time build frames in it, as mlx5 serialises its SQ.
+    SpinLock send_lock;
+    std::vector<std::uint8_t> send_buf;
     RecvQueue recv;                             // also guards the QP state (post lock)
     ibv_qp_attr attr{}; // what ibv_query_qp reports
     std::atomic<std::uint32_t> flows{0};

@@ -129,6 +129,7 @@ ibv_qp* make_qp(ibv_context* context, ibv_qp_init_attr_ex* attr) noexcept {
             qp->max_send_sge = std::max<std::uint32_t>(attr->cap.max_send_sge, 1);
             qp->max_inline = attr->cap.max_inline_data;
             qp->sq_sig_all = attr->sq_sig_all;
+            qp->send_buf.resize(dev.caps.max_raw_frame);
             datapath::WqSettings offloads;
             offloads.strip_cvlan = create_flags & IBV_QP_CREATE_CVLAN_STRIPPING;
             offloads.scatter_fcs = create_flags & IBV_QP_CREATE_SCATTER_FCS;
@@ -306,13 +307,8 @@ int post_send(ibv_qp* q, ibv_send_wr* wr, ibv_send_wr** bad_wr) noexcept {
         *bad_wr = wr;
         return EINVAL;
     }
-    std::vector<std::uint8_t> frame;
-    try {
-        frame.reserve(dev.caps.max_raw_frame);
-    } catch (...) {
-        *bad_wr = wr;
-        return ENOMEM;
-    }
+    std::lock_guard send_lock(qp.send_lock);
+    std::uint8_t* const frame = qp.send_buf.data();
     for (; wr != nullptr; wr = wr->next) {
         if (wr->opcode != IBV_WR_SEND || wr->num_sge < 0 ||
             static_cast<std::uint32_t>(wr->num_sge) > qp.max_send_sge ||
@@ -321,12 +317,11 @@ int post_send(ibv_qp* q, ibv_send_wr* wr, ibv_send_wr** bad_wr) noexcept {
             return EINVAL;
         }
         const bool inl = wr->send_flags & IBV_SEND_INLINE;
-        frame.clear();
+        std::size_t len = 0;
         ibv_wc_status status = IBV_WC_SUCCESS;
         for (int i = 0; i < wr->num_sge; ++i) {
             const ibv_sge& s = wr->sg_list[i];
-            if (frame.size() + s.length > dev.caps.max_raw_frame ||
-                (inl && frame.size() + s.length > qp.max_inline)) {
+            if (len + s.length > qp.send_buf.size() || (inl && len + s.length > qp.max_inline)) {
                 *bad_wr = wr;
                 return EINVAL;
             }
@@ -337,15 +332,16 @@ int post_send(ibv_qp* q, ibv_send_wr* wr, ibv_send_wr** bad_wr) noexcept {
                 status = IBV_WC_LOC_PROT_ERR;
                 break;
             }
-            frame.insert(frame.end(), src, src + s.length);
+            if (s.length != 0) std::memcpy(frame + len, src, s.length);
+            len += s.length;
         }
         {
             std::lock_guard lock(dev.port.mutex());
             const std::uint64_t now = dev.port.now_ns();
             if (status == IBV_WC_SUCCESS) {
                 net::Frame f;
-                f.data = frame.data();
-                f.len = f.wire_len = static_cast<std::uint32_t>(frame.size());
+                f.data = frame;
+                f.len = f.wire_len = static_cast<std::uint32_t>(len);
                 f.ts_ns = now;
                 dev.port.transmit(f, &qp); // loops back to flows, then to the port's sinks
             }
@@ -355,7 +351,7 @@ int post_send(ibv_qp* q, ibv_send_wr* wr, ibv_send_wr** bad_wr) noexcept {
                 cqe.status = static_cast<std::uint8_t>(status);
                 cqe.opcode = IBV_WC_SEND;
                 cqe.qp_num = q->qp_num;
-                cqe.byte_len = static_cast<std::uint32_t>(frame.size());
+                cqe.byte_len = static_cast<std::uint32_t>(len);
                 cqe.timestamp_ns = now;
                 (void)qp.send_cq->ring.push(cqe);
             }
