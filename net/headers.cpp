@@ -7,14 +7,8 @@ namespace rdmasim::net {
 
 namespace {
 
-std::uint16_t load_be16(const std::uint8_t* p) noexcept {
-    return static_cast<std::uint16_t>((p[0] << 8) | p[1]);
-}
-
-// True when [offset, offset + len) lies inside `frame` (overflow-safe).
-bool fits(Bytes frame, std::size_t offset, std::size_t len) noexcept {
-    return offset <= frame.size() && frame.size() - offset >= len;
-}
+using detail::fits;
+using detail::load_be16;
 
 std::uint16_t fold(std::uint64_t sum) noexcept;
 
@@ -55,121 +49,8 @@ std::uint16_t fold(std::uint64_t sum) noexcept {
 
 } // namespace
 
-std::optional<EthernetView> EthernetView::at(Bytes frame) noexcept {
-    if (frame.size() < kEthHeaderLen) return std::nullopt;
-    return EthernetView(frame.data());
-}
-
-std::uint16_t EthernetView::ether_type() const noexcept {
-    return load_be16(p_ + 12);
-}
-
-std::optional<VlanView> VlanView::at(Bytes frame, std::size_t offset) noexcept {
-    if (!fits(frame, offset, kVlanTagLen)) return std::nullopt;
-    return VlanView(frame.data() + offset);
-}
-
-std::uint16_t VlanView::tci() const noexcept {
-    return load_be16(p_);
-}
-std::uint16_t VlanView::inner_ether_type() const noexcept {
-    return load_be16(p_ + 2);
-}
-
-std::optional<Ipv4View> Ipv4View::at(Bytes frame, std::size_t offset) noexcept {
-    if (!fits(frame, offset, 20)) return std::nullopt;
-    const std::uint8_t* p = frame.data() + offset;
-    const std::size_t ihl = p[0] & 0x0f;
-    if ((p[0] >> 4) != 4 || ihl < 5 || !fits(frame, offset, ihl * 4)) return std::nullopt;
-    return Ipv4View(p);
-}
-
-std::size_t Ipv4View::header_len() const noexcept {
-    return static_cast<std::size_t>(p_[0] & 0x0f) * 4;
-}
-std::uint16_t Ipv4View::total_len() const noexcept {
-    return load_be16(p_ + 2);
-}
-std::uint8_t Ipv4View::tos() const noexcept {
-    return p_[1];
-}
-std::uint8_t Ipv4View::ttl() const noexcept {
-    return p_[8];
-}
-std::uint8_t Ipv4View::protocol() const noexcept {
-    return p_[9];
-}
-std::uint8_t Ipv4View::flags() const noexcept {
-    return static_cast<std::uint8_t>(p_[6] >> 5);
-}
-
-bool Ipv4View::is_fragment() const noexcept {
-    const std::uint16_t word = load_be16(p_ + 6);
-    return (word & 0x2000) != 0 || (word & 0x1fff) != 0; // MF, fragment offset
-}
-
 bool Ipv4View::header_checksum_ok() const noexcept {
     return fold(ones_sum(p_, header_len(), 0)) == 0xffff;
-}
-
-std::optional<Ipv6View> Ipv6View::at(Bytes frame, std::size_t offset) noexcept {
-    if (!fits(frame, offset, 40)) return std::nullopt;
-    const std::uint8_t* p = frame.data() + offset;
-    if ((p[0] >> 4) != 6) return std::nullopt;
-    return Ipv6View(p);
-}
-
-std::uint8_t Ipv6View::traffic_class() const noexcept {
-    return static_cast<std::uint8_t>(((p_[0] & 0x0f) << 4) | (p_[1] >> 4));
-}
-std::uint32_t Ipv6View::flow_label() const noexcept {
-    return (static_cast<std::uint32_t>(p_[1] & 0x0f) << 16) |
-           (static_cast<std::uint32_t>(p_[2]) << 8) | p_[3];
-}
-std::uint16_t Ipv6View::payload_len() const noexcept {
-    return load_be16(p_ + 4);
-}
-std::uint8_t Ipv6View::next_header() const noexcept {
-    return p_[6];
-}
-std::uint8_t Ipv6View::hop_limit() const noexcept {
-    return p_[7];
-}
-
-std::optional<UdpView> UdpView::at(Bytes frame, std::size_t offset) noexcept {
-    if (!fits(frame, offset, 8)) return std::nullopt;
-    return UdpView(frame.data() + offset);
-}
-
-std::uint16_t UdpView::src_port() const noexcept {
-    return load_be16(p_);
-}
-std::uint16_t UdpView::dst_port() const noexcept {
-    return load_be16(p_ + 2);
-}
-std::uint16_t UdpView::length() const noexcept {
-    return load_be16(p_ + 4);
-}
-std::uint16_t UdpView::checksum() const noexcept {
-    return load_be16(p_ + 6);
-}
-
-std::optional<TcpView> TcpView::at(Bytes frame, std::size_t offset) noexcept {
-    if (!fits(frame, offset, 20)) return std::nullopt;
-    return TcpView(frame.data() + offset);
-}
-
-std::uint16_t TcpView::src_port() const noexcept {
-    return load_be16(p_);
-}
-std::uint16_t TcpView::dst_port() const noexcept {
-    return load_be16(p_ + 2);
-}
-std::uint8_t TcpView::data_offset_words() const noexcept {
-    return p_[12] >> 4;
-}
-std::uint16_t TcpView::checksum() const noexcept {
-    return load_be16(p_ + 16);
 }
 
 ParsedFrame parse_frame(Bytes frame) noexcept {
