@@ -12,7 +12,7 @@ ScatterStatus scatter(const Wqe& wqe, const Sge* sges, const RxImage& image, con
 
     // Check (and translate) every SGE the image touches before writing any.
     constexpr std::uint32_t kMaxSge = 64;
-    std::array<std::uint8_t*, kMaxSge> host{};
+    std::array<std::uint8_t*, kMaxSge> host; // [0, used) set below; not zeroed per frame
     std::uint32_t left = image.byte_len;
     std::uint32_t used = 0;
     for (std::uint32_t i = 0; i < wqe.num_sge && i < kMaxSge && left > 0; ++i) {
