@@ -43,8 +43,7 @@ FrameFaults::~FrameFaults() {
 
 Result<void> FrameFaults::add(const FaultPlan& plan, std::size_t position) {
     const FaultSpec& spec = plan.faults.at(position);
-    const std::uint64_t seed = side_ == Direction::tx ? plan.seed ^ kTxStream : plan.seed;
-    Active a{spec, FaultRng(fault_stream_seed(seed, position)), 0, nullptr};
+    Active a{spec, FaultRng(stream_seed(plan.seed, position, side_)), 0, nullptr};
     if (!spec.filter.empty()) {
         auto prog = compile_filter(spec.filter, spec.column);
         if (!prog) return prog.error();
@@ -52,6 +51,10 @@ Result<void> FrameFaults::add(const FaultPlan& plan, std::size_t position) {
     }
     faults_.push_back(std::move(a));
     return {};
+}
+
+std::uint64_t FrameFaults::stream_seed(std::uint64_t seed, std::size_t position, Direction side) noexcept {
+    return fault_stream_seed(side == Direction::tx ? seed ^ kTxStream : seed, position);
 }
 
 FrameFaults::Owned FrameFaults::copy(const net::Frame& f) {
@@ -84,7 +87,11 @@ bool FrameFaults::apply(const net::Frame& in) {
         if (owned) cur.frame.data = cur.bytes.data();
         if (!fires(a, owned ? cur.frame : in)) continue;
         ++injected_[static_cast<std::size_t>(a.spec.kind)];
-        if (trace_) trace_->fault(device_, fault_kind_name(a.spec.kind), frames_);
+        if (trace_)
+            trace_->fault(device_, fault_kind_name(a.spec.kind), frames_,
+                          !is_frame_fault(a.spec.kind)  ? ""
+                          : side_ == Direction::tx ? "\"dir\":\"tx\""
+                                                   : "\"dir\":\"rx\"");
         if (!is_frame_fault(a.spec.kind)) {
             const Effect e = hook_ ? hook_(a.spec) : Effect::none;
             if (e == Effect::none) continue;
@@ -108,7 +115,7 @@ bool FrameFaults::apply(const net::Frame& in) {
         net::Frame& f = cur.frame;
         switch (a.spec.kind) {
         case FaultKind::drop:
-            f.lost = true; // the port counts it, as fault_drops
+            f.lost = true; // counted by the owner: the port (rx), the FaultySink (tx)
             break;
         case FaultKind::corrupt_fcs: {
             // A frame that carries its FCS gets a wrong one; one that does

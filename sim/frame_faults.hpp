@@ -46,7 +46,7 @@ public:
 
     // For device `device`'s `side` (rx or tx): its own streams per side, so
     // the two sides of a dir=both item draw independently. `trace`, when
-    // not null, hears of every fault that fires.
+    // not null, hears of every fault that fires (frame faults with "dir").
     FrameFaults(std::uint32_t device, Direction side, Trace* trace = nullptr, Hook hook = {});
     ~FrameFaults();
     FrameFaults(const FrameFaults&) = delete;
@@ -57,6 +57,12 @@ public:
     // hook when they fire.
     Result<void> add(const FaultPlan& plan, std::size_t position);
     [[nodiscard]] std::size_t size() const noexcept { return faults_.size(); }
+    // The stream of the plan's item at `position` on `side`: the receive
+    // side's is fault_stream_seed(seed, position); the transmit side's mixes
+    // the seed with a constant first, so neither side's draws depend on the
+    // other's frames.
+    [[nodiscard]] static std::uint64_t stream_seed(std::uint64_t seed, std::size_t position,
+                                                   Direction side) noexcept;
 
     // One frame in. `lost`: it is gone before any fault (a port down, a dead
     // device) and only keeps its place. False when no fault fired and
@@ -69,6 +75,7 @@ public:
     void flush();
     // Frames held back (reordered or delayed) that no pop() hands over yet.
     [[nodiscard]] bool holding() const noexcept { return !held_.empty(); }
+    [[nodiscard]] std::size_t held() const noexcept { return held_.size(); }
     // Nothing queued at all: pop() is false until the next offer().
     [[nodiscard]] bool empty() const noexcept { return ready_.empty() && held_.empty(); }
     [[nodiscard]] std::uint64_t offered() const noexcept { return frames_; }
