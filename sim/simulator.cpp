@@ -15,6 +15,7 @@
 #include "net/memory_source.hpp"
 #include "net/vde_wire.hpp"
 #include "sim/device_io.hpp"
+#include "sim/faulty_sink.hpp"
 #include "sim/faulty_source.hpp"
 #include "sim/verb_faults.hpp"
 #include "sim/logging.hpp"
@@ -40,7 +41,7 @@ namespace {
 // A plan item nothing injects yet is refused, never silently ignored.
 Result<void> check_injectable(const FaultPlan& plan) {
     for (const FaultSpec& f : plan.faults) {
-        if (is_frame_fault(f.kind) && f.dir == Direction::rx) continue;
+        if (is_frame_fault(f.kind)) continue;
         if (f.kind == FaultKind::wq_fatal || f.kind == FaultKind::port_down ||
             f.kind == FaultKind::device_fatal)
             continue;
@@ -49,8 +50,7 @@ Result<void> check_injectable(const FaultPlan& plan) {
         return make_error(ENOTSUP, fmt::format("fault plan, column {}: {}{} is not injected yet "
                                                "(sim/README.md, \"Fault injection\")",
                                                f.column, fault_kind_name(f.kind),
-                                               is_frame_fault(f.kind)          ? " on the transmit side"
-                                               : f.kind == FaultKind::cq_overrun ? " by qp" : ""));
+                                               f.kind == FaultKind::cq_overrun ? " by qp" : ""));
     }
     return {};
 }
@@ -83,6 +83,15 @@ Result<std::unique_ptr<Simulator>> Simulator::create(const Config& config, const
     auto sim = create(config, std::move(sources));
     if (!sim) return sim;
     Simulator& s = *sim.value();
+    // Transmit-side faults (sim/README.md, "Fault injection"): one FaultySink
+    // in front of all of a device's sinks, so every sink gets the same frames.
+    for (std::uint32_t i = 0; i < config.devices; ++i) {
+        if (sinks[i].empty() || !FaultySink::wanted(config.fault_plan, i)) continue;
+        auto faulty = FaultySink::wrap(std::move(sinks[i]), config.fault_plan, i, s.trace_.get());
+        if (!faulty) return faulty.error();
+        s.faulty_sinks_[i] = faulty.value().get();
+        sinks[i] = {std::shared_ptr<net::FrameSink>(std::move(faulty.value()))};
+    }
     for (std::uint32_t i = 0; i < config.devices; ++i) {
         std::lock_guard lock(s.devices_[i]->port.mutex());
         for (auto& sink : sinks[i]) s.devices_[i]->port.attach_sink(*sink);
@@ -120,6 +129,7 @@ Result<std::unique_ptr<Simulator>> Simulator::create(
             sources[i] = std::move(wrapped.value());
         }
         sim->faulty_.push_back(faulty);
+        sim->faulty_sinks_.push_back(nullptr);
         auto verb_faults = std::make_unique<VerbFaults>(config.fault_plan, i, sim->trace_.get());
         if (sim->trace_) dev->trace = sim->trace_->hook(i);
         if (verb_faults->empty()) verb_faults.reset();
@@ -167,6 +177,7 @@ Simulator::~Simulator() {
     for (auto& engine : engines_) engine->stop();
     for (std::size_t i = 0; i < sinks_.size(); ++i) {
         std::lock_guard lock(devices_[i]->port.mutex());
+        if (faulty_sinks_[i]) faulty_sinks_[i]->flush(); // what it holds back still goes out
         for (auto& sink : sinks_[i]) devices_[i]->port.detach_sink(*sink);
     }
     for (auto& dev : devices_) {
@@ -192,8 +203,17 @@ const datapath::RxCounters* Simulator::queue_counters(std::size_t i,
 FaultCounts Simulator::faults_injected(std::size_t i) const {
     FaultCounts counts(static_cast<std::size_t>(FaultKind::verb_fail) + 1, 0);
     if (faulty_[i]) counts = faulty_[i]->injected();
+    if (faulty_sinks_[i]) {
+        std::lock_guard lock(devices_[i]->port.mutex()); // sends fire them under it
+        const FaultCounts& tx = faulty_sinks_[i]->injected();
+        for (std::size_t k = 0; k < counts.size(); ++k) counts[k] += tx[k];
+    }
     if (verb_faults_[i]) counts[static_cast<std::size_t>(FaultKind::verb_fail)] = verb_faults_[i]->injected();
     return counts;
+}
+
+const TxFaultCounters* Simulator::tx_fault_counters(std::size_t i) const noexcept {
+    return faulty_sinks_[i] ? &faulty_sinks_[i]->counters() : nullptr;
 }
 
 bool Simulator::idle() const noexcept {

@@ -14,6 +14,7 @@
 #include "net/result.hpp"
 #include "sim/config.hpp"
 #include "sim/engine.hpp"
+#include "sim/faulty_sink.hpp"
 #include "sim/faulty_source.hpp"
 #include "sim/trace.hpp"
 #include "sim/verb_faults.hpp"
@@ -55,6 +56,10 @@ public:
     // Faults the plan injected on device i so far, by FaultKind. Read it
     // when the engine is idle or stopped (the engine thread writes it).
     [[nodiscard]] FaultCounts faults_injected(std::size_t i) const;
+    // What device i's transmit-side faults did with the frames its port
+    // sent (readable from any thread), or nullptr when the plan has none
+    // for it or the device has no sink (nothing leaves for a wire).
+    [[nodiscard]] const TxFaultCounters* tx_fault_counters(std::size_t i) const noexcept;
     // Logs what wires and links lost (frames a peer refused, a full link
     // queue) as warnings, or their counts at info level. Call it while the
     // logger lives (the drop-in library does at exit).
@@ -70,6 +75,7 @@ private:
     std::vector<std::unique_ptr<device::Device>> devices_;
     std::vector<std::unique_ptr<Engine>> engines_;
     std::vector<const FaultySource*> faulty_; // per device, null without frame faults
+    std::vector<FaultySink*> faulty_sinks_;   // per device, null without tx faults (owned by sinks_)
     std::vector<std::unique_ptr<VerbFaults>> verb_faults_; // per device, null without verb-fail
     std::unique_ptr<Trace> trace_;                         // with --trace
     // Attached to devices_[i]'s port; detached before the devices go.

@@ -10,7 +10,7 @@
 
 #include "device/verb_faults.hpp"
 #include "sim/fault_plan.hpp"
-#include "sim/faulty_source.hpp"
+#include "sim/fault_rng.hpp"
 #include "sim/trace.hpp"
 
 namespace rdmasim::sim {
