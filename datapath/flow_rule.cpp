@@ -1,6 +1,7 @@
 #include "datapath/flow_rule.hpp"
 
 #include <cstddef>
+#include <cstring>
 
 namespace rdmasim::datapath {
 
@@ -10,18 +11,36 @@ template <class T> bool under_mask(T got, T value, T mask) noexcept {
     return ((got ^ value) & mask) == 0;
 }
 
+// Fixed-size byte compares, a word at a time (N is 4, 6 or 16: unrolled).
+template <class W> W load(const std::uint8_t* p) noexcept {
+    W w;
+    std::memcpy(&w, p, sizeof w);
+    return w;
+}
+
 template <std::size_t N>
 bool bytes_under_mask(const std::uint8_t* got, const std::array<std::uint8_t, N>& value,
                       const std::array<std::uint8_t, N>& mask) noexcept {
-    for (std::size_t i = 0; i < N; ++i)
-        if (((got[i] ^ value[i]) & mask[i]) != 0) return false;
-    return true;
+    std::uint64_t diff = 0;
+    std::size_t i = 0;
+    for (; i + 8 <= N; i += 8)
+        diff |= (load<std::uint64_t>(got + i) ^ load<std::uint64_t>(value.data() + i)) &
+                load<std::uint64_t>(mask.data() + i);
+    for (; i + 2 <= N; i += 2)
+        diff |= static_cast<std::uint16_t>((load<std::uint16_t>(got + i) ^
+                                            load<std::uint16_t>(value.data() + i)) &
+                                           load<std::uint16_t>(mask.data() + i));
+    for (; i < N; ++i) diff |= (got[i] ^ value[i]) & mask[i];
+    return diff == 0;
 }
 
 template <std::size_t N> bool all_zero(const std::array<std::uint8_t, N>& a) noexcept {
-    for (const std::uint8_t b : a)
-        if (b != 0) return false;
-    return true;
+    std::uint64_t any = 0;
+    std::size_t i = 0;
+    for (; i + 8 <= N; i += 8) any |= load<std::uint64_t>(a.data() + i);
+    for (; i + 2 <= N; i += 2) any |= load<std::uint16_t>(a.data() + i);
+    for (; i < N; ++i) any |= a[i];
+    return any == 0;
 }
 
 bool eth_matches(const FlowRule& rule, net::Bytes frame, const net::ParsedFrame& parsed) noexcept {
