@@ -8,11 +8,14 @@ same machine noise), RUNS times each, and prints: case, workload, rdmasim
 median, spread (min-max of the runs), baseline median, ratio, target, met.
 See tests/bench/RESULTS.md for what each case measures and the last figures.
 
-usage: bench.py [--quick] [--build DIR] [--runs N] [--json FILE] [--base REV]
-                [--perf CASE] [--keep DIR] [CASE...]
+usage: bench.py [--quick] [--build DIR] [--runs N] [--clock cpu|wall] [--json FILE]
+                [--markdown FILE] [--base REV] [--jobs N] [--perf CASE] [--keep DIR] [CASE...]
   CASE     a target number (1..8, every row of it), a row (1, 1b, 6c, ...),
            or 'ref' (tcpdump); default: all
   --quick  fewer frames and 3 runs (under 2 minutes)
+  --clock  what times single-threaded cases: their CPU time (user + system,
+           the default: on a shared machine wall time measures the
+           scheduler), or wall time
   --base   the commit case 8 (and 7c's baseline) is built from, once, into
            build-bench-base/ (default 239959b: before any fault injection)
   --perf   run CASE's rdmasim command under `perf record` and print the top
@@ -22,6 +25,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import resource
 import shutil
 import statistics
@@ -400,16 +404,19 @@ class Suite:
             lost = sum(r["frames"] - r["delivered"] for r in t["sim"])
             dropped = sum(r["dropped"] for r in t["sim"])
             workload = f"thread engine at 100 kpps ({frames // 1000}k x 64 B), frame due -> completion polled"
+            entry = lambda k: statistics.median(r[k] for r in t["sim"])
             if "7a" in wanted:
                 self.add(Row("7a", workload + ": p50", "us", [r["p50_us"] for r in t["sim"]],
-                             note=f"frames not delivered, all runs: {lost} (port drops {dropped})",
-                             decimals=2))
+                             note=f"of which the engine's lateness entering the port, p50: "
+                                  f"{entry('entry_p50_us'):.2f} us; frames not delivered, all runs: "
+                                  f"{lost} (port drops {dropped})", decimals=2))
             if "7b" in wanted:
                 p99 = [r["p99_us"] for r in t["sim"]]
                 self.add(Row("7b", workload + ": p99", "us", p99, target="< 20 us",
                              met=statistics.median(p99) < 20, decimals=2,
-                             note=f"max over runs {max(r['max_us'] for r in t['sim']):.0f} us; "
-                                  f"frames not delivered, all runs: {lost} (port drops {dropped})"))
+                             note=f"the engine's lateness entering the port, p99: "
+                                  f"{entry('entry_p99_us'):.2f} us; max over runs "
+                                  f"{max(r['max_us'] for r in t['sim']):.0f} us"))
         if "7c" in wanted:
             path, frames = self.capture("c64")
             args = ["--engine", "thread", "--wqs", "8", "--ring", "1024"]
@@ -496,7 +503,9 @@ class Suite:
         report = subprocess.run([perf, "report", "-i", data, "--stdio", "--no-children",
                                  "--percent-limit", "1", "-g", "none", "--sort", "dso,symbol"],
                                 check=True, capture_output=True, text=True).stdout
-        lines = [l for l in report.splitlines() if l.strip() and not l.startswith("#")]
+        # `-g none` leaves empty columns ("-") at the end of each line.
+        lines = [re.sub(r"(\s+-)+\s*$", "", l) for l in report.splitlines()
+                 if l.strip() and not l.startswith("#")]
         print(f"perf report (self time, >= 1%): {' '.join(cmd)}")
         print("\n".join(lines[:40]))
 
@@ -540,6 +549,19 @@ def table(rows, wrap=50):
     return "\n".join(out)
 
 
+def markdown(rows):
+    """The rows as a Markdown table (for tests/bench/RESULTS.md), notes in the workload cell."""
+    head = ["case", "workload", "rdmasim (median)", "spread (min-max)", "baseline (median)",
+            "ratio", "target", "met"]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        c = r.cells()
+        if r.note:
+            c[1] += f" ({r.note})"
+        out.append("| " + " | ".join(v.replace("|", "\\|") for v in c) + " |")
+    return "\n".join(out) + "\n"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("cases", nargs="*", metavar="CASE")
@@ -551,6 +573,7 @@ def main():
     ap.add_argument("--json", metavar="FILE")
     ap.add_argument("--base", default="239959b")
     ap.add_argument("--jobs", type=int, help="ninja -j for the --base build")
+    ap.add_argument("--markdown", metavar="FILE", help="also write the table as Markdown")
     ap.add_argument("--perf", metavar="CASE")
     ap.add_argument("--keep", metavar="DIR", help="write the captures here and keep them")
     a = ap.parse_args()
@@ -593,6 +616,9 @@ def main():
           f"{info['load_after']:.2f} after; {info['seconds']} s")
     print(f"times of single-threaded cases (1, 2, 3, 5, 8): {CLOCKS[a.clock]}")
     print(table(s.rows))
+    if a.markdown:
+        with open(a.markdown, "w") as f:
+            f.write(markdown(s.rows))
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"machine": info, "quick": a.quick, "runs": s.runs, "clock": a.clock,

@@ -17,7 +17,9 @@
 //       (`speed=original`); the receiver busy-polls and takes, per frame,
 //       the time from when the frame was due to when its completion was
 //       polled. JSON: frames, offered, dropped (the port's drops, e.g. no
-//       WQE posted in time), delivered, p50_us, p99_us, max_us.
+//       WQE posted in time), delivered, p50_us, p99_us, max_us, and the
+//       engine's share: how late frames entered the port (entry_p50_us,
+//       entry_p99_us, from Engine::pacing_stats).
 #include <dlfcn.h>
 #include <pcap/pcap.h>
 
@@ -241,6 +243,10 @@ int latency(const char* file, std::uint64_t count, std::uint64_t gap_ns, std::ui
     }
     const std::uint64_t offered = s.sim->port_counters(0).frames.get();
     const std::uint64_t dropped = s.sim->port_counters(0).drops_total();
+    // The engine's own part: how late frames entered the port.
+    const auto& pacing = s.sim->engine(0).pacing_stats();
+    const double entry_p50 = static_cast<double>(pacing.quantile_ns(0.5)) / 1e3;
+    const double entry_p99 = static_cast<double>(pacing.quantile_ns(0.99)) / 1e3;
     close(s);
     std::sort(l.ns.begin(), l.ns.end());
     auto pct = [&](double p) {
@@ -249,9 +255,11 @@ int latency(const char* file, std::uint64_t count, std::uint64_t gap_ns, std::ui
         return l.ns[at] / 1e3;
     };
     std::printf("{\"frames\": %llu, \"offered\": %llu, \"dropped\": %llu, \"delivered\": %zu, "
-                "\"p50_us\": %.2f, \"p99_us\": %.2f, \"max_us\": %.2f}\n",
+                "\"p50_us\": %.2f, \"p99_us\": %.2f, \"max_us\": %.2f, \"entry_p50_us\": %.2f, "
+                "\"entry_p99_us\": %.2f}\n",
                 static_cast<unsigned long long>(count), static_cast<unsigned long long>(offered),
-                static_cast<unsigned long long>(dropped), l.ns.size(), pct(0.5), pct(0.99), pct(1.0));
+                static_cast<unsigned long long>(dropped), l.ns.size(), pct(0.5), pct(0.99), pct(1.0),
+                entry_p50, entry_p99);
     return 0;
 }
 
