@@ -129,7 +129,7 @@ class Row:
             base_text = f"{self.num(base)} {self.unit}".strip()
             if self.baseline_name:
                 base_text += f" ({self.baseline_name})"
-        met = "skip" if self.met == "skip" else {True: "yes", False: "NO", None: "-"}[self.met]
+        met = self.met if self.met in ("skip", "ERROR") else {True: "yes", False: "NO", None: "-"}[self.met]
         return [self.case, self.workload,
                 f"{self.num(self.median())} {self.unit}".strip() if self.sim else "",
                 spread(self.sim, self.num) if len(self.sim) > 1 else "", base_text,
@@ -466,13 +466,13 @@ class Suite:
             ratio = now / statistics.median(t["base"])
             self.add(Row("8a", f"replay {frames // 1000}k x 64 B, {' '.join(FLAGS)}, no fault plan",
                          "ms", t["now"], f"{self.a.base} build", t["base"], ratio=ratio,
-                         target="<= 1.02 (noise)", met=ratio <= 1.02,
+                         target="<= 1.05 (noise)", met=ratio <= 1.05,
                          note="issue 10, acceptance 5: faults cost nothing when no plan is given"))
         if "plan" in t:
             ratio = statistics.median(t["plan"]) / now
             self.add(Row("8b", f"the same with --faults '{NEVER_FIRES}'", "ms", t["plan"],
-                         "no plan", t["now"], ratio=ratio, target="<= 1.02 (noise)",
-                         met=ratio <= 1.02, note="the verb-fail hook's cost on every re-post"))
+                         "no plan", t["now"], ratio=ratio, target="<= 1.05 (noise)",
+                         met=ratio <= 1.05, note="the verb-fail hook's cost on every re-post"))
 
     # --- perf ---
 
@@ -591,6 +591,7 @@ def main():
             s.perf(a.perf)
             return 0
         info = machine()
+        failed = False
         t0 = time.monotonic()
         for number, method in (("1", lambda: s.case1(wanted)), ("2", s.case2), ("3", s.case3),
                                ("4", s.case4), ("5", s.case5), ("6", lambda: s.case6(wanted)),
@@ -607,6 +608,10 @@ def main():
             except Skip as e:
                 for r in mine:
                     s.add(Row(r, "", "", met="skip", note=str(e)))
+            except RuntimeError as e:  # a command failed: say which, go on with the others
+                failed = True
+                log(f"case {number} failed: {e}")
+                s.add(Row(number, "", "", met="ERROR", note=str(e)[:300]))
             log(f"case {number}: {time.monotonic() - c0:.1f} s")
         info["load_after"] = os.getloadavg()[0]
         info["seconds"] = round(time.monotonic() - t0, 1)
@@ -623,7 +628,7 @@ def main():
         with open(a.json, "w") as f:
             json.dump({"machine": info, "quick": a.quick, "runs": s.runs, "clock": a.clock,
                        "rows": [r.as_json() for r in s.rows]}, f, indent=1)
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
