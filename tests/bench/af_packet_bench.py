@@ -1,16 +1,20 @@
 #!/usr/bin/python3
-"""Live-interface receive benchmark (issue 9, acceptance 4): rdmasim's
-AF_PACKET TPACKET_V3 ring source against a plain recvfrom(2) loop, on the
-same veth, inside a network namespace of its own.
+"""Live-interface receive benchmark (issue 9, acceptance 4; issue 11, target
+4): rdmasim's AF_PACKET TPACKET_V3 ring source against a bare TPACKET_V3
+ring loop and a plain recvfrom(2) loop, on the same veth, inside a network
+namespace of its own.
 
 The sender (packet_blast, sendmmsg on an AF_PACKET socket, in the namespace)
 sends FRAMES frames of SIZE bytes out of the peer end as fast as it can; the
-receiver (live_rx ring | recvfrom) takes them on this end and copies each
-once. Per run and receiver: frames received, frames/s (first to last frame),
-receiver CPU (user + system) per frame, frames lost (kernel drops). The two
-receivers alternate, RUNS times each; medians are printed.
+receiver (live_rx ring | tpacket | recvfrom) takes them on this end and
+copies each once. Per run and receiver: frames received, frames/s (first to
+last frame), receiver CPU (user + system) per frame, frames lost (kernel
+drops). The receivers take turns (the order rotates each run), RUNS times
+each; medians are printed, and with --json written to FILE as
+{receiver: {"received", "frames_per_s", "cpu_ns_per_frame", "lost", and
+the per-run "frames_per_s_runs", "cpu_ns_per_frame_runs"}}.
 
-usage: af_packet_bench.py LIVE_RX PACKET_BLAST [--frames N] [--runs R] [--size B]
+usage: af_packet_bench.py LIVE_RX PACKET_BLAST [--frames N] [--runs R] [--size B] [--json FILE]
 Needs root (network namespaces, packet sockets): exit 77 otherwise.
 """
 import argparse
@@ -78,12 +82,14 @@ def main():
     ap.add_argument("--frames", type=int, default=2_000_000)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--size", type=int, default=64)
+    ap.add_argument("--json", help="write the medians to this file")
     a = ap.parse_args()
     setup()
-    results = {"ring": [], "recvfrom": []}
+    modes = ["ring", "tpacket", "recvfrom"]
+    results = {m: [] for m in modes}
     try:
         for run in range(a.runs):
-            order = ("ring", "recvfrom") if run % 2 == 0 else ("recvfrom", "ring")
+            order = modes[run % len(modes):] + modes[:run % len(modes)]
             for mode in order:
                 r = one_run(a.live_rx, a.blast, mode, a.frames, a.size)
                 results[mode].append(r)
@@ -100,9 +106,16 @@ def main():
         cpu = statistics.median(r["cpu_s"] * 1e9 / r["frames"] for r in rs if r["frames"])
         got = statistics.median(r["frames"] for r in rs)
         lost = statistics.median(a.frames - r["frames"] for r in rs)
-        med[mode] = fps
+        med[mode] = {"received": got, "frames_per_s": fps, "cpu_ns_per_frame": cpu, "lost": lost,
+                     "cpu_ns_per_frame_runs": [r["cpu_s"] * 1e9 / r["frames"] for r in rs if r["frames"]],
+                     "frames_per_s_runs": [r["frames"] / r["seconds"] for r in rs if r["seconds"] > 0]}
         print(f"  {mode:10} {got:>10.0f} {fps:>12.0f} {cpu:>13.1f} {lost:>9.0f}")
-    print(f"  ring / recvfrom frames/s: {med['ring'] / med['recvfrom']:.2f}")
+    print(f"  ring / recvfrom frames/s: {med['ring']['frames_per_s'] / med['recvfrom']['frames_per_s']:.2f}")
+    print(f"  ring / tpacket CPU per frame: "
+          f"{med['ring']['cpu_ns_per_frame'] / med['tpacket']['cpu_ns_per_frame']:.2f}")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(med, f, indent=1)
     return 0
 
 

@@ -2,10 +2,13 @@
 // FRAMES frames or 1 s without one:
 //   ring      net::AfPacketPort (rdmasim's TPACKET_V3 ring source); poll(2) on
 //             its wait_fd() when the ring is empty
+//   tpacket   a bare TPACKET_V3 ring loop, no library: the ring's geometry
+//             as net::AfPacketOptions' defaults (32 blocks of 256 KiB, 1 ms
+//             retire timeout), poll(2) when the current block is not ready
 //   recvfrom  a plain AF_PACKET socket, one blocking recvfrom(2) per frame,
 //             SO_RCVBUF as large as the ring
 // Each copies every frame once into a 2 KiB buffer, as a receiver must.
-// usage: live_rx ring|recvfrom INTERFACE FRAMES
+// usage: live_rx ring|tpacket|recvfrom INTERFACE FRAMES
 // prints "ready" once bound, then one JSON object: frames, seconds (first to
 // last frame), cpu_s (user + system of this process from the first frame
 // on), kernel_drops.
@@ -14,6 +17,7 @@
 #include <linux/if_packet.h>
 #include <net/if.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -83,6 +87,70 @@ int ring(const char* iface, unsigned long long want, Tally& t, unsigned long lon
     return 0;
 }
 
+int tpacket(const char* iface, unsigned long long want, Tally& t, unsigned long long& drops) {
+    constexpr unsigned kBlock = 1u << 18, kBlocks = 32, kFrame = 2048;
+    const int fd = socket(AF_PACKET, SOCK_RAW, htons(ETH_P_ALL));
+    if (fd < 0) {
+        std::perror("live_rx: socket");
+        return 1;
+    }
+    const int version = TPACKET_V3;
+    tpacket_req3 req{};
+    req.tp_block_size = kBlock;
+    req.tp_block_nr = kBlocks;
+    req.tp_frame_size = kFrame;
+    req.tp_frame_nr = kBlock / kFrame * kBlocks;
+    req.tp_retire_blk_tov = 1;
+    if (setsockopt(fd, SOL_PACKET, PACKET_VERSION, &version, sizeof version) != 0 ||
+        setsockopt(fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof req) != 0) {
+        std::perror("live_rx: TPACKET_V3 ring");
+        return 1;
+    }
+    auto* ring = static_cast<std::uint8_t*>(mmap(nullptr, std::size_t{kBlock} * kBlocks,
+                                                 PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+                                                 fd, 0));
+    if (ring == MAP_FAILED) {
+        std::perror("live_rx: mmap");
+        return 1;
+    }
+    sockaddr_ll addr{};
+    addr.sll_family = AF_PACKET;
+    addr.sll_protocol = htons(ETH_P_ALL);
+    addr.sll_ifindex = static_cast<int>(if_nametoindex(iface));
+    if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+        std::perror("live_rx: bind");
+        return 1;
+    }
+    std::printf("ready\n");
+    std::fflush(stdout);
+    unsigned block = 0;
+    while (t.frames < want) {
+        auto* b = reinterpret_cast<tpacket_block_desc*>(ring + std::size_t{block} * kBlock);
+        if ((__atomic_load_n(&b->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER) == 0) {
+            pollfd pfd{fd, POLLIN, 0};
+            if (poll(&pfd, 1, 1000) == 0 && t.frames != 0) break; // 1 s quiet
+            continue;
+        }
+        auto* h = reinterpret_cast<tpacket3_hdr*>(reinterpret_cast<std::uint8_t*>(b) +
+                                                  b->hdr.bh1.offset_to_first_pkt);
+        for (unsigned i = 0; i < b->hdr.bh1.num_pkts; ++i) {
+            t.take(reinterpret_cast<const unsigned char*>(h) + h->tp_mac, h->tp_snaplen);
+            h = reinterpret_cast<tpacket3_hdr*>(reinterpret_cast<std::uint8_t*>(h) +
+                                                h->tp_next_offset);
+        }
+        __atomic_store_n(&b->hdr.bh1.block_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+        block = (block + 1) % kBlocks;
+    }
+    t.done();
+    tpacket_stats_v3 st{};
+    socklen_t len = sizeof st;
+    getsockopt(fd, SOL_PACKET, PACKET_STATISTICS, &st, &len);
+    drops = st.tp_drops;
+    munmap(ring, std::size_t{kBlock} * kBlocks);
+    close(fd);
+    return 0;
+}
+
 int plain(const char* iface, unsigned long long want, Tally& t, unsigned long long& drops) {
     const int fd = socket(AF_PACKET, SOCK_RAW, htons(ETH_P_ALL));
     if (fd < 0) {
@@ -126,15 +194,17 @@ int plain(const char* iface, unsigned long long want, Tally& t, unsigned long lo
 } // namespace
 
 int main(int argc, char** argv) {
-    if (argc != 4 || (std::strcmp(argv[1], "ring") != 0 && std::strcmp(argv[1], "recvfrom") != 0)) {
-        std::fprintf(stderr, "usage: %s ring|recvfrom INTERFACE FRAMES\n", argv[0]);
+    const std::string mode = argc == 4 ? argv[1] : "";
+    if (mode != "ring" && mode != "tpacket" && mode != "recvfrom") {
+        std::fprintf(stderr, "usage: %s ring|tpacket|recvfrom INTERFACE FRAMES\n", argv[0]);
         return 2;
     }
     const unsigned long long want = std::strtoull(argv[3], nullptr, 10);
     Tally t;
     unsigned long long drops = 0;
-    const int rc = std::strcmp(argv[1], "ring") == 0 ? ring(argv[2], want, t, drops)
-                                                     : plain(argv[2], want, t, drops);
+    const int rc = mode == "ring"      ? ring(argv[2], want, t, drops)
+                   : mode == "tpacket" ? tpacket(argv[2], want, t, drops)
+                                       : plain(argv[2], want, t, drops);
     if (rc != 0) return rc;
     const double secs = std::chrono::duration<double>(t.last - t.first).count();
     std::printf("{\"frames\": %llu, \"seconds\": %.6f, \"cpu_s\": %.6f, \"kernel_drops\": %llu, "
