@@ -43,6 +43,16 @@ public:
         head_.store(h + 1, std::memory_order_release);
         return true;
     }
+    // Producer, in two steps: the next entry to fill (room() checked by the
+    // caller), written in place, then made visible. Filling the entry where
+    // it lives saves building a Cqe on the stack and copying it, whose
+    // narrow stores the wide loads of the copy cannot forward from.
+    [[nodiscard]] Cqe& next_entry() noexcept {
+        return entries_[head_.load(std::memory_order_relaxed) & mask_];
+    }
+    void publish() noexcept {
+        head_.store(head_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+    }
     // Marks an overflow the producer avoided by not consuming (see room()).
     void mark_overflow() noexcept { overflowed_.store(true, std::memory_order_release); }
     // True once after an overflow: whoever reports IBV_EVENT_CQ_ERR takes it.

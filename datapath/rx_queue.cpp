@@ -56,18 +56,22 @@ RxOutcome RxQueue::deliver(const net::Frame& frame, const net::ParsedFrame& pars
     const Wqe& wqe = ring_.front();
     const auto status = scatter(wqe, ring_.front_sges(), image_, *mrs_, pd_,
                                 settings_.end_padding ? settings_.pad_align : 0);
-    Cqe cqe;
+    Cqe& cqe = cq_->next_entry(); // room was checked above
     cqe.wr_id = wqe.wr_id;
     cqe.timestamp_ns = now_ns;
     cqe.qp_num = qp_num_;
     cqe.opcode = IBV_WC_RECV;
+    cqe.vendor_err = 0;
+    cqe.byte_len = 0;
+    cqe.cvlan = 0;
+    cqe.wc_flags = 0;
     switch (status) {
     case ScatterStatus::ok:
         cqe.status = IBV_WC_SUCCESS;
         cqe.byte_len = image_.byte_len;
         cqe.cvlan = image_.cvlan;
         if (settings_.ip_csum && net::ip_checksums_ok(frame.payload(), parsed))
-            cqe.wc_flags |= IBV_WC_IP_CSUM_OK;
+            cqe.wc_flags = IBV_WC_IP_CSUM_OK;
         out.fate = Fate::delivered;
         out.byte_len = image_.byte_len;
         break;
@@ -86,7 +90,7 @@ RxOutcome RxQueue::deliver(const net::Frame& frame, const net::ParsedFrame& pars
         break;
     }
     ring_.pop();
-    (void)cq_->push(cqe); // room was checked above
+    cq_->publish();
     return out;
 }
 
