@@ -3,7 +3,8 @@
 // (frames dropped as rx_out_of_buffer, WQEs kept, the hw_counters file),
 // cqe-error (the completion's status, the queue in ERR, the rest flushed),
 // delay-drop-timeout (held frames dropped now, delay drop re-armed or not),
-// and qp= targets on a raw-packet QP (IBV_EVENT_QP_FATAL, IBV_EVENT_CQ_ERR).
+// qp= targets on a raw-packet QP (IBV_EVENT_QP_FATAL, IBV_EVENT_CQ_ERR), and
+// the sysfs port state under port-down.
 // Each fires counted in frames from the device's source, so the inline
 // engine makes it exact, and the same plan gives the same run twice.
 #include <catch2/catch.hpp>
@@ -360,6 +361,24 @@ TEST_CASE("qp= targets: cq-overrun, out-of-buffer and cqe-error on a raw QP", "[
         CHECK(injected(fx, FaultKind::wq_fatal) == 1);
         CHECK_FALSE(next_event(fx.ctx).has_value());
     }
+}
+
+TEST_CASE("port-down: the emulated sysfs port state follows ibv_query_port", "[device][faults]") {
+    SimFixture fx(Settings{{"faults", "port-down:after=1,frames=2"}, {"burst", "1"}});
+    const auto read = [&](const char* file) {
+        char buf[32] = {};
+        REQUIRE(ibv_read_sysfs_file(fx.ctx->device->ibdev_path, file, buf, sizeof buf) > 0);
+        return std::string(buf);
+    };
+    offer_frames(fx, 3);
+    fx.pump(); // frame 1
+    CHECK(read("ports/1/state") == "4: ACTIVE");
+    fx.pump(); // frame 2: the port goes down
+    CHECK(read("ports/1/state") == "1: DOWN");
+    CHECK(read("ports/1/phys_state") == "3: Disabled");
+    fx.pump_all(); // frame 3 missed: up again
+    CHECK(read("ports/1/state") == "4: ACTIVE");
+    CHECK(read("ports/1/phys_state") == "5: LinkUp");
 }
 
 namespace {
