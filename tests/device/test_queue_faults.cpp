@@ -60,11 +60,10 @@ std::vector<Seen> seen(ibv_cq* cq) {
 }
 
 std::string show(const std::vector<Seen>& v) {
-    std::string s;
+    std::ostringstream s;
     for (const Seen& e : v)
-        s += "(" + std::to_string(e.wr_id) + ", " +
-             ibv_wc_status_str(static_cast<ibv_wc_status>(e.status)) + ") ";
-    return s;
+        s << "(" << e.wr_id << ", " << ibv_wc_status_str(static_cast<ibv_wc_status>(e.status)) << ") ";
+    return s.str();
 }
 
 std::uint64_t queue_drops(SimFixture& fx, std::uint32_t qpn, Drop d) {
