@@ -39,6 +39,7 @@ enum class Drop : std::uint8_t {
     protection_error,    // an SGE failed the MR check (IBV_WC_LOC_PROT_ERR)
     cq_overflow,         // the CQ had no room; the WQE stays posted
     fault_injected,      // dropped by the fault plan
+    cqe_error,           // completed with an error status the fault plan injected (cqe-error)
     discarded,           // held or queued when its WQ, QP or device went away
     count_
 };
@@ -49,7 +50,7 @@ inline constexpr std::size_t kDropKinds = static_cast<std::size_t>(Drop::count_)
         "steering_miss",       "truncated_capture",   "runt_frames",   "fcs_errors",
         "wq_not_ready",        "rx_out_of_buffer",    "delay_drop_timeouts", "delay_drop_overflow",
         "length_errors",       "protection_errors",   "cq_overflow",   "fault_drops",
-        "discarded"};
+        "cqe_errors",          "discarded"};
     return names[static_cast<std::size_t>(d)];
 }
 

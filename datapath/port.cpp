@@ -91,6 +91,8 @@ void Port::check_failed(RxQueue& queue) noexcept {
 RxOutcome Port::deliver(const Target& target, const net::Frame& frame,
                         const net::ParsedFrame& parsed, bool primary) noexcept {
     RxQueue& q = target.queue ? *target.queue : target.rss->pick(frame.payload(), parsed);
+    if (pending_faults_ && primary) [[unlikely]]
+        arm(q);
     RxTally released;
     const RxOutcome out = q.receive(frame, parsed, now_ns_, delay_drop_armed_, primary, released);
     counters_.count(released);
@@ -170,7 +172,29 @@ void Port::transmit(const net::Frame& frame, const void* sender) noexcept {
     for (net::FrameSink* s : sinks_) s->send(frame.payload(), now_ns_);
 }
 
-void Port::service(std::uint64_t now_ns) noexcept {
+void Port::starve_next(std::uint32_t frames) noexcept {
+    starve_next_ = frames > UINT32_MAX - starve_next_ ? UINT32_MAX : starve_next_ + frames;
+    pending_faults_ = true;
+}
+
+void Port::fail_next(std::uint8_t status) noexcept {
+    fail_next_ = status;
+    pending_faults_ = true;
+}
+
+void Port::arm(RxQueue& queue) noexcept {
+    if (starve_next_ != 0) {
+        queue.starve(1);
+        --starve_next_;
+    }
+    if (fail_next_ != 0) {
+        queue.fail_next(fail_next_);
+        fail_next_ = 0;
+    }
+    pending_faults_ = starve_next_ != 0 || fail_next_ != 0;
+}
+
+void Port::service(std::uint64_t now_ns, const RxQueue* expire, bool expire_all) noexcept {
     if (now_ns > now_ns_) now_ns_ = now_ns;
     std::uint64_t next = UINT64_MAX;
     for (RxQueue* q : queues_) {
@@ -178,7 +202,9 @@ void Port::service(std::uint64_t now_ns) noexcept {
         counters_.count(q->release_held(now_ns_));
         check_failed(*q);
         bool timed_out = false;
-        counters_.count(q->expire_held(now_ns_, config_.delay_drop_timeout_ns, timed_out));
+        // An injected timeout (expire_delay_drop) is the natural one with the wait already over.
+        const bool expired = expire_all || q == expire;
+        counters_.count(q->expire_held(now_ns_, expired ? 0 : config_.delay_drop_timeout_ns, timed_out));
         // Hardware leaves delay-drop mode on a timeout; the driver re-arms it at once.
         if (timed_out && !config_.delay_drop_rearm) delay_drop_armed_ = false;
         if (q->has_held()) next = std::min(next, q->oldest_held_ns() + config_.delay_drop_timeout_ns);

@@ -102,7 +102,21 @@ public:
     // Time passes: held frames go to WQEs posted since, delay-drop waits
     // that reached the timeout are dropped (and delay drop is disarmed when
     // the configuration does not re-arm it).
-    void service(std::uint64_t now_ns) noexcept;
+    void service(std::uint64_t now_ns) noexcept { service(now_ns, nullptr, false); }
+
+    // --- injected faults (sim/README.md, "Fault injection") ---
+    // The delay-drop timer of `queue` (nullptr: of every queue) expires now:
+    // service() as if those queues' oldest held frame had waited the timeout
+    // (held frames go to WQEs posted since, the rest are dropped as
+    // delay_drop_timeouts, delay drop is disarmed unless re-armed). A queue
+    // holding nothing has no timer running: nothing happens to it.
+    void expire_delay_drop(const RxQueue* queue) noexcept { service(now_ns_, queue, queue == nullptr); }
+    // The next `frames` frames steered to a queue (the frame's own outcome,
+    // not copies) find that queue's ring empty (RxQueue::starve).
+    void starve_next(std::uint32_t frames) noexcept;
+    // The next frame steered to a queue arms it: the next frame that queue
+    // completes carries `status` (RxQueue::fail_next).
+    void fail_next(std::uint8_t status) noexcept;
 
     // The latest time the port has seen (frames and services).
     [[nodiscard]] std::uint64_t now_ns() const noexcept { return now_ns_; }
@@ -124,12 +138,21 @@ public:
             if (pred(*q)) return q;
         return nullptr;
     }
+    template <class Pred> [[nodiscard]] RxQueue* find_queue_if(Pred pred) {
+        for (RxQueue* q : queues_)
+            if (pred(*q)) return q;
+        return nullptr;
+    }
     [[nodiscard]] bool delay_drop_armed() const noexcept { return delay_drop_armed_; }
 
 private:
     // Hands `frame` to `target`'s queue; returns what became of it.
     RxOutcome deliver(const Target& target, const net::Frame& frame,
                       const net::ParsedFrame& parsed, bool primary) noexcept;
+    // service(); the timeout of `expire` (every queue's, with `expire_all`) is reached now.
+    void service(std::uint64_t now_ns, const RxQueue* expire, bool expire_all) noexcept;
+    // Hands the pending starve_next / fail_next to `queue`.
+    void arm(RxQueue& queue) noexcept;
     // After `queue` took frames: when it stopped on an error, its held frames
     // are discarded, its posted WQEs flushed, and it is recorded.
     void check_failed(RxQueue& queue) noexcept;
@@ -145,6 +168,9 @@ private:
     std::uint64_t now_ns_ = 0;
     std::uint64_t next_deadline_ns_ = UINT64_MAX;
     std::uint64_t next_seq_ = 0;
+    std::uint32_t starve_next_ = 0;   // starve_next: frames still to hand out
+    std::uint8_t fail_next_ = 0;      // fail_next: the status still to hand out, or 0
+    bool pending_faults_ = false;     // either of the two is set
     bool delay_drop_armed_ = true;
 };
 

@@ -34,6 +34,10 @@ RxOutcome RxQueue::receive(const net::Frame& frame, const net::ParsedFrame& pars
         if (!ready_) [[unlikely]] // a released frame stopped the queue
             return counted(RxOutcome::dropped(Drop::wq_not_ready));
     }
+    if (starved_ != 0) [[unlikely]] { // an injected out-of-buffer burst
+        --starved_;
+        return counted(RxOutcome::dropped(Drop::out_of_buffer));
+    }
     if (!hold_.empty() || ring_.empty()) {
         if (settings_.delay_drop && delay_drop_armed && primary) {
             if (hold_.push(frame, parsed, now_ns)) return counted(RxOutcome::held());
@@ -50,6 +54,8 @@ RxOutcome RxQueue::deliver(const net::Frame& frame, const net::ParsedFrame& pars
         cq_->mark_overflow(); // the WQE stays posted; nothing in the CQ is lost
         return RxOutcome::dropped(Drop::cq_overflow);
     }
+    if (fail_status_ != 0) [[unlikely]]
+        return deliver_injected_error(now_ns);
     build_rx_image(frame, parsed, settings_, image_);
     RxOutcome out;
     out.fcs_bad = image_.fcs_bad;
@@ -92,6 +98,29 @@ RxOutcome RxQueue::deliver(const net::Frame& frame, const net::ParsedFrame& pars
     ring_.pop();
     cq_->publish();
     return out;
+}
+
+void RxQueue::starve(std::uint32_t frames) noexcept {
+    starved_ = frames > UINT32_MAX - starved_ ? UINT32_MAX : starved_ + frames;
+}
+
+RxOutcome RxQueue::deliver_injected_error(std::uint64_t now_ns) noexcept {
+    // As the protection error below: an error CQE moves a ConnectX RQ to ERR
+    // (flush_in_error_en), whatever its syndrome; mlx5e recovers its RQs from
+    // local length, protection and QP-operation errors alike
+    // (cqe_syndrome_needs_recover, kernel drivers/net/ethernet/mellanox/mlx5).
+    Cqe cqe;
+    cqe.wr_id = ring_.front().wr_id;
+    cqe.timestamp_ns = now_ns;
+    cqe.qp_num = qp_num_;
+    cqe.opcode = IBV_WC_RECV;
+    cqe.status = fail_status_;
+    fail_status_ = 0;
+    ready_ = false;
+    failed_ = true;
+    ring_.pop();
+    (void)cq_->push(cqe); // the caller checked room
+    return RxOutcome::dropped(Drop::cqe_error);
 }
 
 RxTally RxQueue::release_held(std::uint64_t now_ns) noexcept {

@@ -94,10 +94,23 @@ public:
     [[nodiscard]] bool has_held() const noexcept { return !hold_.empty(); }
     [[nodiscard]] std::uint64_t oldest_held_ns() const noexcept { return hold_.front_arrival_ns(); }
 
+    // Injected faults (sim/README.md, "Fault injection"), under the port lock.
+    // The next `frames` frames the queue receives while ready find its ring
+    // as if it were empty: each is dropped as out_of_buffer, no WQE taken,
+    // whatever delay drop says (never held).
+    void starve(std::uint32_t frames) noexcept;
+    // The next frame the queue completes (a WQE taken) completes with
+    // `status` (an ibv_wc_status), byte_len 0, dropped as cqe_error, and the
+    // queue stops as on a protection error (take_failure). A second call
+    // before that frame replaces the status.
+    void fail_next(std::uint8_t status) noexcept { fail_status_ = status; }
+
 private:
     // Takes the front WQE (or not, on a CQ overflow) and completes it.
     RxOutcome deliver(const net::Frame& frame, const net::ParsedFrame& parsed,
                       std::uint64_t now_ns) noexcept;
+    // Completes the front WQE with the injected status (fail_next).
+    RxOutcome deliver_injected_error(std::uint64_t now_ns) noexcept;
     RxOutcome counted(RxOutcome o) noexcept {
         counters_.count(o);
         return o;
@@ -113,6 +126,8 @@ private:
     std::uint32_t qp_num_ = 0;
     QueueKind kind_ = QueueKind::wq;
     void* owner_ = nullptr;
+    std::uint32_t starved_ = 0;   // frames still to find the ring empty (starve)
+    std::uint8_t fail_status_ = 0; // the next completion's injected status, or 0
     bool ready_ = false;
     bool failed_ = false;
     RxImage image_; // scratch for the frame in flight

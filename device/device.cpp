@@ -127,12 +127,14 @@ void service(Device& dev, std::uint64_t now_ns) noexcept { service_holding(dev, 
 
 namespace {
 
-// The device's WQ number `index` in creation order, or nullptr. Port lock held.
-Wq* find_wq(Device& dev, std::uint32_t index) noexcept {
-    const datapath::RxQueue* rx = dev.port.find_queue_if([index](const datapath::RxQueue& q) {
-        return q.kind() == datapath::QueueKind::wq && static_cast<Wq*>(q.owner())->index == index;
+// The receive queue `target` names, or nullptr. Port lock held.
+datapath::RxQueue* find_rx(Device& dev, const RxTarget& target) noexcept {
+    return dev.port.find_queue_if([&target](const datapath::RxQueue& q) {
+        if (target.wq)
+            return q.kind() == datapath::QueueKind::wq &&
+                   static_cast<Wq*>(q.owner())->index == *target.wq;
+        return q.kind() == datapath::QueueKind::qp && q.qp_num() == target.qp;
     });
-    return rx ? static_cast<Wq*>(rx->owner()) : nullptr;
 }
 
 // A dead device's verbs (inject_device_fatal).
@@ -144,24 +146,39 @@ DeadDevice dead_device;
 
 } // namespace
 
-bool inject_wq_fatal(Device& dev, std::uint32_t index) noexcept {
-    Wq* found = find_wq(dev, index);
-    if (found == nullptr) return false;
-    Wq& wq = *found;
-    {
+bool inject_wq_fatal(Device& dev, const RxTarget& target) noexcept {
+    datapath::RxQueue* rx = find_rx(dev, target);
+    if (rx == nullptr) return false;
+    ibv_async_event ev{};
+    Context* ctx = nullptr;
+    if (rx->kind() == datapath::QueueKind::wq) {
+        Wq& wq = *static_cast<Wq*>(rx->owner());
         std::lock_guard post_lock(wq.recv.post_lock); // lock order: port, then post
         if (wq.ibwq.state == IBV_WQS_RDY) {
             wq.ibwq.state = IBV_WQS_ERR;
             set_rx_state(dev, wq.recv, datapath::QueueState::error);
         }
+        ev.element.wq = &wq.ibwq;
+        ev.event_type = IBV_EVENT_WQ_FATAL;
+        ctx = wq.ctx;
+    } else {
+        // A raw QP's receive queue is an RQ object of its own on mlx5
+        // (create_raw_packet_qp_rq): its catastrophic error reaches the QP's
+        // handler (container_mibqp), which reports WQ_CATAS_ERROR as
+        // IB_EVENT_QP_FATAL (mlx5_ib_qp_event, kernel
+        // drivers/infiniband/hw/mlx5/qp.c). The SQ is another object.
+        Qp& qp = *static_cast<Qp*>(rx->owner());
+        std::lock_guard post_lock(qp.recv.post_lock);
+        if (qp.ibqp.state != IBV_QPS_RESET && !qp.recv.in_error)
+            set_rx_state(dev, qp.recv, datapath::QueueState::error);
+        ev.element.qp = &qp.ibqp;
+        ev.event_type = IBV_EVENT_QP_FATAL;
+        ctx = qp.ctx;
     }
-    // Raised under the port lock: a destroy_wq detaches under it first, so
-    // the WQ is alive here and its destroy sees the event (and forgets it if
-    // unread).
-    ibv_async_event ev{};
-    ev.element.wq = &wq.ibwq;
-    ev.event_type = IBV_EVENT_WQ_FATAL;
-    raise_async_event(*wq.ctx, ev);
+    // Raised under the port lock: destroy_wq and destroy_qp detach under it
+    // first, so the object is alive here and its destroy sees the event (and
+    // forgets it if unread).
+    raise_async_event(*ctx, ev);
     return true;
 }
 
@@ -174,14 +191,49 @@ void set_port_up(Device& dev, bool up) noexcept {
     for (Context* ctx : dev.contexts) raise_async_event(*ctx, ev);
 }
 
-bool inject_cq_overrun(Device& dev, std::optional<std::uint32_t> wq_index) noexcept {
-    if (wq_index) {
-        Wq* wq = find_wq(dev, *wq_index);
-        if (wq == nullptr) return false;
-        wq->cq->ring.mark_overflow();
+bool inject_cq_overrun(Device& dev, const RxTarget& target) noexcept {
+    if (!target.wq && !target.qp) {
+        for (Cq* cq : dev.cqs) cq->ring.mark_overflow();
         return true;
     }
-    for (Cq* cq : dev.cqs) cq->ring.mark_overflow();
+    datapath::RxQueue* rx = find_rx(dev, target);
+    if (rx == nullptr) return false;
+    Cq* cq = rx->kind() == datapath::QueueKind::wq ? static_cast<Wq*>(rx->owner())->cq
+                                                   : static_cast<Qp*>(rx->owner())->recv_cq;
+    cq->ring.mark_overflow();
+    return true;
+}
+
+bool inject_out_of_buffer(Device& dev, const RxTarget& target, std::uint32_t frames) noexcept {
+    if (!target.wq && !target.qp) {
+        dev.port.starve_next(frames);
+        return true;
+    }
+    datapath::RxQueue* rx = find_rx(dev, target);
+    if (rx == nullptr) return false;
+    rx->starve(frames);
+    return true;
+}
+
+bool inject_cqe_error(Device& dev, const RxTarget& target, int status) noexcept {
+    const auto st = static_cast<std::uint8_t>(status);
+    if (!target.wq && !target.qp) {
+        dev.port.fail_next(st);
+        return true;
+    }
+    datapath::RxQueue* rx = find_rx(dev, target);
+    if (rx == nullptr) return false;
+    rx->fail_next(st);
+    return true;
+}
+
+bool inject_delay_drop_timeout(Device& dev, std::optional<std::uint32_t> wq_index) noexcept {
+    const datapath::RxQueue* rx = nullptr;
+    if (wq_index) {
+        rx = find_rx(dev, RxTarget{wq_index, std::nullopt});
+        if (rx == nullptr) return false;
+    }
+    dev.port.expire_delay_drop(rx); // the burst's service hands failed queues and CQ events on
     return true;
 }
 

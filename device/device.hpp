@@ -46,19 +46,40 @@ void set_rx_state(Device& dev, RecvQueue& recv, datapath::QueueState state) noex
 // of a queue whose state it has just set.
 void service(Device& dev, std::uint64_t now_ns) noexcept;
 
-// Injected faults (sim/README.md, "Fault injection"). Caller holds the port lock.
-// The device's WQ number `index` in creation order (Wq::index, from 0) goes
-// to ERR as on a catastrophic error: what was posted is flushed,
-// IBV_EVENT_WQ_FATAL names it. False when that WQ does not exist (any more).
-bool inject_wq_fatal(Device& dev, std::uint32_t index) noexcept;
+// Injected faults (sim/README.md, "Fault injection"). Caller holds the port
+// lock. Each returns false when the queue it names does not exist (any more).
+//
+// The receive queue a fault names: the device's WQ number `wq` in creation
+// order (Wq::index, from 0), or the plain raw-packet QP whose qp_num is `qp`
+// (its own receive queue); neither: what the kind says for "any".
+struct RxTarget {
+    std::optional<std::uint32_t> wq;
+    std::optional<std::uint32_t> qp;
+};
+// The queue goes to ERR as on a catastrophic error: what was posted is
+// flushed. A WQ goes to IBV_WQS_ERR and IBV_EVENT_WQ_FATAL names it; a raw
+// QP's receive queue goes to error (its state and send side untouched, as on
+// a protection error) and IBV_EVENT_QP_FATAL names the QP. Needs a target.
+bool inject_wq_fatal(Device& dev, const RxTarget& target) noexcept;
 // The port goes down (IBV_EVENT_PORT_ERR to every open context, DOWN in
 // ibv_query_port) or back up (IBV_EVENT_PORT_ACTIVE, ACTIVE).
 void set_port_up(Device& dev, bool up) noexcept;
-// The CQ of the device's WQ number `index` (creation order), or with none
-// every CQ of the device, reports an overrun after this burst:
-// IBV_EVENT_CQ_ERR, unless the CQ ignores overruns. False when that WQ does
-// not exist.
-bool inject_cq_overrun(Device& dev, std::optional<std::uint32_t> wq_index) noexcept;
+// The CQ of the target (a WQ's CQ, a raw QP's receive CQ), or with none every
+// CQ of the device, reports an overrun after this burst: IBV_EVENT_CQ_ERR,
+// unless the CQ ignores overruns.
+bool inject_cq_overrun(Device& dev, const RxTarget& target) noexcept;
+// The next `frames` frames the target receives (with none: the next `frames`
+// frames steered to any queue) find its ring empty: dropped as
+// rx_out_of_buffer, no WQE taken, never held.
+bool inject_out_of_buffer(Device& dev, const RxTarget& target, std::uint32_t frames) noexcept;
+// The next frame the target completes (with none: the queue the next frame is
+// steered to) completes with `status` (IBV_WC_LOC_LEN_ERR, IBV_WC_LOC_PROT_ERR,
+// IBV_WC_GENERAL_ERR), counted as cqe_errors; the queue then stops and its
+// owner follows as on a protection error (service).
+bool inject_cqe_error(Device& dev, const RxTarget& target, int status) noexcept;
+// The delay-drop timer of the device's WQ number `wq_index` (none: of every
+// WQ) expires now, through the port's own timeout (Port::expire_delay_drop).
+bool inject_delay_drop_timeout(Device& dev, std::optional<std::uint32_t> wq_index) noexcept;
 // The device dies: IBV_EVENT_DEVICE_FATAL to every open context; from then
 // on every verb that can fail fails with EIO except the destroys (a program
 // must still be able to clean up), ibv_query_port is EIO, and no frame

@@ -173,7 +173,7 @@ int modify_wq(ibv_wq* w, ibv_wq_attr* attr) noexcept {
 void wq_fatal(Wq& wq) noexcept {
     Device& dev = *wq.ctx->device;
     std::lock_guard port_lock(dev.port.mutex());
-    (void)inject_wq_fatal(dev, wq.index);
+    (void)inject_wq_fatal(dev, RxTarget{wq.index, std::nullopt});
 }
 
 int destroy_wq(ibv_wq* w) noexcept {

@@ -34,7 +34,7 @@ constexpr std::array kKinds{
     KindInfo{FaultKind::delay, "delay", "dir, filter, us", false},
     KindInfo{FaultKind::out_of_buffer, "out-of-buffer", "wq, qp, frames", false},
     KindInfo{FaultKind::cqe_error, "cqe-error", "wq, qp, status", false},
-    KindInfo{FaultKind::wq_fatal, "wq-fatal", "wq", true},
+    KindInfo{FaultKind::wq_fatal, "wq-fatal", "wq, qp", true},
     KindInfo{FaultKind::cq_overrun, "cq-overrun", "wq, qp", true},
     KindInfo{FaultKind::delay_drop_timeout, "delay-drop-timeout", "wq", true},
     KindInfo{FaultKind::port_down, "port-down", "frames", true},
@@ -57,12 +57,14 @@ std::string all_kinds() {
 std::string valid_keys(const KindInfo& k) {
     std::string s = k.one_shot ? "after, device" : "p, every, nth, after, device";
     if (!k.keys.empty()) s += ", " + std::string(k.keys);
+    if (k.kind != FaultKind::verb_fail) s += ", port";
     return s;
 }
 
 bool accepts(const KindInfo& k, std::string_view key) {
     static constexpr std::array trigger{"p", "every", "nth"};
     if (key == "after" || key == "device") return true;
+    if (key == "port") return k.kind != FaultKind::verb_fail; // frames and the device's one port
     if (!k.one_shot && std::find(trigger.begin(), trigger.end(), key) != trigger.end()) return true;
     // k.keys is a ", "-separated list
     std::string_view rest = k.keys;
@@ -90,10 +92,11 @@ struct StatusName {
     std::string_view name;
     int value;
 };
+// ibv_wc_status names, also with their IBV_WC_ prefix.
 constexpr std::array kStatuses{
-    StatusName{"loc-len", IBV_WC_LOC_LEN_ERR},
-    StatusName{"loc-prot", IBV_WC_LOC_PROT_ERR},
-    StatusName{"general", IBV_WC_GENERAL_ERR},
+    StatusName{"LOC_LEN_ERR", IBV_WC_LOC_LEN_ERR},
+    StatusName{"LOC_PROT_ERR", IBV_WC_LOC_PROT_ERR},
+    StatusName{"GENERAL_ERR", IBV_WC_GENERAL_ERR},
 };
 
 std::string_view trim(std::string_view s) {
@@ -196,10 +199,11 @@ private:
             return fail(at, item, "verb-fail names a verb first, like verb-fail:create_wq,nth=3");
         if (kind->kind == FaultKind::verb_fail && spec.err == 0)
             return fail(at, item, "verb-fail needs errno=NAME, like errno=ENOMEM");
-        if (kind->kind == FaultKind::wq_fatal && !spec.wq)
-            return fail(at, item, "wq-fatal needs wq=N");
+        if (kind->kind == FaultKind::wq_fatal && !spec.wq && !spec.qp)
+            return fail(at, item, "wq-fatal needs wq=N or qp=QPN");
+        if (spec.wq && spec.qp) return fail(at, item, "give wq= or qp=, not both");
         if (kind->kind == FaultKind::cqe_error && spec.status == 0)
-            return fail(at, item, "cqe-error needs status=loc-len, loc-prot or general");
+            return fail(at, item, "cqe-error needs status=LOC_LEN_ERR, LOC_PROT_ERR or GENERAL_ERR");
         if (triggers == 0 && !kind->one_shot)
             return fail(at, item, "no trigger: give one of p=, every=, nth= or after=");
         if (triggers > 1) return fail(at, item, "more than one trigger: give one of p=, every=, nth=, after=");
@@ -257,10 +261,15 @@ private:
             auto n = parse_uint<std::uint32_t>(v, 1, 1u << 30);
             if (!n) return need(false, "frames must be a number from 1");
             s.frames = *n;
+        } else if (key == "port") {
+            if (v != "1") return need(false, "port must be 1: the device has one port");
         } else if (key == "status") {
+            const std::string_view name = v.starts_with("IBV_WC_") ? v.substr(7) : v;
             for (const StatusName& st : kStatuses)
-                if (st.name == v) s.status = st.value;
-            if (s.status == 0) return need(false, "status must be loc-len, loc-prot or general");
+                if (st.name == name) s.status = st.value;
+            if (s.status == 0)
+                return need(false, "status must be LOC_LEN_ERR, LOC_PROT_ERR or GENERAL_ERR "
+                                   "(with or without IBV_WC_)");
         } else if (key == "errno") {
             for (const ErrnoName& e : kErrnos)
                 if (e.name == v) s.err = e.value;

@@ -15,8 +15,7 @@ namespace {
 bool injected_here(const FaultSpec& f, std::uint32_t index) {
     if (f.device && *f.device != index) return false;
     if (is_frame_fault(f.kind)) return f.dir != Direction::tx;
-    return f.kind == FaultKind::wq_fatal || f.kind == FaultKind::port_down ||
-           f.kind == FaultKind::cq_overrun || f.kind == FaultKind::device_fatal;
+    return f.kind != FaultKind::verb_fail; // every device kind
 }
 
 } // namespace
@@ -55,12 +54,23 @@ std::string FaultySource::describe() const {
 const net::SourceCounters& FaultySource::counters() const noexcept { return inner_->counters(); }
 
 FrameFaults::Effect FaultySource::fire(const FaultSpec& spec) {
+    // Each acts before this frame enters the port; a target that is gone is passed over.
+    const device::RxTarget target{spec.wq, spec.qp};
     switch (spec.kind) {
-    case FaultKind::wq_fatal: // before this frame enters the port
-        (void)device::inject_wq_fatal(*dev_, *spec.wq);
+    case FaultKind::wq_fatal:
+        (void)device::inject_wq_fatal(*dev_, target);
         return FrameFaults::Effect::none;
     case FaultKind::cq_overrun: // raised at the end of this burst
-        (void)device::inject_cq_overrun(*dev_, spec.wq);
+        (void)device::inject_cq_overrun(*dev_, target);
+        return FrameFaults::Effect::none;
+    case FaultKind::out_of_buffer: // this frame is the burst's first, if it reaches the queue
+        (void)device::inject_out_of_buffer(*dev_, target, spec.frames);
+        return FrameFaults::Effect::none;
+    case FaultKind::cqe_error: // the next completion the queue writes, this frame's if it takes a WQE
+        (void)device::inject_cqe_error(*dev_, target, spec.status);
+        return FrameFaults::Effect::none;
+    case FaultKind::delay_drop_timeout:
+        (void)device::inject_delay_drop_timeout(*dev_, spec.wq);
         return FrameFaults::Effect::none;
     case FaultKind::device_fatal: // this frame and every later one are lost
         device::inject_device_fatal(*dev_);

@@ -1,9 +1,10 @@
 // Faults on the way into a port (sim/README.md, "Fault injection"): a
 // FrameSource that wraps a device's source and applies the plan's frame
 // faults (sim/frame_faults.hpp) to what it hands over, and fires the device
-// faults counted in its frames (wq-fatal, cq-overrun, port-down,
-// device-fatal). Only built when the plan has such faults for the device:
-// without a plan nothing is wrapped and nothing costs.
+// faults counted in its frames (wq-fatal, cq-overrun, out-of-buffer,
+// cqe-error, delay-drop-timeout, port-down, device-fatal). Only built when
+// the plan has such faults for the device: without a plan nothing is wrapped
+// and nothing costs.
 #pragma once
 
 #include <cstdint>

@@ -36,27 +36,6 @@ device::DeviceIdentity default_identity(std::uint32_t index) {
     return id;
 }
 
-namespace {
-
-// A plan item nothing injects yet is refused, never silently ignored.
-Result<void> check_injectable(const FaultPlan& plan) {
-    for (const FaultSpec& f : plan.faults) {
-        if (is_frame_fault(f.kind)) continue;
-        if (f.kind == FaultKind::wq_fatal || f.kind == FaultKind::port_down ||
-            f.kind == FaultKind::device_fatal)
-            continue;
-        if (f.kind == FaultKind::cq_overrun && !f.qp) continue;
-        if (f.kind == FaultKind::verb_fail) continue;
-        return make_error(ENOTSUP, fmt::format("fault plan, column {}: {}{} is not injected yet "
-                                               "(sim/README.md, \"Fault injection\")",
-                                               f.column, fault_kind_name(f.kind),
-                                               f.kind == FaultKind::cq_overrun ? " by qp" : ""));
-    }
-    return {};
-}
-
-} // namespace
-
 Result<std::unique_ptr<Simulator>> Simulator::create(const Config& config, const SourceWrap& wrap) {
     if (auto r = config.validate(); !r) return r.error();
     std::vector<std::unique_ptr<net::FrameSource>> sources(config.devices);
@@ -103,7 +82,6 @@ Result<std::unique_ptr<Simulator>> Simulator::create(const Config& config, const
 Result<std::unique_ptr<Simulator>> Simulator::create(
     const Config& config, std::vector<std::unique_ptr<net::FrameSource>> sources) {
     if (auto r = config.validate(); !r) return r.error();
-    if (auto r = check_injectable(config.fault_plan); !r) return r.error();
     std::unique_ptr<Simulator> sim(new Simulator);
     sim->config_ = config;
     if (!config.trace.empty()) {

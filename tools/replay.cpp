@@ -158,7 +158,10 @@ Tally receive(const ReplayOptions& o, sim::Simulator& sim, Receiver& rx, net::Pc
                 } else {
                     ++tally.errors;
                 }
-                repost.push_back({rx.wq_of(id), rx.slot_of(id)});
+                // A flushed WQE came from a queue in error: posted again it
+                // would only be flushed again, for ever (sim/README.md, "Fault
+                // injection": cqe-error, wq-fatal). Every other WQE goes back.
+                if (cq->status != IBV_WC_WR_FLUSH_ERR) repost.push_back({rx.wq_of(id), rx.slot_of(id)});
             } while (repost.size() < 64 && ibv_next_poll(cq) == 0);
             ibv_end_poll(cq);
         }

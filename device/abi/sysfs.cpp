@@ -92,8 +92,15 @@ std::optional<std::string> ibdev_file(const Device& dev, std::string_view rel) {
     if (rel == "node_guid" || rel == "sys_image_guid") return guid_text(dev.identity.node_guid);
     if (rel == "node_type") return "1: CA";
     if (rel == "ports/1/link_layer") return "Ethernet";
-    if (rel == "ports/1/state") return "4: ACTIVE";
-    if (rel == "ports/1/phys_state") return "5: LinkUp";
+    // What ibv_query_port says: DOWN (phys_state 3) while the fault plan holds the port down.
+    const bool up = dev.port_state.load() == IBV_PORT_ACTIVE;
+    if (rel == "ports/1/state") return up ? "4: ACTIVE" : "1: DOWN";
+    if (rel == "ports/1/phys_state") return up ? "5: LinkUp" : "3: Disabled";
+    // mlx5's port Q counter: frames dropped for want of a posted WQE, the
+    // port's rx_out_of_buffer (datapath/README.md, "Counters and outcomes").
+    if (rel == "ports/1/hw_counters/out_of_buffer")
+        return std::to_string(
+            dev.port.counters().drops[static_cast<std::size_t>(rdmasim::datapath::Drop::out_of_buffer)].get());
     if (rel == "ports/1/gids/0") return gid_text(port_gid(dev));
     if (rel == "ports/1/pkeys/0") return "0xffff";
     if (rel == "ports/1/gid_attrs/types/0") return "RoCE v2";

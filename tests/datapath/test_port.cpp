@@ -10,6 +10,8 @@
 #include <mutex>
 #include <vector>
 
+#include <infiniband/verbs.h>
+
 #include "datapath/port.hpp"
 #include "support/golden_frames.hpp"
 
@@ -447,6 +449,75 @@ TEST_CASE("port: a bad carried FCS is dropped as fcs_errors before steering, unl
         CHECK(b.counters().fcs_bad.get() == (deliver ? 1u : 0u));
         CHECK(b.counters().delivered.get() == (deliver ? 1u : 0u));
         CHECK(datapath::drop_name(Drop::fcs_error) == "fcs_errors");
+        CHECK(b.balanced());
+    }
+}
+
+TEST_CASE("port: injected faults: a delay-drop timeout now, an out-of-buffer burst, an error "
+          "completion",
+          "[datapath][port][faults]") {
+    SECTION("expire_delay_drop: the named queue's timer expires now, after the release") {
+        for (const bool rearm : {true, false}) {
+            INFO("re-arm " << rearm);
+            Bench b(1, true, rearm);
+            b.rule(0, RuleKind::normal);
+            {
+                std::lock_guard lock(b.port.mutex());
+                b.port.expire_delay_drop(&b.queues[0]); // holding nothing: no timer runs
+                CHECK(b.port.delay_drop_armed());
+            }
+            b.offer(golden::concat(golden::kUntagged), 1000);
+            b.offer(golden::concat(golden::kTcpGood), 2000);
+            b.post(0, 1);
+            {
+                std::lock_guard lock(b.port.mutex());
+                b.port.expire_delay_drop(&b.queues[0]); // long before kTimeout
+                CHECK(b.port.held_frames() == 0);
+                CHECK(b.port.next_deadline_ns() == UINT64_MAX);
+                CHECK(b.port.delay_drop_armed() == rearm);
+            }
+            CHECK(b.counters().delivered.get() == 1); // the posted WQE took the oldest first
+            CHECK(drops(b.counters(), Drop::delay_drop_timeout) == 1);
+            CHECK(b.balanced());
+        }
+    }
+    SECTION("starve_next: the next frames steered find the ring empty; the WQEs stay") {
+        Bench b(1);
+        b.rule(0, RuleKind::normal);
+        for (std::uint64_t i = 0; i < 3; ++i) b.post(0, i, static_cast<std::uint32_t>(i));
+        {
+            std::lock_guard lock(b.port.mutex());
+            b.port.starve_next(2);
+        }
+        for (int i = 0; i < 3; ++i) b.offer(golden::concat(golden::kUntagged), 1000);
+        CHECK(drops(b.counters(), Drop::out_of_buffer) == 2);
+        CHECK(drops(b.queues[0].counters(), Drop::out_of_buffer) == 2);
+        CHECK(b.counters().delivered.get() == 1);
+        CHECK(b.cqs[0].front().wr_id == 0);
+        CHECK_FALSE(b.queues[0].ring().empty()); // two WQEs still posted
+        CHECK(b.balanced());
+    }
+    SECTION("fail_next: the next completion carries the status and the queue stops, flushed") {
+        Bench b(1);
+        b.rule(0, RuleKind::normal);
+        for (std::uint64_t i = 0; i < 3; ++i) b.post(0, i, static_cast<std::uint32_t>(i));
+        {
+            std::lock_guard lock(b.port.mutex());
+            b.port.fail_next(IBV_WC_GENERAL_ERR);
+        }
+        b.offer(golden::concat(golden::kUntagged), 1000);
+        b.offer(golden::concat(golden::kUntagged), 2000);
+        REQUIRE(b.cqs[0].size() == 3);
+        CHECK(b.cqs[0].front().wr_id == 0);
+        CHECK(b.cqs[0].front().status == IBV_WC_GENERAL_ERR);
+        CHECK(b.cqs[0].front().byte_len == 0);
+        CHECK(drops(b.counters(), Drop::cqe_error) == 1);
+        CHECK(drops(b.counters(), Drop::wq_not_ready) == 1);
+        CHECK(b.counters().flushed_wqes.get() == 2);
+        {
+            std::lock_guard lock(b.port.mutex());
+            CHECK(b.port.take_failed_queue() == &b.queues[0]);
+        }
         CHECK(b.balanced());
     }
 }

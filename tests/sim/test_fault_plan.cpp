@@ -39,7 +39,7 @@ TEST_CASE("fault plan: the issue's example parses item by item", "[sim][faults]"
 TEST_CASE("fault plan: parameters and targets of each kind", "[sim][faults]") {
     auto r = FaultPlan::parse("flip:every=10,bytes=3,dir=both;truncate:p=0.5,len=20;"
                               "reorder:every=50,window=8,filter=udp port 4791;delay:nth=2,us=250;"
-                              "out-of-buffer:after=100,frames=32,wq=2;cqe-error:every=7,status=loc-prot,qp=5;"
+                              "out-of-buffer:after=100,frames=32,wq=2;cqe-error:every=7,status=IBV_WC_LOC_PROT_ERR,qp=5,port=1;"
                               "port-down:after=10,frames=100,device=1;device-fatal:after=1000;"
                               "verb-fail:post_send,p=0.25,errno=11");
     REQUIRE(r);
@@ -77,13 +77,19 @@ TEST_CASE("fault plan: a typo is refused with where it is and why", "[sim][fault
              Case{"drop:p=1.5", "column 6 ('p=1.5')", "p must be a probability"},
              Case{"drop", "column 1 ('drop')", "no trigger"},
              Case{"drop:p=0.1,every=2", "column 1", "more than one trigger"},
-             Case{"wq-fatal:after=5", "column 1", "wq-fatal needs wq=N"},
+             Case{"wq-fatal:after=5", "column 1", "wq-fatal needs wq=N or qp=QPN"},
              Case{"wq-fatal:wq=1,every=5", "column 15 ('every')", "valid keys: after, device, wq"},
              Case{"verb-fail:create_wqq,nth=1,errno=ENOMEM", "column 11 ('create_wqq')",
                   "not a verb that verb-fail knows; valid: open_device"},
              Case{"verb-fail:create_wq,nth=1", "column 1", "needs errno=NAME"},
              Case{"verb-fail:create_wq,nth=1,errno=ENOPE", "column 27", "errno must be a number or one of EPERM"},
-             Case{"cqe-error:every=3,status=bad", "column 19", "status must be loc-len, loc-prot or general"},
+             Case{"cqe-error:every=3,status=bad", "column 19",
+                  "status must be LOC_LEN_ERR, LOC_PROT_ERR or GENERAL_ERR"},
+             Case{"cqe-error:every=3", "column 1", "cqe-error needs status=LOC_LEN_ERR"},
+             Case{"out-of-buffer:every=3,wq=1,qp=300", "column 1", "give wq= or qp=, not both"},
+             Case{"wq-fatal:after=5,port=2", "column 18 ('port=2')", "port must be 1: the device has one port"},
+             Case{"verb-fail:create_wq,nth=1,errno=EIO,port=1", "column 37 ('port')",
+                  "unknown key for verb-fail"},
              Case{"seed=x", "column 1", "seed must be a number"},
              Case{"seed=1;seed=2", "column 8", "a second seed"},
              Case{"drop:p", "column 6 ('p')", "expected key=value"},

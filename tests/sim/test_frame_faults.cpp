@@ -226,16 +226,3 @@ TEST_CASE("TOML [[fault]] tables spell the same plan", "[sim][faults][config]") 
     CHECK_THAT(r.error().message, Catch::Contains("unknown fault kind") && Catch::Contains(path.string()));
     std::filesystem::remove(path);
 }
-
-TEST_CASE("a plan item nothing injects yet is refused, naming it", "[sim][faults]") {
-    for (const char* plan : {"out-of-buffer:every=5", "cq-overrun:qp=3,after=1"}) {
-        INFO(plan);
-        sim::Config c;
-        c.engine = sim::EngineKind::inline_;
-        REQUIRE(c.set("faults", plan));
-        auto r = sim::Simulator::create(c);
-        REQUIRE_FALSE(r);
-        CHECK(r.error().code == ENOTSUP);
-        CHECK_THAT(r.error().message, Catch::Contains("column 1") && Catch::Contains("not injected yet"));
-    }
-}
