@@ -47,7 +47,8 @@ public:
                 line += c < text_columns_ ? row[c] + pad : pad + row[c];
             }
             while (!line.empty() && line.back() == ' ') line.pop_back();
-            out += line + "\n";
+            out += line;
+            out += '\n';
         }
         return out;
     }
@@ -93,7 +94,7 @@ std::string device_text(const json& d) {
                        num(src.at("truncated_records")), num(src.at("kernel_drops")),
                        src.at("failure").get<std::string>().empty()
                            ? ""
-                           : "; failed: " + src.at("failure").get<std::string>());
+                           : fmt::format("; failed: {}", src.at("failure").get<std::string>()));
 
     const json& port = d.at("port");
     std::uint64_t dropped = 0;
@@ -106,12 +107,14 @@ std::string device_text(const json& d) {
     for (const char* k : {"bytes", "delivered_bytes", "fcs_bad", "flushed_wqes", "flush_cq_overflow",
                           "delay_drop_waits", "sniffer_copies"})
         counters.add({k, num(port.at(k))});
-    out += "\n" + counters.text("  ");
+    out += '\n';
+    out += counters.text("  ");
 
     Table drops({"drop reason", "frames"});
     for (const auto& [name, n] : port.at("drops").items())
         if (n.get<std::uint64_t>() != 0) drops.add({name, num(n)});
-    out += "\n" + (dropped != 0 ? drops.text("  ") : std::string("  drops: none\n"));
+    out += '\n';
+    out += dropped != 0 ? drops.text("  ") : std::string("  drops: none\n");
 
     Table queues({"queue", "kind", "index", "state", "frames", "delivered", "dropped", "held", "flushed"}, 4);
     std::string reasons;
@@ -125,8 +128,12 @@ std::string device_text(const json& d) {
                     num(q.at("flushed_wqes"))});
         if (qdrops != 0) reasons += fmt::format("    {}: {}\n", qpn, non_zero(q.at("drops")));
     }
-    out += "\n" + (d.at("queues").empty() ? std::string("  queues: none\n") : queues.text("  "));
-    if (!reasons.empty()) out += "  queue drops:\n" + reasons;
+    out += '\n';
+    out += d.at("queues").empty() ? std::string("  queues: none\n") : queues.text("  ");
+    if (!reasons.empty()) {
+        out += "  queue drops:\n";
+        out += reasons;
+    }
     if (const auto lost = d.at("queues_unrecorded").get<std::uint64_t>(); lost != 0)
         out += fmt::format("  ({} destroyed queue(s) not recorded: out of memory)\n", lost);
 
