@@ -7,6 +7,7 @@
 
 #include "device/abi/sysfs.hpp"
 #include "device/async_events.hpp"
+#include "device/stats_hook.hpp"
 #include "device/verb_faults.hpp"
 #include "device/cq.hpp"
 
@@ -116,6 +117,7 @@ int attach_rx_queue(Device& dev, Qp& qp, std::uint32_t entries, datapath::WqSett
 void detach_rx_queue(Device& dev, RecvQueue& recv) noexcept {
     std::lock_guard lock(dev.port.mutex());
     dev.port.detach_queue(recv.rx);
+    if (dev.stats) dev.stats->queue_detached(recv.rx);
 }
 
 void set_rx_state(Device& dev, RecvQueue& recv, datapath::QueueState state) noexcept {

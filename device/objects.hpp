@@ -35,6 +35,7 @@ struct Device;
 struct Context;
 class VerbFaultHook; // device/verb_faults.hpp
 class TraceHook;     // device/trace.hpp
+class StatsHook;     // device/stats_hook.hpp
 struct Cq;
 struct Qp;
 struct Flow;
@@ -80,6 +81,7 @@ struct Device {
     std::atomic<VerbFaultHook*> verb_faults{nullptr};
     std::atomic<bool> fatal{false};             // IBV_EVENT_DEVICE_FATAL was raised
     TraceHook* trace = nullptr;                 // set by the runtime with --trace
+    StatsHook* stats = nullptr;                 // set by the runtime with --stats
     std::atomic<std::uint32_t> next_qpn{0x100}; // WQ and QP numbers, unique per device
     std::atomic<std::uint32_t> wqs_created{0};  // Wq::index
     std::atomic<std::uint32_t> next_handle{1};

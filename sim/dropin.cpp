@@ -10,6 +10,7 @@
 #include "sim/config.hpp"
 #include "sim/logging.hpp"
 #include "sim/simulator.hpp"
+#include "sim/stats_file.hpp"
 
 namespace rdmasim::sim {
 namespace {
@@ -37,9 +38,13 @@ int provide_devices() {
         instance() = std::move(sim.value());
         log().info("{} device(s) ready", instance()->device_count());
         // Registered after the logger came to be, so it runs before the
-        // logger goes: what the wires lost is said at exit.
+        // logger goes: what the wires lost is said at exit, and --stats is
+        // written (sim/README.md, "Statistics"), its failure said on stderr.
         std::atexit([] {
-            if (instance()) instance()->report_losses();
+            if (!instance()) return;
+            instance()->report_losses();
+            if (auto r = write_stats(*instance(), "drop-in"); !r)
+                std::fprintf(stderr, "rdmasim: %s\n", r.error().message.c_str());
         });
         return 0;
     } catch (const std::bad_alloc&) {

@@ -49,6 +49,7 @@ public:
             }
         }
     }
+    [[nodiscard]] const net::SendCounters& send_counters() const noexcept { return port_->send_counters(); }
 
 private:
     std::shared_ptr<Port> port_;
@@ -86,6 +87,12 @@ Result<void> open_pcap_live(const Config& config, std::uint32_t index, const std
     if (!port.value()->warning().empty()) log().warn("rdmasim{}: {}", index, port.value()->warning());
     attach(std::move(port.value()), index, io);
     return {};
+}
+
+const net::SendCounters* live_send_counters(const net::FrameSink& sink) noexcept {
+    if (const auto* s = dynamic_cast<const SharedSink<net::AfPacketPort>*>(&sink)) return &s->send_counters();
+    if (const auto* s = dynamic_cast<const SharedSink<net::PcapLivePort>*>(&sink)) return &s->send_counters();
+    return nullptr;
 }
 
 } // namespace rdmasim::sim

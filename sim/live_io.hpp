@@ -9,6 +9,7 @@
 #include <string>
 
 #include "net/result.hpp"
+#include "net/send_counters.hpp"
 #include "sim/config.hpp"
 #include "sim/device_io.hpp"
 
@@ -21,5 +22,8 @@ Result<void> open_iface(const Config& config, std::uint32_t index, const std::st
                         DeviceIo& io);
 Result<void> open_pcap_live(const Config& config, std::uint32_t index, const std::string& name,
                             DeviceIo& io);
+
+// The send counters of a live interface's sink, or nullptr for any other sink.
+[[nodiscard]] const net::SendCounters* live_send_counters(const net::FrameSink& sink) noexcept;
 
 } // namespace rdmasim::sim

@@ -75,7 +75,8 @@ Result<std::unique_ptr<Simulator>> Simulator::create(const Config& config, const
         std::lock_guard lock(s.devices_[i]->port.mutex());
         for (auto& sink : sinks[i]) s.devices_[i]->port.attach_sink(*sink);
     }
-    s.sinks_ = std::move(sinks);
+    for (std::uint32_t i = 0; i < config.devices; ++i)
+        for (auto& sink : sinks[i]) s.sinks_[i].push_back(std::move(sink));
     return sim;
 }
 
@@ -118,6 +119,14 @@ Result<std::unique_ptr<Simulator>> Simulator::create(
         sim->devices_.push_back(std::move(dev));
         sim->engines_.push_back(std::move(engine));
     }
+    sim->sinks_.resize(config.devices);
+    if (!config.stats.empty()) // sim/README.md, "Statistics"
+        for (auto& dev : sim->devices_) {
+            auto& stats = sim->stats_.emplace_back(std::make_unique<DeviceStats>());
+            dev->stats = stats.get();
+            std::lock_guard lock(dev->port.mutex());
+            dev->port.attach_sink(*stats);
+        }
     for (auto& dev : sim->devices_) device::register_device(dev.get());
     for (auto& engine : sim->engines_) engine->start();
     return sim;
@@ -157,12 +166,14 @@ Simulator::~Simulator() {
         std::lock_guard lock(devices_[i]->port.mutex());
         if (faulty_sinks_[i]) faulty_sinks_[i]->flush(); // what it holds back still goes out
         for (auto& sink : sinks_[i]) devices_[i]->port.detach_sink(*sink);
+        if (i < stats_.size()) devices_[i]->port.detach_sink(*stats_[i]);
     }
     for (auto& dev : devices_) {
         device::unregister_device(dev.get());
         dev->hooks = nullptr;
         dev->verb_faults.store(nullptr);
         dev->trace = nullptr;
+        dev->stats = nullptr;
     }
 }
 
@@ -192,6 +203,11 @@ FaultCounts Simulator::faults_injected(std::size_t i) const {
 
 const TxFaultCounters* Simulator::tx_fault_counters(std::size_t i) const noexcept {
     return faulty_sinks_[i] ? &faulty_sinks_[i]->counters() : nullptr;
+}
+
+std::vector<std::uint64_t> Simulator::verb_fails(std::size_t i) const {
+    if (verb_faults_[i]) return verb_faults_[i]->injected_by_verb();
+    return std::vector<std::uint64_t>(device::kVerbNames.size(), 0);
 }
 
 bool Simulator::idle() const noexcept {

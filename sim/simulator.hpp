@@ -13,6 +13,7 @@
 #include "net/frame_source.hpp"
 #include "net/result.hpp"
 #include "sim/config.hpp"
+#include "sim/device_stats.hpp"
 #include "sim/engine.hpp"
 #include "sim/faulty_sink.hpp"
 #include "sim/faulty_source.hpp"
@@ -60,6 +61,18 @@ public:
     // sent (readable from any thread), or nullptr when the plan has none
     // for it or the device has no sink (nothing leaves for a wire).
     [[nodiscard]] const TxFaultCounters* tx_fault_counters(std::size_t i) const noexcept;
+    // Failed calls of each verb on device i, by device::Verb (all 0 without verb-fail items).
+    [[nodiscard]] std::vector<std::uint64_t> verb_fails(std::size_t i) const;
+    // Device i's destroyed queues and sent frames (sim/device_stats.hpp), or
+    // nullptr without the `stats` key.
+    [[nodiscard]] const DeviceStats* device_stats(std::size_t i) const noexcept {
+        return i < stats_.size() ? stats_[i].get() : nullptr;
+    }
+    // What device i's port sends to, besides the DeviceStats (empty for the
+    // explicit-sources create()).
+    [[nodiscard]] const std::vector<std::shared_ptr<net::FrameSink>>& sinks(std::size_t i) const noexcept {
+        return sinks_[i];
+    }
     // Logs what wires and links lost (frames a peer refused, a full link
     // queue) as warnings, or their counts at info level. Call it while the
     // logger lives (the drop-in library does at exit).
@@ -80,6 +93,7 @@ private:
     std::unique_ptr<Trace> trace_;                         // with --trace
     // Attached to devices_[i]'s port; detached before the devices go.
     std::vector<std::vector<std::shared_ptr<net::FrameSink>>> sinks_;
+    std::vector<std::unique_ptr<DeviceStats>> stats_; // per device with --stats, attached first
 };
 
 // Identity of device `index`: rdmasimN, locally administered MAC, EUI-64 GUID.

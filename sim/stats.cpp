@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "device/objects.hpp"
+
 namespace rdmasim::sim {
 
 nlohmann::json drops_json(const datapath::RxCounters& c) {
@@ -37,6 +39,19 @@ nlohmann::json counters_json(const datapath::RxCounters& c) {
         {"flush_cq_overflow", c.flush_cq_overflow.get()},
         {"sniffer_copies", c.sniffer_copies.get()},
     };
+}
+
+nlohmann::json queue_json(const datapath::RxQueue& q, bool destroyed) {
+    const bool wq = q.kind() == datapath::QueueKind::wq;
+    nlohmann::json out = {
+        {"qp_num", q.qp_num()},
+        {"kind", wq ? "wq" : "qp"},
+        {"index", wq ? nlohmann::json(static_cast<const device::Wq*>(q.owner())->index) : nlohmann::json()},
+        {"destroyed", destroyed},
+        {"held", q.held()},
+    };
+    out.update(counters_json(q.counters()));
+    return out;
 }
 
 nlohmann::json faults_json(const FaultCounts& c) {

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "datapath/counters.hpp"
+#include "datapath/rx_queue.hpp"
 #include "sim/faulty_source.hpp"
 #include "sim/pacing_stats.hpp"
 
@@ -13,6 +14,11 @@ namespace rdmasim::sim {
 [[nodiscard]] nlohmann::json counters_json(const datapath::RxCounters& c);
 // The drops object alone: every reason, zero or not, so the schema is stable.
 [[nodiscard]] nlohmann::json drops_json(const datapath::RxCounters& c);
+// One receive queue: {"qp_num", "kind": "wq" or "qp", "index": a WQ's
+// creation order on its device (what wq-fatal's wq= counts; null for a QP),
+// "destroyed", "held": frames it holds for a WQE, then counters_json()'s
+// fields}. Under the port lock.
+[[nodiscard]] nlohmann::json queue_json(const datapath::RxQueue& q, bool destroyed);
 // Faults injected, by kind in the plan's spelling: every kind, zero or not.
 [[nodiscard]] nlohmann::json faults_json(const FaultCounts& c);
 // {"frames", "p50_us", "p99_us", "max_us": lateness, "schedule_s": the last

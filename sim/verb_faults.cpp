@@ -6,7 +6,7 @@
 namespace rdmasim::sim {
 
 VerbFaults::VerbFaults(const FaultPlan& plan, std::uint32_t index, Trace* trace)
-    : calls_(device::kVerbNames.size(), 0), index_(index), trace_(trace) {
+    : calls_(device::kVerbNames.size(), 0), failed_(device::kVerbNames.size(), 0), index_(index), trace_(trace) {
     for (std::size_t i = 0; i < plan.faults.size(); ++i) {
         const FaultSpec& f = plan.faults[i];
         if (f.kind != FaultKind::verb_fail || (f.device && *f.device != index)) continue;
@@ -29,6 +29,7 @@ int VerbFaults::fail(device::Verb verb) noexcept {
         else fires = n == a.when.after + 1;
         if (fires) {
             ++injected_;
+            ++failed_[static_cast<std::size_t>(verb)];
             if (trace_) {
                 char extra[96];
                 const auto name = device::kVerbNames[static_cast<std::size_t>(verb)];
@@ -46,6 +47,11 @@ int VerbFaults::fail(device::Verb verb) noexcept {
 std::uint64_t VerbFaults::injected() const {
     std::lock_guard lock(mu_);
     return injected_;
+}
+
+std::vector<std::uint64_t> VerbFaults::injected_by_verb() const {
+    std::lock_guard lock(mu_);
+    return failed_;
 }
 
 } // namespace rdmasim::sim

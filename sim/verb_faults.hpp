@@ -24,6 +24,8 @@ public:
     int fail(device::Verb verb) noexcept override;
     // Calls failed so far.
     [[nodiscard]] std::uint64_t injected() const;
+    // Calls failed so far, by device::Verb.
+    [[nodiscard]] std::vector<std::uint64_t> injected_by_verb() const;
 
 private:
     struct Active {
@@ -34,7 +36,8 @@ private:
     };
     mutable std::mutex mu_;
     std::vector<Active> faults_;
-    std::vector<std::uint64_t> calls_; // by Verb
+    std::vector<std::uint64_t> calls_;  // by Verb
+    std::vector<std::uint64_t> failed_; // by Verb
     std::uint64_t injected_ = 0;
     std::uint32_t index_;
     Trace* trace_;

@@ -1,10 +1,12 @@
-// The rdmasim command line: replay a capture, run a program on emulated devices.
+// The rdmasim command line: replay a capture, run a program on emulated
+// devices, print a --stats file.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
 #include "sim/logging.hpp"
 #include "tools/replay.hpp"
 #include "tools/run.hpp"
+#include "tools/stats_cmd.hpp"
 
 #ifndef RDMASIM_SAMPLE_PCAP
 #error "RDMASIM_SAMPLE_PCAP must name the bundled sample capture"
@@ -46,10 +48,11 @@ int main(int argc, char** argv) {
     replay->add_option("--show", ro.show, "print the first N delivered frames");
     replay->add_option("--faults", ro.faults, "fault plan, like 'seed=7; drop:p=0.01'");
     replay->add_option("--trace", ro.trace, "write completions and injected faults to FILE as JSON lines");
+    replay->add_option("--stats", ro.stats, "write every counter to FILE as JSON at the end (rdmasim stats FILE)");
 
     // run / env share the source options; each becomes an RDMASIM_* setting.
     rdmasim::tools::RunOptions run_opts;
-    std::string pcap, devices, engine, speed, start, faults, trace, iface, pcap_live, filter, wire, tx_capture, link;
+    std::string pcap, devices, engine, speed, start, faults, trace, stats, iface, pcap_live, filter, wire, tx_capture, link;
     std::vector<std::string> sets;
     bool deterministic = false, promisc = false;
     auto add_source_options = [&](CLI::App* sub) {
@@ -68,6 +71,7 @@ int main(int argc, char** argv) {
         sub->add_option("--start", start, "first-flow (default), now, or a delay like 250ms");
         sub->add_option("--faults", faults, "fault plan, like 'seed=7; drop:p=0.01' (RDMASIM_FAULTS)");
         sub->add_option("--trace", trace, "write completions and injected faults to FILE as JSON lines");
+        sub->add_option("--stats", stats, "write every counter to FILE as JSON when the program exits (RDMASIM_STATS)");
         sub->add_option("--set", sets, "any configuration key, as KEY=VALUE (repeatable)");
     };
     auto* run = app.add_subcommand("run", "Run an unmodified verbs program against emulated devices");
@@ -76,7 +80,20 @@ int main(int argc, char** argv) {
     auto* env = app.add_subcommand("env", "Print the environment `run` would set, as shell exports");
     add_source_options(env);
 
-    CLI11_PARSE(app, argc, argv);
+    rdmasim::tools::StatsOptions so;
+    auto* stats_cmd = app.add_subcommand("stats", "Print a --stats file as tables");
+    stats_cmd->add_option("file", so.file, "the JSON document --stats wrote")->required();
+    stats_cmd->add_flag("--json", so.json, "print the document itself, once checked");
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        const int code = app.exit(e);
+        // `stats` is new: its usage errors are 2, as for run's; the older
+        // commands keep CLI11's codes (tools/README.md, "Exit codes").
+        return stats_cmd->parsed() && code != 0 ? 2 : code;
+    }
+    if (stats_cmd->parsed()) return rdmasim::tools::run_stats(so);
     if (run->parsed() || env->parsed()) {
         auto& s = run_opts.settings;
         if (!pcap.empty()) s.emplace_back("pcap", pcap);
@@ -94,6 +111,7 @@ int main(int argc, char** argv) {
         if (!start.empty()) s.emplace_back("start", start);
         if (!faults.empty()) s.emplace_back("faults", faults);
         if (!trace.empty()) s.emplace_back("trace", trace);
+        if (!stats.empty()) s.emplace_back("stats", stats);
         for (const auto& kv : sets) {
             const auto eq = kv.find('=');
             if (eq == std::string::npos || eq == 0) {

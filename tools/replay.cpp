@@ -16,6 +16,7 @@
 
 #include "net/pcap_writer.hpp"
 #include "sim/simulator.hpp"
+#include "sim/stats_file.hpp"
 #include "tools/replay_receiver.hpp"
 #include "tools/replay_report.hpp"
 #include "tools/replay_stop.hpp"
@@ -218,6 +219,8 @@ int replay(const ReplayOptions& o) {
         if (auto r = cfg.set("faults", o.faults); !r) fail(r.error().message);
     if (!o.trace.empty())
         if (auto r = cfg.set("trace", o.trace); !r) fail(r.error().message);
+    if (!o.stats.empty())
+        if (auto r = cfg.set("stats", o.stats); !r) fail(r.error().message);
     cfg.devices = 1;
     StopSource* stop_source = nullptr; // owned by the engine, which outlives its use below
     auto created = sim::Simulator::create(
@@ -275,6 +278,12 @@ int replay(const ReplayOptions& o) {
     }
     if (writer)
         if (auto r = writer->close(); !r) fail(r.error().message);
+    // After the receiver's teardown: its WQs are in the file as destroyed,
+    // with their final counts (sim/README.md, "Statistics").
+    if (auto r = sim::write_stats(sim, "replay"); !r) {
+        std::fprintf(stderr, "rdmasim replay: %s\n", r.error().message.c_str());
+        status = 1;
+    }
     if (!balanced) {
         std::fprintf(stderr, "rdmasim replay: accounting does not balance\n");
         return 2;

@@ -31,6 +31,7 @@ struct ReplayOptions {
     std::uint32_t show = 0;             // print the first N delivered frames
     std::string faults;                 // a fault plan (sim/README.md, "Fault injection")
     std::string trace;                  // --trace FILE
+    std::string stats;                  // --stats FILE, written at the end
 };
 
 // True when the source is an interface or a wire: it never ends by itself.

@@ -69,7 +69,7 @@ bool run_environment(const RunOptions& o, std::vector<std::pair<std::string, std
     for (const auto& [k, v] : o.settings) {
         // Capture paths are made absolute: the program may change directory.
         const bool path = k == "pcap" || k.starts_with("pcap.") || k == "tx_capture" ||
-                          k.starts_with("tx_capture.") || k == "trace";
+                          k.starts_with("tx_capture.") || k == "trace" || k == "stats";
         const bool wire = k == "wire" || k.starts_with("wire.");
         env.emplace_back(sim::environment_name(k), path ? std::filesystem::absolute(v).string()
                                                    : wire ? absolute_wire(v) : v);

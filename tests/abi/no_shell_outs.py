@@ -1,11 +1,14 @@
 #!/usr/bin/python3
 """The drop-in library runs inside other people's programs: it must never
 start processes (no shell-outs) nor touch files of its own accord. It writes
-only the capture file a user names (tx_capture, through libpcap's dumper),
-and the wire socket a user names is made and removed by libvdeplug (whose
-URL schemes net/vde_wire.cpp limits to ptp, vde and vxvde: no cmd://);
-nothing of its own creates, removes or renames a path. Checks its dynamic
-imports.
+only the files a user names: the capture (tx_capture, through libpcap's
+dumper), the trace, and the stats file, which replaces FILE atomically
+(sim/stats_file.cpp: FILE.tmpPID beside it, then rename(2) over FILE,
+unlink(2) of that temporary file when the write fails: the only rename and
+unlink it calls); the wire socket a user names is made and removed by
+libvdeplug (whose URL schemes net/vde_wire.cpp limits to ptp, vde and
+vxvde: no cmd://). Nothing else of its own creates, removes or renames a
+path. Checks its dynamic imports.
 
 usage: no_shell_outs.py LIBRARY
 """
@@ -18,7 +21,7 @@ FORBIDDEN = {
     "system", "popen", "fork", "vfork", "clone", "posix_spawn", "posix_spawnp",
     "execl", "execle", "execlp", "execv", "execve", "execvp", "execvpe", "fexecve",
     # writing or changing files
-    "creat", "unlink", "rename", "mkdir", "rmdir", "truncate", "ftruncate",
+    "creat", "mkdir", "rmdir", "truncate", "ftruncate", "renameat", "renameat2", "unlinkat",
 }
 out = subprocess.run(["objdump", "-T", sys.argv[1]], capture_output=True, text=True,
                      check=True).stdout

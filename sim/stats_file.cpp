@@ -1,0 +1,189 @@
+#include "sim/stats_file.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fmt/format.h>
+#include <mutex>
+
+#include "device/device.hpp"
+#include "device/verb_faults.hpp"
+#include "net/link_channel.hpp"
+#include "net/vde_wire.hpp"
+#include "sim/live_io.hpp"
+#include "sim/stats.hpp"
+
+namespace rdmasim::sim {
+
+namespace {
+
+nlohmann::json config_json(const Config& c) {
+    nlohmann::json io = nlohmann::json::array();
+    for (std::uint32_t i = 0; i < c.devices; ++i)
+        for (const auto& [key, member] : Config::device_keys()) {
+            const auto& values = c.*member;
+            if (i < values.size() && !values[i].empty())
+                io.push_back({{"device", i}, {"key", key}, {"value", values[i]}});
+        }
+    nlohmann::json links = nlohmann::json::array();
+    for (const auto& [a, b] : c.links) links.push_back(fmt::format("rdmasim{}:rdmasim{}", a, b));
+    return {
+        {"devices", c.devices},
+        {"io", io},
+        {"links", links},
+        {"engine", c.engine == EngineKind::inline_ ? "inline" : "thread"},
+        {"speed", c.speed},
+        {"burst", c.burst},
+        {"faults", c.faults},
+        {"seed", c.fault_plan.seed},
+        {"trace", c.trace},
+    };
+}
+
+nlohmann::json source_json(const net::FrameSource& s) {
+    const net::SourceCounters& c = s.counters();
+    return {
+        {"description", s.describe()},
+        {"frames", c.frames},
+        {"bytes", c.bytes},
+        {"truncated_records", c.truncated_records},
+        {"synthesized_headers", c.synthesized_headers},
+        {"skipped_records", c.skipped_records},
+        {"kernel_drops", c.kernel_drops},
+        {"failure", std::string(s.failure())},
+    };
+}
+
+// Frames the port's sinks could not pass on: a wire's peer refused them, a
+// link's queue was full, the kernel refused them on a live interface.
+std::uint64_t not_sent(const std::vector<std::shared_ptr<net::FrameSink>>& sinks) {
+    std::uint64_t n = 0;
+    for (const auto& sink : sinks) {
+        if (const auto* wire = dynamic_cast<const net::VdeWire*>(sink.get()))
+            n += wire->wire_counters().tx_failures.load();
+        else if (const auto* link = dynamic_cast<const net::LinkChannel*>(sink.get()))
+            n += link->overflow_drops();
+        else if (const net::SendCounters* live = live_send_counters(*sink))
+            n += live->failures();
+    }
+    return n;
+}
+
+nlohmann::json verb_fails_json(const std::vector<std::uint64_t>& fails) {
+    nlohmann::json out = nlohmann::json::object();
+    for (std::size_t v = 0; v < device::kVerbNames.size(); ++v)
+        out[std::string(device::kVerbNames[v])] = v < fails.size() ? fails[v] : 0;
+    return out;
+}
+
+nlohmann::json device_json(Simulator& sim, std::size_t i) {
+    device::Device& dev = sim.device(i);
+    const DeviceStats* stats = sim.device_stats(i);
+    nlohmann::json out = {{"index", i}, {"name", dev.identity.name}};
+    // Read before the port lock below: faults_injected takes it itself.
+    const FaultCounts faults = sim.faults_injected(i);
+    // The engines and the program's verbs count under the port lock: one
+    // consistent picture per device.
+    std::lock_guard lock(dev.port.mutex());
+    out["source"] = source_json(sim.engine(i).source());
+    out["port"] = counters_json(dev.port.counters());
+    out["port"]["held"] = dev.port.held_frames();
+    nlohmann::json queues = nlohmann::json::array();
+    if (stats)
+        for (const nlohmann::json& q : stats->destroyed()) queues.push_back(q);
+    (void)dev.port.find_queue_if([&](const datapath::RxQueue& q) {
+        queues.push_back(queue_json(q, false));
+        return false; // visit them all
+    });
+    std::stable_sort(queues.begin(), queues.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
+        return a["qp_num"].get<std::uint32_t>() < b["qp_num"].get<std::uint32_t>();
+    });
+    out["queues"] = std::move(queues);
+    out["queues_unrecorded"] = stats ? stats->unrecorded() : 0;
+    out["send"] = {{"frames", stats ? stats->sent_frames() : 0},
+                   {"bytes", stats ? stats->sent_bytes() : 0},
+                   {"not_sent", not_sent(sim.sinks(i))}};
+    out["faults"] = faults_json(faults);
+    if (const TxFaultCounters* tx = sim.tx_fault_counters(i))
+        out["tx_faults"] = {{"sent", tx->sent.load()},           {"duplicated", tx->duplicated.load()},
+                            {"passed", tx->passed.load()},       {"fault_drops", tx->fault_drops.load()},
+                            {"fcs_drops", tx->fcs_drops.load()}, {"failed", tx->failed.load()},
+                            {"held", tx->held.load()}};
+    out["verb_fails"] = verb_fails_json(sim.verb_fails(i));
+    if (sim.config().speed > 0) out["pacing"] = pacing_json(sim.engine(i).pacing_stats());
+    return out;
+}
+
+std::string errno_text(int err) {
+    return std::strerror(err);
+}
+
+} // namespace
+
+nlohmann::json stats_document(Simulator& sim, std::string_view writer) {
+    nlohmann::json devices = nlohmann::json::array();
+    for (std::size_t i = 0; i < sim.device_count(); ++i) devices.push_back(device_json(sim, i));
+    return {
+        {"schema", kStatsSchema},
+        {"writer", writer},
+        {"program", program_invocation_name ? program_invocation_name : ""},
+        {"config", config_json(sim.config())},
+        {"devices", std::move(devices)},
+    };
+}
+
+Result<void> write_stats_file(const std::string& path, const nlohmann::json& doc) {
+    // Strings that are not UTF-8 (a path in another encoding) are written with
+    // U+FFFD rather than refused.
+    const std::string text = doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    const std::string tmp = fmt::format("{}.tmp{}", path, ::getpid());
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        const int err = errno;
+        return make_error(err, fmt::format("stats {}: cannot create {}: {}", path, tmp, errno_text(err)));
+    }
+    const char* what = nullptr;
+    int err = 0;
+    for (std::size_t done = 0; done < text.size();) {
+        const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            err = n < 0 ? errno : EIO;
+            what = "cannot write";
+            break;
+        }
+        done += static_cast<std::size_t>(n);
+    }
+    if (!what && ::fsync(fd) != 0) {
+        err = errno;
+        what = "cannot write";
+    }
+    if (::close(fd) != 0 && !what) {
+        err = errno;
+        what = "cannot write";
+    }
+    if (!what && ::rename(tmp.c_str(), path.c_str()) != 0) {
+        err = errno;
+        what = "cannot rename the temporary file over it";
+    }
+    if (what) {
+        ::unlink(tmp.c_str());
+        return make_error(err, fmt::format("stats {}: {}: {}", path, what, errno_text(err)));
+    }
+    return {};
+}
+
+Result<void> write_stats(Simulator& sim, std::string_view writer) noexcept {
+    const std::string& path = sim.config().stats;
+    if (path.empty()) return {};
+    try {
+        return write_stats_file(path, stats_document(sim, writer));
+    } catch (const std::exception& e) { // std::bad_alloc, a JSON error
+        return make_error(EIO, fmt::format("stats {}: {}", path, e.what()));
+    }
+}
+
+} // namespace rdmasim::sim
