@@ -54,9 +54,9 @@ std::string library_dir(std::string& error) {
     for (std::size_t i = 0; i < candidates.size(); ++i)
         error += (i == 0 ? " " : i + 1 == candidates.size() ? " or " : ", ") +
                  candidates[i].lexically_normal().string();
-    error += " (the places an install and a build tree put it, next to " +
-             (ec ? std::string("this rdmasim") : exe.string()) +
-             "; build it with tools/dev build, or set RDMASIM_LIBDIR)";
+    error += " (where an install and a build tree put it relative to " +
+             (ec ? std::string("this rdmasim, whose path /proc/self/exe does not tell") : exe.string()) +
+             ", then the configured install directory; build it with tools/dev build, or set RDMASIM_LIBDIR)";
     return "";
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """`meson install --destdir D` gives a working rdmasim (issue 12, acceptance 3).
 
-usage: install_test.py BUILDDIR PREFIX BINDIR LIBDIR
+usage: install_test.py BUILDDIR PREFIX BINDIR LIBDIR EMBED_SIMULATOR_CPP
 
 Installs the build into a temporary D and checks, from D alone:
   * the layout: bin/rdmasim, LIBDIR/rdmasim/libibverbs.so.1 (never
@@ -13,7 +13,8 @@ Installs the build into a temporary D and checks, from D alone:
   * every installed header's `#include "..."` is installed too, and all of
     them compile together with `pkg-config --cflags rdmasim`;
   * `pkg-config --cflags --libs rdmasim` with PKG_CONFIG_PATH into D works,
-    and a program built with it creates a Simulator and opens rdmasim0.
+    and a program built with it (tests/tools/embed_simulator.cpp, the
+    README's example) creates a Simulator and opens rdmasim0.
 Exits 0 when all hold, 1 otherwise, 77 (skip) without ibv_devinfo, a C++
 compiler or pkg-config.
 """
@@ -24,40 +25,10 @@ import subprocess
 import sys
 import tempfile
 
-builddir, prefix, bindir, libdir = sys.argv[1:5]
+builddir, prefix, bindir, libdir, embed_source = sys.argv[1:6]
 failures = []
 checks = 0
 
-EMBED = r"""
-// A program embedding the simulator: one device on the inline engine, opened
-// through the verbs API (the static library holds the verbs).
-#include <infiniband/verbs.h>
-
-#include <cstdio>
-
-#include "sim/config.hpp"
-#include "sim/simulator.hpp"
-
-int main() {
-    rdmasim::sim::Config config;
-    if (auto r = config.set("engine", "inline"); !r) return 1;
-    auto sim = rdmasim::sim::Simulator::create(config);
-    if (!sim) {
-        std::fprintf(stderr, "%s\n", sim.error().message.c_str());
-        return 1;
-    }
-    int n = 0;
-    ibv_device** list = ibv_get_device_list(&n);
-    if (list == nullptr || n != 1) return 1;
-    ibv_context* ctx = ibv_open_device(list[0]);
-    ibv_device_attr attr{};
-    if (ctx == nullptr || ibv_query_device(ctx, &attr) != 0) return 1;
-    std::printf("opened %s, max_qp_wr %d\n", ibv_get_device_name(list[0]), attr.max_qp_wr);
-    ibv_close_device(ctx);
-    ibv_free_device_list(list);
-    return 0;
-}
-"""
 
 
 def check(cond, what, detail=""):
@@ -173,11 +144,8 @@ try:
     check(p.returncode == 0, "every installed header compiles with pkg-config --cflags rdmasim",
           p.stderr[-3000:])
 
-    src = os.path.join(tmp, "embed.cpp")
-    with open(src, "w") as f:
-        f.write(EMBED)
-    prog = os.path.join(tmp, "embed")
-    p = run(["c++", "-std=c++20", "-o", prog, src, *flags], timeout=300)
+    prog = os.path.join(tmp, "embed_simulator")
+    p = run(["c++", "-std=c++20", "-o", prog, embed_source, *flags], timeout=300)
     if check(p.returncode == 0, "a program built with those flags links against the installed library",
              p.stderr[-3000:]):
         p = run([prog], env=clean_env(), timeout=60)
