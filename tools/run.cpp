@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fmt/format.h>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,7 +37,7 @@ namespace fs = std::filesystem;
 std::string library_dir(std::string& error) {
     if (const char* d = std::getenv("RDMASIM_LIBDIR"); d && *d) {
         if (fs::exists(fs::path(d) / "libibverbs.so.1")) return d;
-        error = std::string("no libibverbs.so.1 in ") + d + " (RDMASIM_LIBDIR)";
+        error = fmt::format("no libibverbs.so.1 in {} (RDMASIM_LIBDIR)", d);
         return "";
     }
     std::error_code ec;
@@ -50,13 +51,14 @@ std::string library_dir(std::string& error) {
     candidates.emplace_back(RDMASIM_INSTALLED_LIBDIR);
     for (const fs::path& dir : candidates)
         if (fs::exists(dir / "libibverbs.so.1", ec)) return dir.lexically_normal().string();
+    // (fmt, not "..." + std::string: GCC 12 at -O3 warns falsely, -Wrestrict, on that.)
     error = "no libibverbs.so.1 in";
     for (std::size_t i = 0; i < candidates.size(); ++i)
-        error += (i == 0 ? " " : i + 1 == candidates.size() ? " or " : ", ") +
-                 candidates[i].lexically_normal().string();
-    error += " (where an install and a build tree put it relative to " +
-             (ec ? std::string("this rdmasim, whose path /proc/self/exe does not tell") : exe.string()) +
-             ", then the configured install directory; build it with tools/dev build, or set RDMASIM_LIBDIR)";
+        error += fmt::format("{}{}", i == 0 ? " " : i + 1 == candidates.size() ? " or " : ", ",
+                             candidates[i].lexically_normal().string());
+    error += fmt::format(" (where an install and a build tree put it relative to {}, then the configured "
+                         "install directory; build it with tools/dev build, or set RDMASIM_LIBDIR)",
+                         ec ? "this rdmasim, whose path /proc/self/exe does not tell" : exe.string());
     return "";
 }
 
@@ -149,7 +151,7 @@ int run_environment(const RunOptions& o, std::vector<std::pair<std::string, std:
     }
     for (const auto& [k, v] : o.settings) {
         if (capture_key(k) && !v.empty() && ::access(v.c_str(), R_OK) != 0) {
-            error = k + " = '" + v + "': " + std::strerror(errno);
+            error = fmt::format("{} = '{}': {}", k, v, std::strerror(errno));
             return kExitRuntime;
         }
     }
