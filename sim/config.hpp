@@ -20,6 +20,17 @@ namespace rdmasim::sim {
 enum class EngineKind { inline_, thread };
 enum class StartTrigger { first_flow, now, delay, manual };
 
+// One configuration key as the reference shows it. `NAME.N` stands for
+// NAME.0 .. NAME.15 (device N; NAME.0 is NAME).
+struct KeyInfo {
+    std::string_view key;
+    std::string_view values;        // what set() accepts; "on, off" for a switch
+    std::string_view default_value;
+    std::string_view example;       // a value set() accepts, shown in every spelling
+    std::string_view flag;          // the `rdmasim run`/`env` option setting it ("" = --set only)
+    std::string_view description;
+};
+
 struct Config {
     std::uint32_t devices = 1;
     // Per device index ("" = none), keys `NAME` (device 0) and `NAME.N`. At
@@ -53,8 +64,14 @@ struct Config {
     std::string log_level = "warn";
     device::Capabilities caps;
 
-    // The names `set` accepts, with a one-line description each (for --help and docs).
-    static const std::vector<std::pair<std::string_view, std::string_view>>& keys();
+    // Every key `set` accepts, the single source of the configuration
+    // reference (README.md, "Configuration reference"): `set` refuses a key
+    // that is not here, and tests/sim/test_config.cpp sets each example in
+    // all three spellings.
+    static const std::vector<KeyInfo>& keys();
+    // The row of `key`; "pcap.3" finds "pcap.N" (N a device index 0..15 or
+    // not, set() checks the index). nullptr for an unknown key.
+    static const KeyInfo* find_key(std::string_view key);
 
     Result<void> set(std::string_view key, std::string_view value);
     // Applies RDMASIM_CONFIG (if set) and then every RDMASIM_* variable.

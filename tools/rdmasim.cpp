@@ -4,6 +4,8 @@
 #include <cstdio>
 
 #include "sim/logging.hpp"
+#include "tools/config_command.hpp"
+#include "tools/exit_codes.hpp"
 #include "tools/replay.hpp"
 #include "tools/run.hpp"
 #include "tools/stats_cmd.hpp"
@@ -11,6 +13,20 @@
 #ifndef RDMASIM_SAMPLE_PCAP
 #error "RDMASIM_SAMPLE_PCAP must name the bundled sample capture"
 #endif
+
+// `--set KEY=VALUE` arguments as pairs; false (and a message) for one without KEY=.
+static bool split_sets(const std::vector<std::string>& sets,
+                       std::vector<std::pair<std::string, std::string>>& out) {
+    for (const auto& kv : sets) {
+        const auto eq = kv.find('=');
+        if (eq == std::string::npos || eq == 0) {
+            std::fprintf(stderr, "rdmasim: --set %s: expected KEY=VALUE\n", kv.c_str());
+            return false;
+        }
+        out.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+    }
+    return true;
+}
 
 int main(int argc, char** argv) {
     CLI::App app{"rdmasim: a software-emulated RDMA HCA with a work-queue receive datapath"};
@@ -85,15 +101,28 @@ int main(int argc, char** argv) {
     stats_cmd->add_option("file", so.file, "the JSON document --stats wrote")->required();
     stats_cmd->add_flag("--json", so.json, "print the document itself, once checked");
 
-    try {
+    auto* config = app.add_subcommand("config", "The configuration: every key and its spellings, or a check");
+    bool config_reference = false, config_check = false;
+    std::vector<std::string> config_sets;
+    auto* config_what = config->add_option_group("action", "one of");
+    config_what->add_flag("--reference", config_reference, "print the Markdown table of every key (README.md)");
+    auto* check_flag = config_what->add_flag(
+        "--check", config_check, "validate RDMASIM_CONFIG, the RDMASIM_* variables and the --set values");
+    config_what->require_option(1);
+    config->add_option("--set", config_sets, "a configuration key, as KEY=VALUE (repeatable)")->needs(check_flag);
+
+    try { // every command-line error is a usage error (tools/exit_codes.hpp); --help is 0
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-        const int code = app.exit(e);
-        // `stats` is new: its usage errors are 2, as for run's; the older
-        // commands keep CLI11's codes (tools/README.md, "Exit codes").
-        return stats_cmd->parsed() && code != 0 ? 2 : code;
+        return app.exit(e) == 0 ? rdmasim::tools::kExitOk : rdmasim::tools::kExitUsage;
     }
     if (stats_cmd->parsed()) return rdmasim::tools::run_stats(so);
+    if (config->parsed()) {
+        if (config_reference) return rdmasim::tools::print_config_reference();
+        std::vector<std::pair<std::string, std::string>> settings;
+        if (!split_sets(config_sets, settings)) return rdmasim::tools::kExitUsage;
+        return rdmasim::tools::check_config(settings);
+    }
     if (run->parsed() || env->parsed()) {
         auto& s = run_opts.settings;
         if (!pcap.empty()) s.emplace_back("pcap", pcap);
@@ -112,14 +141,7 @@ int main(int argc, char** argv) {
         if (!faults.empty()) s.emplace_back("faults", faults);
         if (!trace.empty()) s.emplace_back("trace", trace);
         if (!stats.empty()) s.emplace_back("stats", stats);
-        for (const auto& kv : sets) {
-            const auto eq = kv.find('=');
-            if (eq == std::string::npos || eq == 0) {
-                std::fprintf(stderr, "rdmasim: --set %s: expected KEY=VALUE\n", kv.c_str());
-                return 2;
-            }
-            s.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
-        }
+        if (!split_sets(sets, s)) return rdmasim::tools::kExitUsage;
         return run->parsed() ? rdmasim::tools::run_command(run_opts)
                              : rdmasim::tools::print_environment(run_opts);
     }

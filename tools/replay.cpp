@@ -19,6 +19,7 @@
 #include "sim/stats_file.hpp"
 #include "tools/replay_receiver.hpp"
 #include "tools/replay_report.hpp"
+#include "tools/exit_codes.hpp"
 #include "tools/replay_stop.hpp"
 
 namespace rdmasim::tools {
@@ -27,10 +28,20 @@ namespace {
 
 struct Fail {
     std::string message;
+    int status = kExitRuntime;
 };
 
 [[noreturn]] void fail(std::string message) {
     throw Fail{std::move(message)};
+}
+
+// A bad option value or setting: the usage status (tools/exit_codes.hpp).
+[[noreturn]] void usage_error(std::string message) {
+    throw Fail{std::move(message), kExitUsage};
+}
+
+[[noreturn]] void config_error(const Error& e) {
+    throw Fail{e.message, config_error_status(e.code)};
 }
 
 std::uint32_t parse_flags(const std::vector<std::string>& names) {
@@ -45,7 +56,7 @@ std::uint32_t parse_flags(const std::vector<std::string>& names) {
         else if (n == "delay-drop")
             f |= IBV_WQ_FLAGS_DELAY_DROP;
         else
-            fail(fmt::format("--flags: unknown flag '{}' (cvlan, fcs, pad, delay-drop)", n));
+            usage_error(fmt::format("--flags: unknown flag '{}' (cvlan, fcs, pad, delay-drop)", n));
     }
     return f;
 }
@@ -62,16 +73,16 @@ HashInputs parse_hash_inputs(const std::vector<std::string>& names) {
         else if (n == "dst-port")
             h.dst_port = true;
         else
-            fail(fmt::format(
+            usage_error(fmt::format(
                 "--rss-fields: unknown field '{}' (src-ip, dst-ip, src-port, dst-port)", n));
     }
     return h;
 }
 
 ReceiverSettings receiver_settings(const ReplayOptions& o) {
-    if (o.wqs == 0 || o.wqs > 1024) fail("--wqs: expected 1..1024");
-    if (o.ring == 0) fail("--ring: expected at least 1");
-    if (o.buf == 0 || o.buf > (1u << 20)) fail("--buf: expected 1..1048576 bytes");
+    if (o.wqs == 0 || o.wqs > 1024) usage_error("--wqs: expected 1..1024");
+    if (o.ring == 0) usage_error("--ring: expected at least 1");
+    if (o.buf == 0 || o.buf > (1u << 20)) usage_error("--buf: expected 1..1048576 bytes");
     ReceiverSettings s;
     s.wqs = o.wqs;
     s.ring = o.ring;
@@ -188,11 +199,11 @@ Tally receive(const ReplayOptions& o, sim::Simulator& sim, Receiver& rx, net::Pc
 // engine; the inline engine (virtual time) cannot pace.
 ReplayOptions with_engine(ReplayOptions o) {
     sim::Config probe;
-    if (auto r = probe.set("speed", o.speed); !r) fail(r.error().message);
+    if (auto r = probe.set("speed", o.speed); !r) config_error(r.error());
     if (o.engine.empty())
         o.engine = probe.speed > 0 ? "thread" : "inline";
     else if (o.engine == "inline" && probe.speed > 0)
-        fail(fmt::format("--speed {}: the inline engine runs on virtual time and cannot pace; "
+        usage_error(fmt::format("--speed {}: the inline engine runs on virtual time and cannot pace; "
                          "use --engine thread (the default with --speed)",
                          o.speed));
     return o;
@@ -202,7 +213,7 @@ int replay(const ReplayOptions& o) {
     const ReceiverSettings settings = receiver_settings(o);
 
     sim::Config cfg;
-    if (auto r = cfg.apply_environment(); !r) fail(r.error().message);
+    if (auto r = cfg.apply_environment(); !r) config_error(r.error());
     std::vector<std::pair<std::string, std::string>> keys{
         {"engine", o.engine}, {"speed", o.speed}, {"start", "manual"}};
     // The source options map to the configuration keys `rdmasim run` sets.
@@ -214,14 +225,15 @@ int replay(const ReplayOptions& o) {
         if (!v.empty()) keys.emplace_back(k, v);
     if (o.promisc) keys.emplace_back("promisc", "on");
     for (const auto& [k, v] : keys)
-        if (auto r = cfg.set(k, v); !r) fail(r.error().message);
+        if (auto r = cfg.set(k, v); !r) config_error(r.error());
     if (!o.faults.empty())
-        if (auto r = cfg.set("faults", o.faults); !r) fail(r.error().message);
+        if (auto r = cfg.set("faults", o.faults); !r) config_error(r.error());
     if (!o.trace.empty())
-        if (auto r = cfg.set("trace", o.trace); !r) fail(r.error().message);
+        if (auto r = cfg.set("trace", o.trace); !r) config_error(r.error());
     if (!o.stats.empty())
-        if (auto r = cfg.set("stats", o.stats); !r) fail(r.error().message);
+        if (auto r = cfg.set("stats", o.stats); !r) config_error(r.error());
     cfg.devices = 1;
+    if (auto r = cfg.validate(); !r) config_error(r.error()); // two sources, say
     StopSource* stop_source = nullptr; // owned by the engine, which outlives its use below
     auto created = sim::Simulator::create(
         cfg, [&](std::uint32_t, std::unique_ptr<net::FrameSource> source) {
@@ -274,7 +286,7 @@ int replay(const ReplayOptions& o) {
     int status = 0;
     if (auto r = rx.close(); !r) {
         std::fprintf(stderr, "rdmasim replay: %s\n", r.error().message.c_str());
-        status = 1;
+        status = kExitRuntime;
     }
     if (writer)
         if (auto r = writer->close(); !r) fail(r.error().message);
@@ -286,14 +298,14 @@ int replay(const ReplayOptions& o) {
     }
     if (!balanced) {
         std::fprintf(stderr, "rdmasim replay: accounting does not balance\n");
-        return 2;
+        return kExitRuntime;
     }
     if (const auto why = sim.engine(0).source().failure(); !why.empty()) {
         std::fprintf(stderr, "rdmasim replay: %s: read error after %llu frames: %.*s\n",
                      o.file.empty() ? sim.engine(0).source().describe().c_str() : o.file.c_str(),
                      static_cast<unsigned long long>(port.frames.get()),
                      static_cast<int>(why.size()), why.data());
-        return 1;
+        return kExitRuntime;
     }
     return status;
 }
@@ -305,10 +317,10 @@ int run_replay(const ReplayOptions& options) {
         return replay(with_engine(options));
     } catch (const Fail& f) {
         std::fprintf(stderr, "rdmasim replay: %s\n", f.message.c_str());
-        return 1;
+        return f.status;
     } catch (const std::exception& e) { // std::bad_alloc and the like
         std::fprintf(stderr, "rdmasim replay: %s\n", e.what());
-        return 1;
+        return kExitRuntime;
     }
 }
 

@@ -1,29 +1,65 @@
 #include "tools/run.hpp"
 
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fmt/format.h>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "sim/config.hpp"
+#include "tools/exit_codes.hpp"
 
-#ifndef RDMASIM_LIBDIR
-#error "RDMASIM_LIBDIR must name the directory of the built libibverbs.so.1"
+// Where the drop-in libibverbs.so.1 is, relative to the rdmasim executable:
+// an install (bindir -> libdir/rdmasim; "" when meson cannot tell), and the
+// build tree (tools/ -> sim/); then the configured install directory.
+#if !defined(RDMASIM_INSTALLED_LIBDIR_FROM_EXE) || !defined(RDMASIM_BUILD_LIBDIR_FROM_EXE) || \
+    !defined(RDMASIM_INSTALLED_LIBDIR)
+#error "tools/meson.build defines where the drop-in library is, relative to the executable"
 #endif
 
 namespace rdmasim::tools {
 
 namespace {
 
-// Where libibverbs.so.1 is: RDMASIM_LIBDIR, else the build tree this tool came from.
-std::string library_dir() {
-    if (const char* d = std::getenv("RDMASIM_LIBDIR"); d && *d) return d;
-    return RDMASIM_LIBDIR;
+namespace fs = std::filesystem;
+
+// The directory of libibverbs.so.1: RDMASIM_LIBDIR if set, else the first of
+// the places above that holds one. "" with `error` naming every place looked.
+std::string library_dir(std::string& error) {
+    if (const char* d = std::getenv("RDMASIM_LIBDIR"); d && *d) {
+        if (fs::exists(fs::path(d) / "libibverbs.so.1")) return d;
+        error = fmt::format("no libibverbs.so.1 in {} (RDMASIM_LIBDIR)", d);
+        return "";
+    }
+    std::error_code ec;
+    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+    std::vector<fs::path> candidates;
+    if (!ec) {
+        if (std::string_view(RDMASIM_INSTALLED_LIBDIR_FROM_EXE).size() != 0)
+            candidates.push_back(exe.parent_path() / RDMASIM_INSTALLED_LIBDIR_FROM_EXE);
+        candidates.push_back(exe.parent_path() / RDMASIM_BUILD_LIBDIR_FROM_EXE);
+    }
+    candidates.emplace_back(RDMASIM_INSTALLED_LIBDIR);
+    for (const fs::path& dir : candidates)
+        if (fs::exists(dir / "libibverbs.so.1", ec)) return dir.lexically_normal().string();
+    // (fmt, not "..." + std::string: GCC 12 at -O3 warns falsely, -Wrestrict, on that.)
+    error = "no libibverbs.so.1 in";
+    for (std::size_t i = 0; i < candidates.size(); ++i)
+        error += fmt::format("{}{}", i == 0 ? " " : i + 1 == candidates.size() ? " or " : ", ",
+                             candidates[i].lexically_normal().string());
+    error += fmt::format(" (where an install and a build tree put it relative to {}, then the configured "
+                         "install directory; build it with tools/dev build, or set RDMASIM_LIBDIR)",
+                         ec ? "this rdmasim, whose path /proc/self/exe does not tell" : exe.string());
+    return "";
 }
 
 std::string shell_quote(const std::string& s) {
@@ -38,74 +74,128 @@ std::string absolute_wire(const std::string& url) {
     for (const std::string_view scheme : {"ptp://", "vde://"}) {
         if (!url.starts_with(scheme) || url.size() == scheme.size()) continue;
         const std::string path = url.substr(scheme.size());
-        return std::string(scheme) + std::filesystem::absolute(path).string();
+        return std::string(scheme) + fs::absolute(path).string();
     }
     return url;
 }
 
+bool capture_key(const std::string& k) { return k == "pcap" || k.starts_with("pcap."); }
+
+// The signals `run` passes on to the program when they are sent to rdmasim
+// itself; those the terminal sends reach the program directly.
+constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM};
+
+// Runs the command as a child with the environment set, passes signals on,
+// and returns its status: its exit code, or 128+N after signal N.
+int run_child(const RunOptions& o) {
+    sigset_t waited, old;
+    sigemptyset(&waited);
+    for (int s : kForwarded) sigaddset(&waited, s);
+    sigaddset(&waited, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &waited, &old);
+    const pid_t parent = ::getpid();
+    const pid_t child = ::fork();
+    if (child < 0) {
+        std::fprintf(stderr, "rdmasim run: cannot start %s: fork: %s\n", o.command[0].c_str(), std::strerror(errno));
+        return kExitRuntime;
+    }
+    if (child == 0) {
+        // The program does not outlive rdmasim (a SIGKILL cannot be passed on).
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (::getppid() != parent) ::_exit(kExitRuntime);
+        sigprocmask(SIG_SETMASK, &old, nullptr);
+        std::vector<char*> argv;
+        for (const auto& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
+        argv.push_back(nullptr);
+        ::execvp(argv[0], argv.data());
+        const int err = errno;
+        std::fprintf(stderr, "rdmasim run: cannot run %s: %s\n", argv[0], std::strerror(err));
+        ::_exit(err == ENOENT ? 127 : 126); // as a shell says it
+    }
+    for (;;) {
+        siginfo_t info{};
+        if (::sigwaitinfo(&waited, &info) < 0) continue; // EINTR
+        if (info.si_signo != SIGCHLD) {
+            // Sent by a process (kill), not by the terminal to the whole group.
+            if (info.si_code != SI_KERNEL) ::kill(child, info.si_signo);
+            continue;
+        }
+        int status = 0;
+        const pid_t done = ::waitpid(child, &status, WNOHANG);
+        if (done != child) continue;
+        if (WIFEXITED(status)) return WEXITSTATUS(status);
+        if (WIFSIGNALED(status)) {
+            const int sig = WTERMSIG(status);
+            if (sig != SIGINT && sig != SIGPIPE) // what a shell says, too
+                std::fprintf(stderr, "rdmasim run: %s: %s%s\n", o.command[0].c_str(), strsignal(sig),
+                             WCOREDUMP(status) ? " (core dumped)" : "");
+            return 128 + sig;
+        }
+    }
+}
+
 } // namespace
 
-bool run_environment(const RunOptions& o, std::vector<std::pair<std::string, std::string>>& env,
-                     std::string& error) {
+int run_environment(const RunOptions& o, std::vector<std::pair<std::string, std::string>>& env,
+                    std::string& error) {
     sim::Config check; // validate here, so a typo fails before the program starts
     for (const auto& [k, v] : o.settings) {
         if (auto r = check.set(k, v); !r) {
             error = r.error().message;
-            return false;
+            return config_error_status(r.error().code);
         }
     }
     if (auto r = check.validate(); !r) {
         error = r.error().message;
-        return false;
+        return config_error_status(r.error().code);
     }
-    const std::string dir = library_dir();
-    if (!std::filesystem::exists(std::filesystem::path(dir) / "libibverbs.so.1")) {
-        error = "no libibverbs.so.1 in " + dir + " (build it with tools/dev build, or set RDMASIM_LIBDIR)";
-        return false;
+    for (const auto& [k, v] : o.settings) {
+        if (capture_key(k) && !v.empty() && ::access(v.c_str(), R_OK) != 0) {
+            error = fmt::format("{} = '{}': {}", k, v, std::strerror(errno));
+            return kExitRuntime;
+        }
     }
+    const std::string dir = library_dir(error);
+    if (dir.empty()) return kExitRuntime;
     std::string path = dir;
     if (const char* old = std::getenv("LD_LIBRARY_PATH"); old && *old) path += std::string(":") + old;
     env.emplace_back("LD_LIBRARY_PATH", path);
     for (const auto& [k, v] : o.settings) {
         // Capture paths are made absolute: the program may change directory.
-        const bool path = k == "pcap" || k.starts_with("pcap.") || k == "tx_capture" ||
-                          k.starts_with("tx_capture.") || k == "trace" || k == "stats";
+        const bool path = capture_key(k) || k == "tx_capture" || k.starts_with("tx_capture.") || k == "trace" ||
+                          k == "stats";
         const bool wire = k == "wire" || k.starts_with("wire.");
-        env.emplace_back(sim::environment_name(k), path ? std::filesystem::absolute(v).string()
+        env.emplace_back(sim::environment_name(k), path ? fs::absolute(v).string()
                                                    : wire ? absolute_wire(v) : v);
     }
-    return true;
+    return kExitOk;
 }
 
 int run_command(const RunOptions& o) {
     if (o.command.empty()) {
         std::fprintf(stderr, "rdmasim run: no command (usage: rdmasim run [options] -- CMD [ARGS])\n");
-        return 2;
+        return kExitUsage;
     }
     std::vector<std::pair<std::string, std::string>> env;
     std::string error;
-    if (!run_environment(o, env, error)) {
+    if (const int status = run_environment(o, env, error); status != kExitOk) {
         std::fprintf(stderr, "rdmasim run: %s\n", error.c_str());
-        return 2;
+        return status;
     }
     for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
-    std::vector<char*> argv;
-    for (const auto& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::execvp(argv[0], argv.data());
-    std::fprintf(stderr, "rdmasim run: cannot run %s: %s\n", argv[0], std::strerror(errno));
-    return errno == ENOENT ? 127 : 126;
+    std::fflush(nullptr);
+    return run_child(o);
 }
 
 int print_environment(const RunOptions& o) {
     std::vector<std::pair<std::string, std::string>> env;
     std::string error;
-    if (!run_environment(o, env, error)) {
+    if (const int status = run_environment(o, env, error); status != kExitOk) {
         std::fprintf(stderr, "rdmasim env: %s\n", error.c_str());
-        return 2;
+        return status;
     }
     for (const auto& [k, v] : env) std::printf("export %s=%s\n", k.c_str(), shell_quote(v).c_str());
-    return 0;
+    return kExitOk;
 }
 
 } // namespace rdmasim::tools

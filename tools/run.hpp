@@ -14,11 +14,14 @@ struct RunOptions {
 };
 
 // The environment `run` adds: LD_LIBRARY_PATH first, then RDMASIM_* for each setting.
-// Fails (message in `error`) when a setting does not validate or the library is missing.
-bool run_environment(const RunOptions& options, std::vector<std::pair<std::string, std::string>>& env,
+// Returns kExitOk, or (message in `error`) kExitUsage for a setting that does
+// not validate, kExitRuntime for a capture that cannot be read or no drop-in
+// library (tools/exit_codes.hpp).
+int run_environment(const RunOptions& options, std::vector<std::pair<std::string, std::string>>& env,
                      std::string& error);
 
-// Replaces this process with the command (so its exit status is the command's).
+// Runs the command as a child process and returns its exit status (128+N
+// when signal N killed it); signals sent to rdmasim are passed on to it.
 int run_command(const RunOptions& options);
 // Prints the environment as shell exports.
 int print_environment(const RunOptions& options);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "sim/config.hpp"
+#include "sim/config_reference.hpp"
 
 using rdmasim::sim::Config;
 
@@ -179,4 +180,69 @@ TEST_CASE("config: wire_mode, octal with owner read and write, in its three spel
     REQUIRE(tr);
     CHECK(t.wire_mode == 0660);
     CHECK(t.wire == std::vector<std::string>{"ptp:///tmp/w"});
+}
+
+TEST_CASE("config: every key of the reference table, in its three spellings", "[sim][config]") {
+    using rdmasim::sim::KeyInfo;
+    const auto path = std::filesystem::temp_directory_path() /
+                      ("rdmasim-test-spellings-" + std::to_string(::getpid()) + ".toml");
+    for (const KeyInfo& info : Config::keys()) {
+        const std::string key = rdmasim::sim::example_key(info);
+        const std::string value(info.example);
+        INFO(info.key << ": " << key << " = " << value);
+        REQUIRE(Config::find_key(key) == &info);
+        CHECK_FALSE(info.values.empty());
+        CHECK_FALSE(info.default_value.empty());
+        CHECK_FALSE(info.description.empty());
+        CHECK((info.flag.empty() || info.flag.starts_with("--")));
+
+        Config by_set; // --set KEY=VALUE and every dedicated option
+        auto s = by_set.set(key, value);
+        CHECK(s);
+
+        const std::string name = rdmasim::sim::environment_name(key);
+        ::setenv(name.c_str(), value.c_str(), 1);
+        Config by_env;
+        auto e = by_env.apply_environment();
+        ::unsetenv(name.c_str());
+        CHECK(e);
+
+        {
+            std::FILE* f = std::fopen(path.c_str(), "w");
+            REQUIRE(f);
+            std::fprintf(f, "%s\n", rdmasim::sim::toml_spelling(info).c_str());
+            std::fclose(f);
+        }
+        Config by_toml;
+        auto t = by_toml.apply_toml_file(path.string());
+        CHECK(t);
+        if (!s || !e || !t)
+            FAIL_CHECK((!s ? s.error().message : !e ? e.error().message : t.error().message));
+    }
+    std::filesystem::remove(path);
+
+    // A key outside the table is refused, whatever set() would make of it.
+    CHECK(Config::find_key("pcap.x") == Config::find_key("pcap.N"));
+    for (const char* unknown : {"caps", "pcapx", "pcap.", "caps.hold_frames", "deterministic.1"}) {
+        INFO(unknown);
+        CHECK(Config::find_key(unknown) == nullptr);
+        auto r = Config{}.set(unknown, "1");
+        REQUIRE_FALSE(r);
+        CHECK(r.error().message.find("unknown key") != std::string::npos);
+    }
+}
+
+TEST_CASE("config: the reference table has one row per key, each spelling named", "[sim][config]") {
+    const std::string table = rdmasim::sim::reference_markdown();
+    std::size_t rows = 0;
+    for (std::size_t at = 0; (at = table.find('\n', at)) != std::string::npos; ++at) ++rows;
+    CHECK(rows == Config::keys().size() + 2);
+    CHECK(table.find("| `caps.pad_align` | 64, 128 | 64 | `caps.pad_align = 128` | "
+                     "`RDMASIM_CAPS_PAD_ALIGN=128` | `--set caps.pad_align=128` |") != std::string::npos);
+    CHECK(table.find("`--faults 'seed=7; drop:p=0.01'`, `--set 'faults=seed=7; drop:p=0.01'`") !=
+          std::string::npos);
+    CHECK(table.find("| `pcap.N` |") != std::string::npos);
+    CHECK(table.find("`RDMASIM_PCAP_1=capture.pcap`") != std::string::npos);
+    CHECK(table.find("`--promisc`, `--set promisc=on`") != std::string::npos);
+    CHECK(table.find("`promisc = true`") != std::string::npos);
 }

@@ -99,7 +99,7 @@ def paced_case(rdmasim, capture, speed, factor):
 
 def refused_case(rdmasim, capture):
     p, _ = run(rdmasim, [capture, "--speed", "original", "--engine", "inline"], timeout=60)
-    if p.returncode != 1 or "virtual time" not in p.stderr or "--engine thread" not in p.stderr:
+    if p.returncode != 2 or "virtual time" not in p.stderr or "--engine thread" not in p.stderr:
         return [f"exit {p.returncode}, stderr {p.stderr.strip()!r}"]
     return []
 
