@@ -174,6 +174,7 @@ const std::vector<std::pair<std::string_view, std::string_view>>& Config::keys()
         {"faults", "fault plan, like 'seed=7; drop:p=0.01; corrupt-fcs:every=100' (sim/README.md, \"Fault injection\")"},
         {"deterministic", "on: the inline engine and virtual time (same as engine=inline): bit-identical reruns"},
         {"trace", "file: every completion polled and every fault injected, as JSON lines (deterministic with the inline engine)"},
+        {"report", "file: an HTML report (inline SVG charts over time, configuration) written when the simulator stops"},
         {"idle_tick_us", "inline engine: virtual microseconds per idle poll, 1..1000000"},
         {"log_level", "trace, debug, info, warn, error or off"},
         {"caps.cvlan_stripping", "on/off"},
@@ -210,6 +211,8 @@ Result<void> Config::set(std::string_view key, std::string_view v) {
         if (*b) engine = EngineKind::inline_; // off leaves the engine as configured
     } else if (key == "trace") {
         trace = std::string(v);
+    } else if (key == "report") {
+        report = std::string(v);
     } else if (key == "faults") {
         auto plan = FaultPlan::parse(v);
         if (!plan) return make_error(EINVAL, fmt::format("configuration: {} = '{}': {}", key, v, plan.error().message));

@@ -3,12 +3,14 @@
 // Compiled only into the shared library.
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <memory>
 #include <mutex>
 
 #include "device/registry.hpp"
 #include "sim/config.hpp"
 #include "sim/logging.hpp"
+#include "sim/run_report.hpp"
 #include "sim/simulator.hpp"
 
 namespace rdmasim::sim {
@@ -37,9 +39,16 @@ int provide_devices() {
         instance() = std::move(sim.value());
         log().info("{} device(s) ready", instance()->device_count());
         // Registered after the logger came to be, so it runs before the
-        // logger goes: what the wires lost is said at exit.
+        // logger goes: what the wires lost is said at exit, and the HTML
+        // report (key `report`) is written.
         std::atexit([] {
-            if (instance()) instance()->report_losses();
+            if (!instance()) return;
+            instance()->report_losses();
+            try {
+                if (auto r = write_run_report(*instance()); !r) log().error("{}", r.error().message);
+            } catch (const std::exception& e) {
+                log().error("report {}: {}", instance()->config().report, e.what());
+            }
         });
         return 0;
     } catch (const std::bad_alloc&) {

@@ -31,6 +31,7 @@ struct ReplayOptions {
     std::uint32_t show = 0;             // print the first N delivered frames
     std::string faults;                 // a fault plan (sim/README.md, "Fault injection")
     std::string trace;                  // --trace FILE
+    std::string report;                 // --report FILE: the HTML report (config key report)
 };
 
 // True when the source is an interface or a wire: it never ends by itself.
