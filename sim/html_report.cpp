@@ -24,7 +24,12 @@ constexpr std::array<std::string_view, 10> kColors{"#1f77b4", "#ff7f0e", "#2ca02
 
 std::string_view color(std::size_t i) { return kColors[i % kColors.size()]; }
 
-std::string num(double v) { return fmt::format("{:.4g}", v); }
+// 4 significant digits, with k and M for thousands and millions.
+std::string num(double v) {
+    if (v >= 1e6) return fmt::format("{:.4g}M", v / 1e6);
+    if (v >= 1e4) return fmt::format("{:.4g}k", v / 1e3);
+    return fmt::format("{:.4g}", v);
+}
 
 struct Series {
     std::string name;

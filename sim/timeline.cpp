@@ -1,5 +1,6 @@
 #include "sim/timeline.hpp"
 
+#include <algorithm>
 #include <mutex>
 #include <new>
 
@@ -58,8 +59,10 @@ void Timeline::halve() {
 TimelineData Timeline::finish() {
     std::lock_guard lock(port_.mutex());
     const std::uint64_t now = port_.now_ns();
-    // The last sample is replaced when the clock has not moved since.
-    if (!data_.samples.empty() && data_.samples.back().t_ns == (now >= t0_ns_ ? now - t0_ns_ : 0))
+    // The last sample is replaced when it is less than half an interval
+    // old: a rate over a sliver of time says nothing.
+    const std::uint64_t t = now >= t0_ns_ ? now - t0_ns_ : 0;
+    if (data_.samples.size() > 1 && t - std::min(t, data_.samples.back().t_ns) < interval_ns_ / 2)
         data_.samples.pop_back();
     sample(now);
     return data_;
