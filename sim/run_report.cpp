@@ -43,10 +43,13 @@ Result<void> write_run_report(Simulator& sim) {
         for (std::size_t d = 0; d < sum.drops.size(); ++d) sum.drops[d] += c.drops[d];
     }
     // The statuses ibv_wc_status_str names; drops without a completion are not here.
-    r.statuses = {{"success", sum.delivered},
-                  {"local length error", sum.drop(datapath::Drop::length_error)},
-                  {"local protection error", sum.drop(datapath::Drop::protection_error)},
-                  {"Work Request Flushed Error", sum.flushed_wqes}};
+    const std::pair<const char*, std::uint64_t> statuses[] = {
+        {"success", sum.delivered},
+        {"local length error", sum.drop(datapath::Drop::length_error)},
+        {"local protection error", sum.drop(datapath::Drop::protection_error)},
+        {"Work Request Flushed Error", sum.flushed_wqes}};
+    for (const auto& [name, n] : statuses)
+        if (n != 0) r.statuses.emplace_back(name, n);
     nlohmann::json counters{{"port", counters_json(sim.port_counters(0))}};
     if (!sim.config().fault_plan.empty()) counters["faults"] = faults_json(sim.faults_injected(0));
     r.counters = counters.dump(2);
