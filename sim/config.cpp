@@ -196,6 +196,8 @@ const std::vector<KeyInfo>& Config::keys() {
          "every completion polled and every fault injected, as JSON lines"},
         {"stats", "a file", "none", "stats.json", "--stats",
          "every counter and every injected fault, one JSON document written when the simulator stops (rdmasim stats FILE)"},
+        {"report", "a file", "none", "report.html", "--report",
+         "an HTML report (inline SVG charts over time, the configuration) written when the simulator stops"},
         {"idle_tick_us", "1..1000000", "10", "100", "", "inline engine: virtual microseconds per idle poll"},
         {"log_level", "trace, debug, info, warn, error, off", "warn", "info", "", "what the library logs to stderr"},
         {"caps.cvlan_stripping", "on, off", "on", "off", "", "the device offers CVLAN stripping"},
@@ -250,6 +252,8 @@ Result<void> Config::set(std::string_view key, std::string_view v) {
         trace = std::string(v);
     } else if (key == "stats") {
         stats = std::string(v);
+    } else if (key == "report") {
+        report = std::string(v);
     } else if (key == "faults") {
         auto plan = FaultPlan::parse(v);
         if (!plan) return make_error(EINVAL, fmt::format("configuration: {} = '{}': {}", key, v, plan.error().message));

@@ -60,6 +60,7 @@ struct Config {
     FaultPlan fault_plan;
     std::string trace; // --trace: completions and injected faults as JSON lines
     std::string stats; // --stats: every counter as one JSON document when the simulator stops
+    std::string report; // an HTML report of device 0, written when the simulator stops
     std::uint64_t idle_tick_ns = 10'000;    // inline engine: virtual time per idle poll
     std::string log_level = "warn";
     device::Capabilities caps;

@@ -3,12 +3,14 @@
 // Compiled only into the shared library.
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <memory>
 #include <mutex>
 
 #include "device/registry.hpp"
 #include "sim/config.hpp"
 #include "sim/logging.hpp"
+#include "sim/run_report.hpp"
 #include "sim/simulator.hpp"
 #include "sim/stats_file.hpp"
 
@@ -45,6 +47,11 @@ int provide_devices() {
             instance()->report_losses();
             if (auto r = write_stats(*instance(), "drop-in"); !r)
                 std::fprintf(stderr, "rdmasim: %s\n", r.error().message.c_str());
+            try {
+                if (auto r = write_run_report(*instance()); !r) log().error("{}", r.error().message);
+            } catch (const std::exception& e) {
+                log().error("report {}: {}", instance()->config().report, e.what());
+            }
         });
         return 0;
     } catch (const std::bad_alloc&) {

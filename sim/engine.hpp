@@ -18,6 +18,7 @@
 #include "net/frame_source.hpp"
 #include "sim/config.hpp"
 #include "sim/pacing_stats.hpp"
+#include "sim/timeline.hpp"
 
 namespace rdmasim::sim {
 
@@ -47,6 +48,9 @@ public:
     [[nodiscard]] std::uint64_t steps() const noexcept {
         return steps_.load(std::memory_order_relaxed);
     }
+    // Ticked at the end of every burst, under the port lock (a report's
+    // samples). Set it before start(); it must outlive the engine's work.
+    void set_timeline(Timeline* timeline) noexcept { timeline_ = timeline; }
 
 protected:
     device::Device& dev_;
@@ -56,6 +60,7 @@ protected:
     std::atomic<bool> idle_{false};
     PacingStats pacing_stats_;
     std::atomic<std::uint64_t> steps_{0};
+    Timeline* timeline_ = nullptr;
     void count_step() noexcept { steps_.fetch_add(1, std::memory_order_relaxed); } // per burst
 };
 

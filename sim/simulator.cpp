@@ -116,6 +116,10 @@ Result<std::unique_ptr<Simulator>> Simulator::create(
         sim->verb_faults_.push_back(std::move(verb_faults));
         auto engine = make_engine(*dev, std::move(sources[i]), config);
         dev->hooks = engine.get();
+        if (!config.report.empty()) {
+            sim->timelines_.push_back(std::make_unique<Timeline>(dev->port));
+            engine->set_timeline(sim->timelines_.back().get());
+        }
         sim->devices_.push_back(std::move(dev));
         sim->engines_.push_back(std::move(engine));
     }

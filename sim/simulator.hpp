@@ -17,6 +17,7 @@
 #include "sim/engine.hpp"
 #include "sim/faulty_sink.hpp"
 #include "sim/faulty_source.hpp"
+#include "sim/timeline.hpp"
 #include "sim/trace.hpp"
 #include "sim/verb_faults.hpp"
 
@@ -78,6 +79,12 @@ public:
     // logger lives (the drop-in library does at exit).
     void report_losses() const;
 
+    // Device i's counters over time, sampled when the configuration has a
+    // `report` (sim/timeline.hpp), else nullptr.
+    [[nodiscard]] Timeline* timeline(std::size_t i) noexcept {
+        return i < timelines_.size() ? timelines_[i].get() : nullptr;
+    }
+
     // Every engine idle: all sources exhausted, nothing held.
     [[nodiscard]] bool idle() const noexcept;
     bool wait_idle(std::chrono::milliseconds timeout);
@@ -86,6 +93,7 @@ private:
     Simulator() = default;
     Config config_;
     std::vector<std::unique_ptr<device::Device>> devices_;
+    std::vector<std::unique_ptr<Timeline>> timelines_; // with a report; outlive the engines
     std::vector<std::unique_ptr<Engine>> engines_;
     std::vector<const FaultySource*> faulty_; // per device, null without frame faults
     std::vector<FaultySink*> faulty_sinks_;   // per device, null without tx faults (owned by sinks_)

@@ -156,6 +156,7 @@ std::optional<std::uint64_t> ThreadEngine::arrival(const net::Frame& frame) noex
 std::uint64_t ThreadEngine::service_time(std::uint32_t) noexcept { return now_ns(); }
 
 void ThreadEngine::burst_done(const BurstResult& r) noexcept {
+    if (timeline_) timeline_->tick();
     const bool idle = !r.pending && source_->exhausted() && !r.held;
     if (idle != idle_.load()) {
         std::lock_guard l(idle_mu_);

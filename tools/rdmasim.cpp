@@ -66,9 +66,11 @@ int main(int argc, char** argv) {
     replay->add_option("--trace", ro.trace, "write completions and injected faults to FILE as JSON lines");
     replay->add_option("--stats", ro.stats, "write every counter to FILE as JSON at the end (rdmasim stats FILE)");
 
+    replay->add_option("--report", ro.report, "write an HTML report (charts over time, configuration) to FILE");
+
     // run / env share the source options; each becomes an RDMASIM_* setting.
     rdmasim::tools::RunOptions run_opts;
-    std::string pcap, devices, engine, speed, start, faults, trace, stats, iface, pcap_live, filter, wire, tx_capture, link;
+    std::string pcap, devices, engine, speed, start, faults, trace, stats, report, iface, pcap_live, filter, wire, tx_capture, link;
     std::vector<std::string> sets;
     bool deterministic = false, promisc = false;
     auto add_source_options = [&](CLI::App* sub) {
@@ -88,6 +90,7 @@ int main(int argc, char** argv) {
         sub->add_option("--faults", faults, "fault plan, like 'seed=7; drop:p=0.01' (RDMASIM_FAULTS)");
         sub->add_option("--trace", trace, "write completions and injected faults to FILE as JSON lines");
         sub->add_option("--stats", stats, "write every counter to FILE as JSON when the program exits (RDMASIM_STATS)");
+        sub->add_option("--report", report, "write an HTML report of rdmasim0 to FILE at exit (RDMASIM_REPORT)");
         sub->add_option("--set", sets, "any configuration key, as KEY=VALUE (repeatable)");
     };
     auto* run = app.add_subcommand("run", "Run an unmodified verbs program against emulated devices");
@@ -140,6 +143,7 @@ int main(int argc, char** argv) {
         if (!start.empty()) s.emplace_back("start", start);
         if (!faults.empty()) s.emplace_back("faults", faults);
         if (!trace.empty()) s.emplace_back("trace", trace);
+        if (!report.empty()) s.emplace_back("report", report);
         if (!stats.empty()) s.emplace_back("stats", stats);
         if (!split_sets(sets, s)) return rdmasim::tools::kExitUsage;
         return run->parsed() ? rdmasim::tools::run_command(run_opts)

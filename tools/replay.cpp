@@ -6,6 +6,8 @@
 #include <infiniband/verbs.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -17,6 +19,7 @@
 #include "net/pcap_writer.hpp"
 #include "sim/simulator.hpp"
 #include "sim/stats_file.hpp"
+#include "tools/replay_html.hpp"
 #include "tools/replay_receiver.hpp"
 #include "tools/replay_report.hpp"
 #include "tools/exit_codes.hpp"
@@ -129,6 +132,20 @@ private:
 struct Tally {
     std::uint64_t completions = 0;
     std::uint64_t errors = 0;
+    std::array<std::uint64_t, 64> statuses{}; // completions by ibv_wc_status (the last: any larger)
+
+    void count(ibv_wc_status s) noexcept {
+        ++statuses[std::min<std::size_t>(static_cast<std::size_t>(s), statuses.size() - 1)];
+    }
+    [[nodiscard]] StatusCounts status_counts() const {
+        StatusCounts out;
+        for (std::size_t s = 0; s < statuses.size(); ++s)
+            if (statuses[s] != 0)
+                out.emplace_back(s + 1 < statuses.size() ? ibv_wc_status_str(static_cast<ibv_wc_status>(s))
+                                                         : "other",
+                                 statuses[s]);
+        return out;
+    }
 };
 
 // Polls, captures, shows and re-posts until the capture is done: the source
@@ -153,6 +170,7 @@ Tally receive(const ReplayOptions& o, sim::Simulator& sim, Receiver& rx, net::Pc
             do {
                 const std::uint64_t id = cq->wr_id;
                 ++tally.completions;
+                tally.count(cq->status);
                 if (cq->status == IBV_WC_SUCCESS) {
                     const std::uint32_t len = ibv_wc_read_byte_len(cq);
                     const std::uint8_t* data = rx.data(id);
@@ -232,6 +250,8 @@ int replay(const ReplayOptions& o) {
         if (auto r = cfg.set("trace", o.trace); !r) config_error(r.error());
     if (!o.stats.empty())
         if (auto r = cfg.set("stats", o.stats); !r) config_error(r.error());
+    if (!o.report.empty()) // RDMASIM_REPORT works too; --report wins
+        if (auto r = cfg.set("report", o.report); !r) config_error(r.error());
     cfg.devices = 1;
     if (auto r = cfg.validate(); !r) config_error(r.error()); // two sources, say
     StopSource* stop_source = nullptr; // owned by the engine, which outlives its use below
@@ -280,6 +300,11 @@ int replay(const ReplayOptions& o) {
         report.queues.push_back({w, rx.wq_num(w), c});
     }
     print_report(report);
+    if (sim::Timeline* timeline = sim.timeline(0); timeline != nullptr) {
+        if (auto r = write_replay_html(cfg.report, report, cfg, *timeline, tally.status_counts()); !r)
+            fail(r.error().message);
+        if (!o.json) std::printf("report: %s\n", cfg.report.c_str());
+    }
     // The accounting shown must balance: every frame offered has one outcome.
     const bool balanced = port.frames.get() == port.delivered.get() + port.drops_total();
 

@@ -32,6 +32,7 @@ struct ReplayOptions {
     std::string faults;                 // a fault plan (sim/README.md, "Fault injection")
     std::string trace;                  // --trace FILE
     std::string stats;                  // --stats FILE, written at the end
+    std::string report;                 // --report FILE: the HTML report (config key report)
 };
 
 // True when the source is an interface or a wire: it never ends by itself.

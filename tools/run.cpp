@@ -163,7 +163,7 @@ int run_environment(const RunOptions& o, std::vector<std::pair<std::string, std:
     for (const auto& [k, v] : o.settings) {
         // Capture paths are made absolute: the program may change directory.
         const bool path = capture_key(k) || k == "tx_capture" || k.starts_with("tx_capture.") || k == "trace" ||
-                          k == "stats";
+                          k == "stats" || k == "report";
         const bool wire = k == "wire" || k.starts_with("wire.");
         env.emplace_back(sim::environment_name(k), path ? fs::absolute(v).string()
                                                    : wire ? absolute_wire(v) : v);

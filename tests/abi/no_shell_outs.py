@@ -2,10 +2,11 @@
 """The drop-in library runs inside other people's programs: it must never
 start processes (no shell-outs) nor touch files of its own accord. It writes
 only the files a user names: the capture (tx_capture, through libpcap's
-dumper), the trace, and the stats file, which replaces FILE atomically
-(sim/stats_file.cpp: FILE.tmpPID beside it, then rename(2) over FILE,
-unlink(2) of that temporary file when the write fails: the only rename and
-unlink it calls); the wire socket a user names is made and removed by
+dumper), the trace, the stats file and the HTML report, the last two
+replacing FILE atomically (sim/stats_file.cpp: FILE.tmpPID beside it;
+sim/html_report.cpp: FILE.tmp.PID; then rename(2) over FILE, and the
+temporary file removed when the write fails: the only rename, unlink and
+remove it calls); the wire socket a user names is made and removed by
 libvdeplug (whose URL schemes net/vde_wire.cpp limits to ptp, vde and
 vxvde: no cmd://). Nothing else of its own creates, removes or renames a
 path. Checks its dynamic imports.
