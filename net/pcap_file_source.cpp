@@ -22,7 +22,6 @@ namespace {
 
 
 constexpr std::uint32_t kEthHeaderLen = 14;
-constexpr int kMaxRecordLen = 262144; // libpcap's MAXIMUM_SNAPLEN
 constexpr std::uint32_t kSllHeaderLen = 16;  // pcap/sll.h SLL_HDR_LEN
 constexpr std::uint32_t kSll2HeaderLen = 20; // pcap/sll.h SLL2_HDR_LEN
 constexpr std::uint32_t kNullHeaderLen = 4;  // the address family word of DLT_NULL / DLT_LOOP
@@ -142,19 +141,6 @@ std::uint16_t cooked_type(std::uint16_t hatype, std::uint16_t protocol,
         payload_wire_len <= kMax8023Length)
         return static_cast<std::uint16_t>(payload_wire_len);
     return 0;
-}
-
-// Classic pcap magic numbers as read in our byte order (pcap-savefile(5)):
-// microsecond or nanosecond timestamps, written in our byte order or swapped.
-constexpr std::uint32_t kMagicMicro = 0xa1b2c3d4;
-constexpr std::uint32_t kMagicNano = 0xa1b23c4d;
-constexpr std::size_t kFileHeaderLen = 24;
-constexpr std::size_t kRecordHeaderLen = 16;
-
-std::uint32_t load32(const std::uint8_t* p, bool swapped) noexcept {
-    std::uint32_t v;
-    std::memcpy(&v, p, 4);
-    return swapped ? __builtin_bswap32(v) : v;
 }
 
 std::uint64_t timestamp_ns(const pcap_pkthdr& hdr) noexcept {
@@ -283,34 +269,6 @@ PcapFileSource::~PcapFileSource() {
     if (pcap_) pcap_close(pcap_);
 }
 
-void PcapFileSource::map_classic(int snapshot) {
-    FILE* f = pcap_file(pcap_);
-    if (f == nullptr) return;
-    struct stat st {};
-    if (::fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode) ||
-        static_cast<std::size_t>(st.st_size) < kFileHeaderLen)
-        return;
-    const auto len = static_cast<std::size_t>(st.st_size);
-    void* m = ::mmap(nullptr, len, PROT_READ, MAP_PRIVATE, fileno(f), 0);
-    if (m == MAP_FAILED) return; // libpcap reads it all
-    const auto* bytes = static_cast<const std::uint8_t*>(m);
-    std::uint32_t magic;
-    std::memcpy(&magic, bytes, 4);
-    const std::uint32_t swapped_magic = __builtin_bswap32(magic);
-    if (magic != kMagicMicro && magic != kMagicNano && swapped_magic != kMagicMicro &&
-        swapped_magic != kMagicNano) {
-        ::munmap(m, len); // a variant only libpcap knows
-        return;
-    }
-    (void)::madvise(m, len, MADV_SEQUENTIAL);
-    map_ = bytes;
-    map_len_ = len;
-    map_offset_ = kFileHeaderLen;
-    map_swapped_ = magic != kMagicMicro && magic != kMagicNano;
-    map_nano_ = (map_swapped_ ? swapped_magic : magic) == kMagicNano;
-    map_snapshot_ = static_cast<std::uint32_t>(std::clamp(snapshot, 0, kMaxRecordLen));
-}
-
 void PcapFileSource::fail_read(const char* why) noexcept {
     // Capacity was reserved at open(): every piece fits, so this cannot allocate.
     char number[24];
@@ -320,38 +278,6 @@ void PcapFileSource::fail_read(const char* why) noexcept {
     read_error_.append(number, end).append(": ");
     read_error_.append(why, ::strnlen(why, PCAP_ERRBUF_SIZE));
     done_.store(true, std::memory_order_release); // after the text: failure() follows exhausted()
-}
-
-bool PcapFileSource::next_mapped(pcap_pkthdr& hdr, const std::uint8_t*& data) noexcept {
-    const std::size_t left = map_len_ - map_offset_;
-    if (left == 0) { // the end of the file, exactly at a record boundary
-        done_.store(true, std::memory_order_release);
-        return false;
-    }
-    if (left < kRecordHeaderLen) return false; // a cut header: libpcap says so
-    const std::uint8_t* rec = map_ + map_offset_;
-    const std::uint32_t caplen = load32(rec + 8, map_swapped_);
-    if (caplen > map_snapshot_ || caplen > left - kRecordHeaderLen) return false;
-    hdr.ts.tv_sec = static_cast<time_t>(load32(rec, map_swapped_));
-    const std::uint32_t frac = load32(rec + 4, map_swapped_);
-    // In nanosecond precision tv_usec holds nanoseconds (as libpcap gives them).
-    hdr.ts.tv_usec = static_cast<suseconds_t>(map_nano_ ? frac : std::uint64_t{frac} * 1000);
-    hdr.caplen = caplen;
-    hdr.len = load32(rec + 12, map_swapped_);
-    data = rec + kRecordHeaderLen;
-    map_offset_ += kRecordHeaderLen + caplen;
-    return true;
-}
-
-int PcapFileSource::next_libpcap(pcap_pkthdr*& hdr, const std::uint8_t*& data) noexcept {
-    FILE* f = map_ ? pcap_file(pcap_) : nullptr;
-    if (f != nullptr && std::fseek(f, static_cast<long>(map_offset_), SEEK_SET) != 0) {
-        fail_read(std::strerror(errno));
-        return PCAP_ERROR;
-    }
-    const int rc = pcap_next_ex(pcap_, &hdr, &data);
-    if (f != nullptr && rc == 1) map_offset_ = static_cast<std::size_t>(std::ftell(f));
-    return rc;
 }
 
 bool PcapFileSource::next(Frame& out) noexcept {

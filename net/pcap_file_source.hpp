@@ -102,6 +102,8 @@ private:
         bsd_null,   // 4-byte address family (DLT_NULL, DLT_LOOP): IP by the version nibble
     };
 
+    static constexpr int kMaxRecordLen = 262144; // libpcap's MAXIMUM_SNAPLEN
+
     PcapFileSource() = default;
     // Maps a classic pcap file for the fast path; leaves map_ null (libpcap
     // reads everything) for pcapng, a file that cannot be mapped, or a

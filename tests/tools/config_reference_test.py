@@ -4,7 +4,7 @@
 usage: config_reference_test.py RDMASIM README.md [--write]
 
 `rdmasim config --reference` prints the Markdown table generated from
-sim/config.cpp (Config::keys()). README.md holds it between the two marker
+sim/config_keys.cpp (Config::keys()). README.md holds it between the two marker
 lines below. The test fails, naming them, on a key the code has and the
 README lacks (or the other way round), and on any other difference (a value,
 a default, a spelling), with a diff; and when a table row names a
