@@ -254,6 +254,10 @@ int replay(const ReplayOptions& o) {
         if (auto r = cfg.set("report", o.report); !r) config_error(r.error());
     cfg.devices = 1;
     if (auto r = cfg.validate(); !r) config_error(r.error()); // two sources, say
+    std::optional<std::chrono::nanoseconds> duration;
+    if (o.duration_s > 0)
+        duration = std::chrono::nanoseconds(static_cast<std::int64_t>(o.duration_s * 1e9));
+    ReplayStop stop(duration); // catches SIGINT/SIGTERM before a live source is bound
     StopSource* stop_source = nullptr; // owned by the engine, which outlives its use below
     auto created = sim::Simulator::create(
         cfg, [&](std::uint32_t, std::unique_ptr<net::FrameSource> source) {
@@ -264,10 +268,7 @@ int replay(const ReplayOptions& o) {
         });
     if (!created) fail(created.error().message);
     sim::Simulator& sim = *created.value();
-    std::optional<std::chrono::nanoseconds> duration;
-    if (o.duration_s > 0)
-        duration = std::chrono::nanoseconds(static_cast<std::int64_t>(o.duration_s * 1e9));
-    ReplayStop stop(stop_source, duration);
+    stop.watch(stop_source);
 
     std::unique_ptr<net::PcapWriter> writer;
     if (!o.capture.empty()) {

@@ -71,16 +71,19 @@ private:
 };
 
 // The replay loop's stop check: a signal, or the duration run out since start().
+// The signals are caught from construction on: build it before the source opens
+// (a live socket is visible to others the moment it is bound).
 class ReplayStop {
 public:
-    ReplayStop(StopSource* source, std::optional<std::chrono::nanoseconds> duration)
-        : source_(source), duration_(duration) {}
+    explicit ReplayStop(std::optional<std::chrono::nanoseconds> duration) : duration_(duration) {}
+    // The source to stop; until it is set, a signal is only noted.
+    void watch(StopSource* source) noexcept { source_ = source; }
     void start() noexcept { t0_ = std::chrono::steady_clock::now(); }
     // Stops the source when a signal came or the time is up; cheap enough for every poll.
     void check() noexcept;
 
 private:
-    StopSource* source_; // owned by the device's engine
+    StopSource* source_ = nullptr; // owned by the device's engine
     std::optional<std::chrono::nanoseconds> duration_;
     std::chrono::steady_clock::time_point t0_{};
     StopSignals signals_;
