@@ -24,6 +24,13 @@ void pump(Cq& cq) noexcept {
     if (cq.device->hooks) cq.device->hooks->on_poll(*cq.device);
 }
 
+// A poll pumps only when it would otherwise find nothing: frames arrive when
+// the program waits for them, so one that drains its CQ one completion at a
+// time is not flooded (device/README.md, "Completion queues and events").
+void pump_if_empty(Cq& cq) noexcept {
+    if (cq.ring.empty()) pump(cq);
+}
+
 // ibv_cq_ex read_* accessors over the entry start_poll / next_poll exposes.
 ibv_wc_opcode read_opcode(ibv_cq_ex* c) { return static_cast<ibv_wc_opcode>(cq_of(c)->current.opcode); }
 uint32_t read_vendor_err(ibv_cq_ex* c) { return cq_of(c)->current.vendor_err; }
@@ -66,7 +73,7 @@ void expose(Cq& cq) noexcept {
 int start_poll(ibv_cq_ex* c, ibv_poll_cq_attr* attr) noexcept {
     if (attr == nullptr || attr->comp_mask != 0) return EINVAL;
     Cq& cq = *cq_of(c);
-    pump(cq);
+    pump_if_empty(cq);
     cq.poll_lock.lock(); // held until end_poll, as rdma-core providers do
     if (cq.ring.empty()) {
         cq.poll_lock.unlock();
@@ -242,7 +249,7 @@ int destroy_cq(ibv_cq* c) noexcept {
 int poll_cq(ibv_cq* c, int num_entries, ibv_wc* wc) noexcept {
     if (c == nullptr || num_entries < 0 || (num_entries > 0 && wc == nullptr)) return -EINVAL;
     Cq& cq = *from_verbs(c);
-    pump(cq);
+    pump_if_empty(cq);
     std::lock_guard lock(cq.poll_lock);
     int n = 0;
     for (; n < num_entries && !cq.ring.empty(); ++n) {
