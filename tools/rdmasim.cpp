@@ -6,13 +6,11 @@
 #include "sim/logging.hpp"
 #include "tools/config_command.hpp"
 #include "tools/exit_codes.hpp"
+#include "tools/install_paths.hpp"
 #include "tools/replay.hpp"
 #include "tools/run.hpp"
 #include "tools/stats_cmd.hpp"
 
-#ifndef RDMASIM_SAMPLE_PCAP
-#error "RDMASIM_SAMPLE_PCAP must name the bundled sample capture"
-#endif
 
 // `--set KEY=VALUE` arguments as pairs; false (and a message) for one without KEY=.
 static bool split_sets(const std::vector<std::string>& sets,
@@ -151,7 +149,7 @@ int main(int argc, char** argv) {
     }
     rdmasim::sim::set_log_level(log_level);
     if (replay->parsed()) {
-        if (ro.file.empty() && !rdmasim::tools::live_source(ro)) ro.file = RDMASIM_SAMPLE_PCAP;
+        if (ro.file.empty() && !rdmasim::tools::live_source(ro)) ro.file = rdmasim::tools::sample_capture();
         return rdmasim::tools::run_replay(ro);
     }
     return 0;

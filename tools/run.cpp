@@ -17,50 +17,14 @@
 
 #include "sim/config.hpp"
 #include "tools/exit_codes.hpp"
+#include "tools/install_paths.hpp"
 
-// Where the drop-in libibverbs.so.1 is, relative to the rdmasim executable:
-// an install (bindir -> libdir/rdmasim; "" when meson cannot tell), and the
-// build tree (tools/ -> sim/); then the configured install directory.
-#if !defined(RDMASIM_INSTALLED_LIBDIR_FROM_EXE) || !defined(RDMASIM_BUILD_LIBDIR_FROM_EXE) || \
-    !defined(RDMASIM_INSTALLED_LIBDIR)
-#error "tools/meson.build defines where the drop-in library is, relative to the executable"
-#endif
 
 namespace rdmasim::tools {
 
 namespace {
 
 namespace fs = std::filesystem;
-
-// The directory of libibverbs.so.1: RDMASIM_LIBDIR if set, else the first of
-// the places above that holds one. "" with `error` naming every place looked.
-std::string library_dir(std::string& error) {
-    if (const char* d = std::getenv("RDMASIM_LIBDIR"); d && *d) {
-        if (fs::exists(fs::path(d) / "libibverbs.so.1")) return d;
-        error = fmt::format("no libibverbs.so.1 in {} (RDMASIM_LIBDIR)", d);
-        return "";
-    }
-    std::error_code ec;
-    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-    std::vector<fs::path> candidates;
-    if (!ec) {
-        if (std::string_view(RDMASIM_INSTALLED_LIBDIR_FROM_EXE).size() != 0)
-            candidates.push_back(exe.parent_path() / RDMASIM_INSTALLED_LIBDIR_FROM_EXE);
-        candidates.push_back(exe.parent_path() / RDMASIM_BUILD_LIBDIR_FROM_EXE);
-    }
-    candidates.emplace_back(RDMASIM_INSTALLED_LIBDIR);
-    for (const fs::path& dir : candidates)
-        if (fs::exists(dir / "libibverbs.so.1", ec)) return dir.lexically_normal().string();
-    // (fmt, not "..." + std::string: GCC 12 at -O3 warns falsely, -Wrestrict, on that.)
-    error = "no libibverbs.so.1 in";
-    for (std::size_t i = 0; i < candidates.size(); ++i)
-        error += fmt::format("{}{}", i == 0 ? " " : i + 1 == candidates.size() ? " or " : ", ",
-                             candidates[i].lexically_normal().string());
-    error += fmt::format(" (where an install and a build tree put it relative to {}, then the configured "
-                         "install directory; build it with tools/dev build, or set RDMASIM_LIBDIR)",
-                         ec ? "this rdmasim, whose path /proc/self/exe does not tell" : exe.string());
-    return "";
-}
 
 std::string shell_quote(const std::string& s) {
     std::string out = "'";
@@ -155,7 +119,7 @@ int run_environment(const RunOptions& o, std::vector<std::pair<std::string, std:
             return kExitRuntime;
         }
     }
-    const std::string dir = library_dir(error);
+    const std::string dir = drop_in_library_dir(error);
     if (dir.empty()) return kExitRuntime;
     std::string path = dir;
     if (const char* old = std::getenv("LD_LIBRARY_PATH"); old && *old) path += std::string(":") + old;

@@ -1,13 +1,15 @@
 #!/usr/bin/python3
 """`meson install --destdir D` gives a working rdmasim (issue 12, acceptance 3).
 
-usage: install_test.py BUILDDIR PREFIX BINDIR LIBDIR EMBED_SIMULATOR_CPP
+usage: install_test.py BUILDDIR PREFIX BINDIR LIBDIR EMBED_SIMULATOR_CPP DATADIR
 
 Installs the build into a temporary D and checks, from D alone:
   * the layout: bin/rdmasim, LIBDIR/rdmasim/libibverbs.so.1 (never
     LIBDIR/libibverbs.so*), librdmasim.a, include/rdmasim/..., rdmasim.pc;
   * `D/.../bin/rdmasim run -- ibv_devinfo` lists rdmasim0, and `rdmasim env`
     points LD_LIBRARY_PATH at the installed library, not the build tree;
+  * `D/.../bin/rdmasim replay` without a FILE plays the installed sample
+    (DATADIR/rdmasim/sample.pcap), not the source tree's;
   * a copy of the executable with no library near it fails with status 1,
     naming the places it looked;
   * every installed header's `#include "..."` is installed too, and all of
@@ -18,6 +20,7 @@ Installs the build into a temporary D and checks, from D alone:
 Exits 0 when all hold, 1 otherwise, 77 (skip) without ibv_devinfo, a C++
 compiler or pkg-config.
 """
+import json
 import os
 import re
 import shutil
@@ -25,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 
-builddir, prefix, bindir, libdir, embed_source = sys.argv[1:6]
+builddir, prefix, bindir, libdir, embed_source, datadir = sys.argv[1:7]
 failures = []
 checks = 0
 
@@ -95,6 +98,14 @@ try:
     p = run([exe, "run", "--", "ibv_devinfo"], env=clean_env(), timeout=60)
     check(p.returncode == 0 and re.search(r"hca_id:\s+rdmasim0", p.stdout),
           "installed rdmasim run -- ibv_devinfo lists rdmasim0", f"exit {p.returncode}: {p.stdout}{p.stderr}")
+
+    sample = under(dest, os.path.join(datadir, "rdmasim", "sample.pcap"))
+    check(os.path.exists(sample), f"{os.path.relpath(sample, dest)} installed")
+    p = run([exe, "replay", "--count", "5", "--json"], env=clean_env(), timeout=60)
+    played = json.loads(p.stdout).get("file") if p.returncode == 0 else None
+    check(played is not None and os.path.realpath(played) == os.path.realpath(sample),
+          "installed rdmasim replay without FILE plays the installed sample",
+          f"exit {p.returncode}: played {played}; {p.stderr}")
 
     lonely = os.path.join(tmp, "elsewhere", "bin", "rdmasim")
     os.makedirs(os.path.dirname(lonely))
