@@ -6,10 +6,15 @@
 //                                "N ipv4|ipv6 OPCODE PSN DESTQP PAYLOAD_LEN" (decimal)
 //   roce_frames check IN.pcap    parses each frame; one line per frame:
 //                                "N DROP OPCODE PSN DESTQP PAYLOAD_LEN" (DROP none when valid)
+//   roce_frames bench [N]        builds and parses N (default 2,000,000) IPv4
+//                                RC SEND_MIDDLE frames per payload size; prints
+//                                ns per build and per parse
 //
 // Frames are numbered from 1, as tshark numbers them. Exit 0, or 1 with a
 // message on stderr when a file cannot be written or read.
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -112,11 +117,49 @@ int check_frames(const std::string& path) {
     return 0;
 }
 
+int bench(std::uint64_t n) {
+    RocePath path;
+    const std::uint8_t a[4] = {192, 0, 2, 1}, b[4] = {192, 0, 2, 2};
+    path.sgid = ipv4_mapped_gid(a);
+    path.dgid = ipv4_mapped_gid(b);
+    RoceHeaders h;
+    h.bth.opcode = static_cast<std::uint8_t>(RoceOpcode::rc_send_middle);
+    std::vector<std::uint8_t> payload(4096, 0x5a), out(4200);
+    using clock = std::chrono::steady_clock;
+    for (const std::size_t len : {64u, 1024u, 4096u}) {
+        const std::size_t frame_len = roce_frame_len(path, h.bth.opcode, len);
+        std::uint64_t built = 0, valid = 0;
+        const auto t0 = clock::now();
+        for (std::uint64_t i = 0; i < n; ++i) {
+            h.bth.psn = static_cast<std::uint32_t>(i) & kPsnMask;
+            built += build_roce_frame(path, h, std::span(payload).first(len), out).len;
+        }
+        const auto t1 = clock::now();
+        for (std::uint64_t i = 0; i < n; ++i) {
+            RocePacket p;
+            valid += parse_roce_frame(std::span(out).first(frame_len), p) == RoceDrop::none;
+        }
+        const auto t2 = clock::now();
+        if (built != n * frame_len || valid != n) {
+            std::fprintf(stderr, "roce_frames bench: %llu bytes built, %llu frames valid\n",
+                         static_cast<unsigned long long>(built), static_cast<unsigned long long>(valid));
+            return 1;
+        }
+        const double build_ns = std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(n);
+        const double parse_ns = std::chrono::duration<double, std::nano>(t2 - t1).count() / static_cast<double>(n);
+        std::printf("payload %4zu B (frame %4zu B): build %6.1f ns, parse with ICRC check %6.1f ns\n", len,
+                    frame_len, build_ns, parse_ns);
+    }
+    return 0;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
     if (argc == 3 && std::strcmp(argv[1], "write") == 0) return write_frames(argv[2]);
     if (argc == 3 && std::strcmp(argv[1], "check") == 0) return check_frames(argv[2]);
-    std::fprintf(stderr, "usage: roce_frames write OUT.pcap | roce_frames check IN.pcap\n");
+    if ((argc == 2 || argc == 3) && std::strcmp(argv[1], "bench") == 0)
+        return bench(argc == 3 ? std::strtoull(argv[2], nullptr, 10) : 2'000'000);
+    std::fprintf(stderr, "usage: roce_frames write OUT.pcap | roce_frames check IN.pcap | roce_frames bench [N]\n");
     return 2;
 }

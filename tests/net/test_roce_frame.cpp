@@ -470,6 +470,32 @@ TEST_CASE("every drop reason, each from one defect", "[roce]") {
     }
 }
 
+TEST_CASE("IPv4 options are accepted and covered by the ICRC", "[roce]") {
+    RoceHeaders h = full_headers(static_cast<std::uint8_t>(RoceOpcode::rc_send_only));
+    const Buf plain = build(path_v4(), h, Buf{1, 2, 3, 4});
+    Buf f(plain.begin(), plain.begin() + kIp + 20);
+    f.insert(f.end(), {0x01, 0x01, 0x01, 0x00}); // NOP, NOP, NOP, end of options
+    f.insert(f.end(), plain.begin() + kIp + 20, plain.end());
+    f[kIp] = 0x46;
+    const std::size_t total = ((plain[kIp + 2] << 8) | plain[kIp + 3]) + 4;
+    f[kIp + 3] = static_cast<std::uint8_t>(total);
+    f[kIp + 10] = f[kIp + 11] = 0;
+    std::uint32_t sum = 0;
+    for (std::size_t i = 0; i < 24; i += 2)
+        sum += static_cast<std::uint32_t>((f[kIp + i] << 8) | f[kIp + i + 1]);
+    while (sum >> 16)
+        sum = (sum & 0xffff) + (sum >> 16);
+    f[kIp + 10] = static_cast<std::uint8_t>(~sum >> 8);
+    f[kIp + 11] = static_cast<std::uint8_t>(~sum);
+    CHECK(parse(f) == RoceDrop::icrc); // the options changed what the ICRC covers
+    store_icrc(f.data() + kIp + total - 4, roce_icrc({f.data() + kIp, total - 4}, 24));
+    RocePacket p;
+    REQUIRE(parse_roce_frame(f, p) == RoceDrop::none);
+    CHECK(p.ip_header.size() == 24);
+    CHECK(Buf(p.payload.begin(), p.payload.end()) == Buf{1, 2, 3, 4});
+    CHECK(p.headers.bth.psn == h.bth.psn);
+}
+
 TEST_CASE("drop reasons have distinct counter names", "[roce]") {
     std::set<std::string> names;
     for (std::size_t d = 0; d < kRoceDropCount; ++d)
