@@ -39,24 +39,64 @@ std::size_t udp_len(const OpcodeInfo& info, std::size_t payload_len) noexcept {
 }
 
 // Writes the extension headers the opcode carries, in wire order; returns the end.
-std::uint8_t* store_extensions(const OpcodeInfo& info, const RoceHeaders& h, std::uint8_t* p) noexcept {
-    if (info.has(kExtDeth)) { h.deth.store(p); p += Deth::kSize; }
-    if (info.has(kExtReth)) { h.reth.store(p); p += Reth::kSize; }
-    if (info.has(kExtAtomicEth)) { h.atomic_eth.store(p); p += AtomicEth::kSize; }
-    if (info.has(kExtAeth)) { h.aeth.store(p); p += Aeth::kSize; }
-    if (info.has(kExtAtomicAckEth)) { h.atomic_ack_eth.store(p); p += AtomicAckEth::kSize; }
-    if (info.has(kExtImmDt)) { h.imm.store(p); p += ImmDt::kSize; }
-    if (info.has(kExtIeth)) { h.ieth.store(p); p += Ieth::kSize; }
+std::uint8_t* store_extensions(const OpcodeInfo& info, const RoceHeaders& h,
+                               std::uint8_t* p) noexcept {
+    if (info.has(kExtDeth)) {
+        h.deth.store(p);
+        p += Deth::kSize;
+    }
+    if (info.has(kExtReth)) {
+        h.reth.store(p);
+        p += Reth::kSize;
+    }
+    if (info.has(kExtAtomicEth)) {
+        h.atomic_eth.store(p);
+        p += AtomicEth::kSize;
+    }
+    if (info.has(kExtAeth)) {
+        h.aeth.store(p);
+        p += Aeth::kSize;
+    }
+    if (info.has(kExtAtomicAckEth)) {
+        h.atomic_ack_eth.store(p);
+        p += AtomicAckEth::kSize;
+    }
+    if (info.has(kExtImmDt)) {
+        h.imm.store(p);
+        p += ImmDt::kSize;
+    }
+    if (info.has(kExtIeth)) {
+        h.ieth.store(p);
+        p += Ieth::kSize;
+    }
     return p;
 }
 
 void load_extensions(const OpcodeInfo& info, const std::uint8_t* p, RoceHeaders& h) noexcept {
-    if (info.has(kExtDeth)) { h.deth = Deth::load(p); p += Deth::kSize; }
-    if (info.has(kExtReth)) { h.reth = Reth::load(p); p += Reth::kSize; }
-    if (info.has(kExtAtomicEth)) { h.atomic_eth = AtomicEth::load(p); p += AtomicEth::kSize; }
-    if (info.has(kExtAeth)) { h.aeth = Aeth::load(p); p += Aeth::kSize; }
-    if (info.has(kExtAtomicAckEth)) { h.atomic_ack_eth = AtomicAckEth::load(p); p += AtomicAckEth::kSize; }
-    if (info.has(kExtImmDt)) { h.imm = ImmDt::load(p); p += ImmDt::kSize; }
+    if (info.has(kExtDeth)) {
+        h.deth = Deth::load(p);
+        p += Deth::kSize;
+    }
+    if (info.has(kExtReth)) {
+        h.reth = Reth::load(p);
+        p += Reth::kSize;
+    }
+    if (info.has(kExtAtomicEth)) {
+        h.atomic_eth = AtomicEth::load(p);
+        p += AtomicEth::kSize;
+    }
+    if (info.has(kExtAeth)) {
+        h.aeth = Aeth::load(p);
+        p += Aeth::kSize;
+    }
+    if (info.has(kExtAtomicAckEth)) {
+        h.atomic_ack_eth = AtomicAckEth::load(p);
+        p += AtomicAckEth::kSize;
+    }
+    if (info.has(kExtImmDt)) {
+        h.imm = ImmDt::load(p);
+        p += ImmDt::kSize;
+    }
     if (info.has(kExtIeth)) h.ieth = Ieth::load(p);
 }
 
@@ -88,17 +128,24 @@ std::uint16_t roce_udp_src_port(std::uint32_t flow_label) noexcept {
 
 const char* roce_build_error_name(RoceBuildError error) noexcept {
     switch (error) {
-    case RoceBuildError::none: return "none";
-    case RoceBuildError::unknown_opcode: return "unknown_opcode";
-    case RoceBuildError::payload_not_allowed: return "payload_not_allowed";
-    case RoceBuildError::mixed_address_families: return "mixed_address_families";
-    case RoceBuildError::too_long: return "too_long";
-    case RoceBuildError::buffer_too_small: return "buffer_too_small";
+    case RoceBuildError::none:
+        return "none";
+    case RoceBuildError::unknown_opcode:
+        return "unknown_opcode";
+    case RoceBuildError::payload_not_allowed:
+        return "payload_not_allowed";
+    case RoceBuildError::mixed_address_families:
+        return "mixed_address_families";
+    case RoceBuildError::too_long:
+        return "too_long";
+    case RoceBuildError::buffer_too_small:
+        return "buffer_too_small";
     }
     return "?";
 }
 
-std::size_t roce_frame_len(const RocePath& path, std::uint8_t opcode, std::size_t payload_len) noexcept {
+std::size_t roce_frame_len(const RocePath& path, std::uint8_t opcode,
+                           std::size_t payload_len) noexcept {
     const OpcodeInfo* info = opcode_info(opcode);
     if (!info) return 0;
     const bool v4 = is_ipv4_mapped(path.sgid);
@@ -108,7 +155,8 @@ std::size_t roce_frame_len(const RocePath& path, std::uint8_t opcode, std::size_
 }
 
 RoceBuildResult build_roce_frame(const RocePath& path, const RoceHeaders& headers,
-                                 std::span<const std::uint8_t> payload, std::span<std::uint8_t> out) noexcept {
+                                 std::span<const std::uint8_t> payload,
+                                 std::span<std::uint8_t> out) noexcept {
     const std::span<const std::uint8_t> pieces[1] = {payload};
     return build_roce_frame(path, headers, pieces, out);
 }
@@ -126,7 +174,8 @@ RoceBuildResult build_roce_frame(const RocePath& path, const RoceHeaders& header
     if (v4 != is_ipv4_mapped(path.dgid)) return {0, RoceBuildError::mixed_address_families};
     if (payload_len > 65535) return {0, RoceBuildError::too_long};
     const std::size_t l4_len = udp_len(*info, payload_len);
-    const std::size_t ip_len = (v4 ? kIpv4HeaderLen : 0) + l4_len; // IPv4 total / IPv6 payload length
+    const std::size_t ip_len =
+        (v4 ? kIpv4HeaderLen : 0) + l4_len; // IPv4 total / IPv6 payload length
     if (ip_len > 65535) return {0, RoceBuildError::too_long};
     const std::size_t frame_len = roce_frame_len(path, headers.bth.opcode, payload_len);
     if (out.size() < frame_len) return {0, RoceBuildError::buffer_too_small};
@@ -185,7 +234,8 @@ RoceBuildResult build_roce_frame(const RocePath& path, const RoceHeaders& header
     }
     std::memset(p, 0, bth.pad);
     p += bth.pad;
-    store_icrc(p, roce_icrc({ip, static_cast<std::size_t>(p - ip)}, v4 ? kIpv4HeaderLen : kIpv6HeaderLen));
+    store_icrc(
+        p, roce_icrc({ip, static_cast<std::size_t>(p - ip)}, v4 ? kIpv4HeaderLen : kIpv6HeaderLen));
     p += kIcrcLen;
     const std::size_t written = static_cast<std::size_t>(p - out.data());
     std::memset(p, 0, frame_len - written); // Ethernet padding
@@ -194,21 +244,36 @@ RoceBuildResult build_roce_frame(const RocePath& path, const RoceHeaders& header
 
 const char* roce_drop_name(RoceDrop drop) noexcept {
     switch (drop) {
-    case RoceDrop::none: return "none";
-    case RoceDrop::truncated: return "truncated";
-    case RoceDrop::not_ip: return "not_ip";
-    case RoceDrop::bad_ip_header: return "bad_ip_header";
-    case RoceDrop::ip_checksum: return "ip_checksum";
-    case RoceDrop::ip_fragment: return "ip_fragment";
-    case RoceDrop::not_udp: return "not_udp";
-    case RoceDrop::not_roce_port: return "not_roce_port";
-    case RoceDrop::udp_length: return "udp_length";
-    case RoceDrop::short_packet: return "short_packet";
-    case RoceDrop::icrc: return "icrc";
-    case RoceDrop::bth_version: return "bth_version";
-    case RoceDrop::unknown_opcode: return "unknown_opcode";
-    case RoceDrop::bad_pad: return "bad_pad";
-    case RoceDrop::unexpected_payload: return "unexpected_payload";
+    case RoceDrop::none:
+        return "none";
+    case RoceDrop::truncated:
+        return "truncated";
+    case RoceDrop::not_ip:
+        return "not_ip";
+    case RoceDrop::bad_ip_header:
+        return "bad_ip_header";
+    case RoceDrop::ip_checksum:
+        return "ip_checksum";
+    case RoceDrop::ip_fragment:
+        return "ip_fragment";
+    case RoceDrop::not_udp:
+        return "not_udp";
+    case RoceDrop::not_roce_port:
+        return "not_roce_port";
+    case RoceDrop::udp_length:
+        return "udp_length";
+    case RoceDrop::short_packet:
+        return "short_packet";
+    case RoceDrop::icrc:
+        return "icrc";
+    case RoceDrop::bth_version:
+        return "bth_version";
+    case RoceDrop::unknown_opcode:
+        return "unknown_opcode";
+    case RoceDrop::bad_pad:
+        return "bad_pad";
+    case RoceDrop::unexpected_payload:
+        return "unexpected_payload";
     }
     return "?";
 }
@@ -236,7 +301,7 @@ RoceDrop parse_roce_frame(std::span<const std::uint8_t> frame, RocePacket& out) 
 
     std::size_t ip_header_len = 0;
     std::size_t datagram_len = 0; // IP header + UDP datagram
-    std::size_t udp_expected = 0;  // the UDP length the IP header implies
+    std::size_t udp_expected = 0; // the UDP length the IP header implies
     std::uint8_t proto = 0;
     out.ipv6 = type == kEtherTypeIpv6;
     if (!out.ipv6) {
@@ -287,7 +352,8 @@ RoceDrop parse_roce_frame(std::span<const std::uint8_t> frame, RocePacket& out) 
     const std::size_t end = l3 + datagram_len; // the ICRC's end
     if (end - bth_at < Bth::kSize + kIcrcLen) return RoceDrop::short_packet;
     const std::size_t icrc_at = end - kIcrcLen;
-    if (roce_icrc(frame.subspan(l3, icrc_at - l3), ip_header_len) != load_icrc(frame.data() + icrc_at))
+    if (roce_icrc(frame.subspan(l3, icrc_at - l3), ip_header_len) !=
+        load_icrc(frame.data() + icrc_at))
         return RoceDrop::icrc;
 
     RoceHeaders& h = out.headers;

@@ -86,9 +86,9 @@ enum class PathMtu : std::uint8_t { mtu256 = 1, mtu512 = 2, mtu1024 = 3, mtu2048
 struct Bth {
     static constexpr std::size_t kSize = 12;
     std::uint8_t opcode = 0;
-    bool solicited = false;  // SE
-    bool mig_req = false;    // M
-    std::uint8_t pad = 0;    // PadCnt, 0..3 bytes after the payload
+    bool solicited = false;   // SE
+    bool mig_req = false;     // M
+    std::uint8_t pad = 0;     // PadCnt, 0..3 bytes after the payload
     std::uint8_t version = 0; // TVer, 0 in this version of the spec
     std::uint16_t pkey = kDefaultPkey;
     bool fecn = false;
@@ -134,7 +134,8 @@ struct Reth {
     std::uint32_t dma_len = 0;
 
     static Reth load(const std::uint8_t* p) noexcept {
-        return {roce_detail::load_be64(p), roce_detail::load_be32(p + 8), roce_detail::load_be32(p + 12)};
+        return {roce_detail::load_be64(p), roce_detail::load_be32(p + 8),
+                roce_detail::load_be32(p + 12)};
     }
     void store(std::uint8_t* p) const noexcept {
         roce_detail::store_be64(p, va);
@@ -162,12 +163,19 @@ struct Aeth {
     std::uint8_t syndrome = 0;
     std::uint32_t msn = 0; // 24 bits
 
-    [[nodiscard]] AckKind kind() const noexcept { return static_cast<AckKind>((syndrome >> 5) & 3); }
-    [[nodiscard]] std::uint8_t value() const noexcept { return syndrome & 0x1f; } // credits / timer / NAK code
-    [[nodiscard]] static constexpr std::uint8_t make_syndrome(AckKind kind, std::uint8_t value) noexcept {
+    [[nodiscard]] AckKind kind() const noexcept {
+        return static_cast<AckKind>((syndrome >> 5) & 3);
+    }
+    [[nodiscard]] std::uint8_t value() const noexcept {
+        return syndrome & 0x1f;
+    } // credits / timer / NAK code
+    [[nodiscard]] static constexpr std::uint8_t make_syndrome(AckKind kind,
+                                                              std::uint8_t value) noexcept {
         return static_cast<std::uint8_t>((static_cast<unsigned>(kind) << 5) | (value & 0x1f));
     }
-    static Aeth load(const std::uint8_t* p) noexcept { return {p[0], roce_detail::load_be24(p + 1)}; }
+    static Aeth load(const std::uint8_t* p) noexcept {
+        return {p[0], roce_detail::load_be24(p + 1)};
+    }
     void store(std::uint8_t* p) const noexcept {
         p[0] = syndrome;
         roce_detail::store_be24(p + 1, msn & 0xffffff);
@@ -201,8 +209,8 @@ struct AtomicEth {
     std::uint64_t compare = 0;
 
     static AtomicEth load(const std::uint8_t* p) noexcept {
-        return {roce_detail::load_be64(p), roce_detail::load_be32(p + 8), roce_detail::load_be64(p + 12),
-                roce_detail::load_be64(p + 20)};
+        return {roce_detail::load_be64(p), roce_detail::load_be32(p + 8),
+                roce_detail::load_be64(p + 12), roce_detail::load_be64(p + 20)};
     }
     void store(std::uint8_t* p) const noexcept {
         roce_detail::store_be64(p, va);

@@ -28,7 +28,15 @@ constexpr OpcodeInfo entry(std::uint8_t code, const char* name, Op op, Pos pos, 
                            bool payload) noexcept {
     const auto transport = static_cast<T>(code >> 5);
     const bool full = payload && (pos == Pos::first || pos == Pos::middle);
-    return {static_cast<RoceOpcode>(code), name, transport, op, pos, ext, header_len(ext), payload, full};
+    return {static_cast<RoceOpcode>(code),
+            name,
+            transport,
+            op,
+            pos,
+            ext,
+            header_len(ext),
+            payload,
+            full};
 }
 
 // The send and write operations, the same for RC (base 0x00) and UC (0x20).
@@ -43,7 +51,8 @@ constexpr std::array<OpcodeInfo, 12> send_write(std::uint8_t base) noexcept {
         entry(base + 0x06, "RDMA_WRITE_FIRST", Op::rdma_write, Pos::first, kExtReth, true),
         entry(base + 0x07, "RDMA_WRITE_MIDDLE", Op::rdma_write, Pos::middle, 0, true),
         entry(base + 0x08, "RDMA_WRITE_LAST", Op::rdma_write, Pos::last, 0, true),
-        entry(base + 0x09, "RDMA_WRITE_LAST_WITH_IMMEDIATE", Op::rdma_write, Pos::last, kExtImmDt, true),
+        entry(base + 0x09, "RDMA_WRITE_LAST_WITH_IMMEDIATE", Op::rdma_write, Pos::last, kExtImmDt,
+              true),
         entry(base + 0x0a, "RDMA_WRITE_ONLY", Op::rdma_write, Pos::only, kExtReth, true),
         entry(base + 0x0b, "RDMA_WRITE_ONLY_WITH_IMMEDIATE", Op::rdma_write, Pos::only,
               kExtReth | kExtImmDt, true),
@@ -57,7 +66,8 @@ constexpr std::array<OpcodeInfo, 11> kRcOnly = {{
     entry(0x0f, "RDMA_READ_RESPONSE_LAST", Op::rdma_read_response, Pos::last, kExtAeth, true),
     entry(0x10, "RDMA_READ_RESPONSE_ONLY", Op::rdma_read_response, Pos::only, kExtAeth, true),
     entry(0x11, "ACKNOWLEDGE", Op::ack, Pos::only, kExtAeth, false),
-    entry(0x12, "ATOMIC_ACKNOWLEDGE", Op::atomic_ack, Pos::only, kExtAeth | kExtAtomicAckEth, false),
+    entry(0x12, "ATOMIC_ACKNOWLEDGE", Op::atomic_ack, Pos::only, kExtAeth | kExtAtomicAckEth,
+          false),
     entry(0x13, "CMP_SWAP", Op::compare_swap, Pos::only, kExtAtomicEth, false),
     entry(0x14, "FETCH_ADD", Op::fetch_add, Pos::only, kExtAtomicEth, false),
     entry(0x16, "SEND_LAST_WITH_INVALIDATE", Op::send, Pos::last, kExtIeth, true),
@@ -72,10 +82,14 @@ constexpr std::array<OpcodeInfo, 2> kUd = {{
 constexpr auto make_table() noexcept {
     std::array<OpcodeInfo, 12 + 11 + 12 + 2> t{};
     std::size_t n = 0;
-    for (const auto& e : send_write(0x00)) t[n++] = e;
-    for (const auto& e : kRcOnly) t[n++] = e;
-    for (const auto& e : send_write(0x20)) t[n++] = e;
-    for (const auto& e : kUd) t[n++] = e;
+    for (const auto& e : send_write(0x00))
+        t[n++] = e;
+    for (const auto& e : kRcOnly)
+        t[n++] = e;
+    for (const auto& e : send_write(0x20))
+        t[n++] = e;
+    for (const auto& e : kUd)
+        t[n++] = e;
     return t;
 }
 
@@ -105,9 +119,12 @@ const OpcodeInfo* opcode_info(std::uint8_t opcode) noexcept {
 
 const char* transport_name(RoceTransport transport) noexcept {
     switch (transport) {
-    case RoceTransport::rc: return "RC";
-    case RoceTransport::uc: return "UC";
-    case RoceTransport::ud: return "UD";
+    case RoceTransport::rc:
+        return "RC";
+    case RoceTransport::uc:
+        return "UC";
+    case RoceTransport::ud:
+        return "UD";
     }
     return "?";
 }
@@ -120,13 +137,17 @@ std::size_t opcode_table_size() noexcept {
     return kTable.size();
 }
 
-bool payload_length_ok(const OpcodeInfo& info, std::uint32_t payload_len, std::uint32_t mtu_bytes) noexcept {
+bool payload_length_ok(const OpcodeInfo& info, std::uint32_t payload_len,
+                       std::uint32_t mtu_bytes) noexcept {
     if (!info.has_payload) return payload_len == 0;
     switch (info.position) {
     case SegmentPosition::first:
-    case SegmentPosition::middle: return payload_len == mtu_bytes;
-    case SegmentPosition::last: return payload_len >= 1 && payload_len <= mtu_bytes;
-    case SegmentPosition::only: return payload_len <= mtu_bytes;
+    case SegmentPosition::middle:
+        return payload_len == mtu_bytes;
+    case SegmentPosition::last:
+        return payload_len >= 1 && payload_len <= mtu_bytes;
+    case SegmentPosition::only:
+        return payload_len <= mtu_bytes;
     }
     return false;
 }

@@ -81,14 +81,14 @@ enum : std::uint8_t {
 
 struct OpcodeInfo {
     RoceOpcode opcode;
-    const char* name;         // the IBA's name without the transport, e.g. "SEND_LAST_WITH_IMMEDIATE"
+    const char* name; // the IBA's name without the transport, e.g. "SEND_LAST_WITH_IMMEDIATE"
     RoceTransport transport;
     RoceOp op;
     SegmentPosition position;
-    std::uint8_t ext;         // kExt* bits
-    std::uint8_t header_len;  // BTH plus the extension headers
-    bool has_payload;         // false: nothing may follow the headers (no pad either)
-    bool full_mtu;            // the payload must be exactly the path MTU (first, middle)
+    std::uint8_t ext;        // kExt* bits
+    std::uint8_t header_len; // BTH plus the extension headers
+    bool has_payload;        // false: nothing may follow the headers (no pad either)
+    bool full_mtu;           // the payload must be exactly the path MTU (first, middle)
     [[nodiscard]] bool has(std::uint8_t ext_bit) const noexcept { return (ext & ext_bit) != 0; }
     [[nodiscard]] bool immediate() const noexcept { return has(kExtImmDt); }
     [[nodiscard]] bool invalidate() const noexcept { return has(kExtIeth); }

@@ -58,7 +58,8 @@ int write_frames(const std::string& path) {
         for (std::size_t i = 0; i < opcode_table_size(); ++i) {
             const OpcodeInfo& info = table[i];
             const std::vector<std::size_t> lengths =
-                info.has_payload ? std::vector<std::size_t>{0, 1, 2, 3, 4, 1023, 4096} : std::vector<std::size_t>{0};
+                info.has_payload ? std::vector<std::size_t>{0, 1, 2, 3, 4, 1023, 4096}
+                                 : std::vector<std::size_t>{0};
             for (const std::size_t len : lengths) {
                 RoceHeaders h;
                 h.bth.opcode = static_cast<std::uint8_t>(info.opcode);
@@ -75,13 +76,14 @@ int write_frames(const std::string& path) {
                 path.udp_src_port = roce_udp_src_port(roce_flow_label(0x11, h.bth.dest_qp));
                 const auto r = build_roce_frame(path, h, std::span(payload).first(len), out);
                 if (r.error != RoceBuildError::none) {
-                    std::fprintf(stderr, "roce_frames: %s %s: %s\n", transport_name(info.transport), info.name,
-                                 roce_build_error_name(r.error));
+                    std::fprintf(stderr, "roce_frames: %s %s: %s\n", transport_name(info.transport),
+                                 info.name, roce_build_error_name(r.error));
                     return 1;
                 }
-                (*writer.value()).write(std::span(out).first(r.len), 1'700'000'000'000'000'000ull + n * 1000);
-                std::printf("%llu %s %u %u %u %zu\n", static_cast<unsigned long long>(++n), ipv6 ? "ipv6" : "ipv4",
-                            h.bth.opcode, psn, h.bth.dest_qp, len);
+                (*writer.value())
+                    .write(std::span(out).first(r.len), 1'700'000'000'000'000'000ull + n * 1000);
+                std::printf("%llu %s %u %u %u %zu\n", static_cast<unsigned long long>(++n),
+                            ipv6 ? "ipv6" : "ipv4", h.bth.opcode, psn, h.bth.dest_qp, len);
                 psn = psn_add(psn, 1);
             }
         }
@@ -105,10 +107,12 @@ int check_frames(const std::string& path) {
         RocePacket p;
         const RoceDrop drop = parse_roce_frame(frame.payload(), p);
         if (drop == RoceDrop::none)
-            std::printf("%llu none %u %u %u %zu\n", static_cast<unsigned long long>(++n), p.headers.bth.opcode,
-                        p.headers.bth.psn, p.headers.bth.dest_qp, p.payload.size());
+            std::printf("%llu none %u %u %u %zu\n", static_cast<unsigned long long>(++n),
+                        p.headers.bth.opcode, p.headers.bth.psn, p.headers.bth.dest_qp,
+                        p.payload.size());
         else
-            std::printf("%llu %s - - - -\n", static_cast<unsigned long long>(++n), roce_drop_name(drop));
+            std::printf("%llu %s - - - -\n", static_cast<unsigned long long>(++n),
+                        roce_drop_name(drop));
     }
     if (const std::string_view why = source.value()->failure(); !why.empty()) {
         std::fprintf(stderr, "roce_frames: %.*s\n", static_cast<int>(why.size()), why.data());
@@ -142,13 +146,17 @@ int bench(std::uint64_t n) {
         const auto t2 = clock::now();
         if (built != n * frame_len || valid != n) {
             std::fprintf(stderr, "roce_frames bench: %llu bytes built, %llu frames valid\n",
-                         static_cast<unsigned long long>(built), static_cast<unsigned long long>(valid));
+                         static_cast<unsigned long long>(built),
+                         static_cast<unsigned long long>(valid));
             return 1;
         }
-        const double build_ns = std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(n);
-        const double parse_ns = std::chrono::duration<double, std::nano>(t2 - t1).count() / static_cast<double>(n);
-        std::printf("payload %4zu B (frame %4zu B): build %6.1f ns, parse with ICRC check %6.1f ns\n", len,
-                    frame_len, build_ns, parse_ns);
+        const double build_ns =
+            std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(n);
+        const double parse_ns =
+            std::chrono::duration<double, std::nano>(t2 - t1).count() / static_cast<double>(n);
+        std::printf(
+            "payload %4zu B (frame %4zu B): build %6.1f ns, parse with ICRC check %6.1f ns\n", len,
+            frame_len, build_ns, parse_ns);
     }
     return 0;
 }
@@ -160,6 +168,8 @@ int main(int argc, char** argv) {
     if (argc == 3 && std::strcmp(argv[1], "check") == 0) return check_frames(argv[2]);
     if ((argc == 2 || argc == 3) && std::strcmp(argv[1], "bench") == 0)
         return bench(argc == 3 ? std::strtoull(argv[2], nullptr, 10) : 2'000'000);
-    std::fprintf(stderr, "usage: roce_frames write OUT.pcap | roce_frames check IN.pcap | roce_frames bench [N]\n");
+    std::fprintf(
+        stderr,
+        "usage: roce_frames write OUT.pcap | roce_frames check IN.pcap | roce_frames bench [N]\n");
     return 2;
 }

@@ -223,12 +223,14 @@ TEST_CASE("every opcode round trips, IPv4 and IPv6, with and without a VLAN tag"
         const OpcodeInfo& info = table[i];
         const auto code = static_cast<std::uint8_t>(info.opcode);
         const std::vector<std::size_t> lengths =
-            info.has_payload ? std::vector<std::size_t>{1, 2, 3, 4, 5, 256, 4096} : std::vector<std::size_t>{0};
+            info.has_payload ? std::vector<std::size_t>{1, 2, 3, 4, 5, 256, 4096}
+                             : std::vector<std::size_t>{0};
         for (const bool ipv6 : {false, true})
             for (const bool tagged : {false, true})
                 for (const std::size_t len : lengths) {
-                    INFO(transport_name(info.transport) << " " << info.name << " ipv6 " << ipv6 << " vlan "
-                                                        << tagged << " payload " << len);
+                    INFO(transport_name(info.transport)
+                         << " " << info.name << " ipv6 " << ipv6 << " vlan " << tagged
+                         << " payload " << len);
                     RocePath path = ipv6 ? path_v6() : path_v4();
                     if (tagged) path.vlan_tci = 0xa07b; // PCP 5, VID 123
                     const RoceHeaders sent = full_headers(code);
@@ -451,15 +453,16 @@ TEST_CASE("every drop reason, each from one defect", "[roce]") {
     }
     SECTION("unexpected_payload") {
         CHECK(parse(resize_body(ack, 4)) == RoceDrop::unexpected_payload);
-        const Buf read = build(path_v4(), full_headers(static_cast<std::uint8_t>(RoceOpcode::rc_read_request)), {});
+        const Buf read = build(
+            path_v4(), full_headers(static_cast<std::uint8_t>(RoceOpcode::rc_read_request)), {});
         CHECK(parse(resize_body(read, 8)) == RoceDrop::unexpected_payload);
     }
     SECTION("the variant fields change nothing") {
         Buf f = good;
-        f[kIp + 1] = 0x03;  // ECN CE, as a switch marks it
-        f[kIp + 8] = 1;     // TTL after some hops
+        f[kIp + 1] = 0x03; // ECN CE, as a switch marks it
+        f[kIp + 8] = 1;    // TTL after some hops
         fix_ipv4_checksum(f);
-        f[kUdp + 6] = 0x12; // a UDP checksum
+        f[kUdp + 6] = 0x12;  // a UDP checksum
         f[kBth + 4] |= 0xc0; // FECN, BECN
         RocePacket p;
         REQUIRE(parse_roce_frame(f, p) == RoceDrop::none);

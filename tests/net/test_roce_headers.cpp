@@ -64,13 +64,14 @@ TEST_CASE("extension headers in network byte order", "[roce]") {
 
     const Reth reth{0x0102030405060708, 0x0a0b0c0d, 0x11223344};
     reth.store(out.data());
-    const std::array<std::uint8_t, 16> reth_wire = {1, 2, 3, 4, 5, 6, 7, 8, 0x0a, 0x0b,
-                                                    0x0c, 0x0d, 0x11, 0x22, 0x33, 0x44};
+    const std::array<std::uint8_t, 16> reth_wire = {1,    2,    3,    4,    5,    6,    7,    8,
+                                                    0x0a, 0x0b, 0x0c, 0x0d, 0x11, 0x22, 0x33, 0x44};
     CHECK(std::equal(reth_wire.begin(), reth_wire.end(), out.begin()));
     CHECK(Reth::load(out.data()) == reth);
 
-    const Aeth aeth{Aeth::make_syndrome(AckKind::nak, static_cast<std::uint8_t>(NakCode::remote_access_error)),
-                    0x010203};
+    const Aeth aeth{
+        Aeth::make_syndrome(AckKind::nak, static_cast<std::uint8_t>(NakCode::remote_access_error)),
+        0x010203};
     aeth.store(out.data());
     CHECK(out[0] == 0x62); // 0 11 00010
     CHECK(out[1] == 1);
@@ -160,7 +161,7 @@ TEST_CASE("opcode table", "[roce]") {
         CHECK(static_cast<unsigned>(e.transport) == code >> 5u);
         CHECK(e.header_len % 4 == 0);
         CHECK(e.full_mtu == (e.has_payload && (e.position == SegmentPosition::first ||
-                                                e.position == SegmentPosition::middle)));
+                                               e.position == SegmentPosition::middle)));
         const std::string name = e.name;
         CHECK(e.immediate() == (name.find("IMMEDIATE") != std::string::npos));
         CHECK(e.invalidate() == (name.find("INVALIDATE") != std::string::npos));
@@ -169,7 +170,8 @@ TEST_CASE("opcode table", "[roce]") {
     CHECK(seen.size() == 37); // RC 23, UC 12, UD 2
 
     // Reserved, RD, CNP and XRC opcodes are not spoken.
-    for (std::uint8_t code : {0x15, 0x18, 0x1f, 0x2c, 0x40, 0x4c, 0x60, 0x63, 0x66, 0x81, 0xa0, 0xff})
+    for (std::uint8_t code :
+         {0x15, 0x18, 0x1f, 0x2c, 0x40, 0x4c, 0x60, 0x63, 0x66, 0x81, 0xa0, 0xff})
         CHECK(opcode_info(code) == nullptr);
 
     const auto& write_imm = opcode_info(RoceOpcode::rc_write_only_imm);

@@ -29,7 +29,8 @@ std::uint32_t carried(const Buf& frame) {
 
 TEST_CASE("ICRC of frames from an independent implementation", "[roce][icrc]") {
     CHECK(icrc_of(kRcSendOnly, 20) == carried(kRcSendOnly));
-    CHECK(carried(kRcSendOnly) == 0xc976ec4f); // on the wire 4f ec 76 c9: least significant byte first
+    CHECK(carried(kRcSendOnly) ==
+          0xc976ec4f); // on the wire 4f ec 76 c9: least significant byte first
     CHECK(icrc_of(kRcAck, 20) == carried(kRcAck));
     CHECK(icrc_of(kUdIpv6, 40) == carried(kUdIpv6));
 
@@ -52,7 +53,8 @@ TEST_CASE("ICRC ignores the variant fields and covers everything else", "[roce][
         CHECK(icrc_of(mutated(kRcSendOnly, off, 0xff), 20) == v4);
     // Identification, flags, protocol, addresses, UDP ports and length, every other BTH
     // byte, the payload and the pad are covered.
-    for (std::size_t off : {18u, 20u, 23u, 26u, 33u, 34u, 37u, 39u, 42u, 43u, 44u, 47u, 50u, 53u, 54u, 61u})
+    for (std::size_t off :
+         {18u, 20u, 23u, 26u, 33u, 34u, 37u, 39u, 42u, 43u, 44u, 47u, 50u, 53u, 54u, 61u})
         CHECK(icrc_of(mutated(kRcSendOnly, off, 0x01), 20) != v4);
     // IPv6: traffic class (low nibble of byte 14, high nibble of 15), flow label
     // (rest of 15, 16, 17), hop limit (21), UDP checksum (60, 61), BTH byte 4 (66).
