@@ -242,6 +242,15 @@ RoceBuildResult build_roce_frame(const RocePath& path, const RoceHeaders& header
     return {frame_len, RoceBuildError::none};
 }
 
+void write_ud_grh(const RocePacket& packet, std::uint8_t out[40]) noexcept {
+    if (packet.ipv6) {
+        std::memcpy(out, packet.ip_header.data(), kIpv6HeaderLen);
+        return;
+    }
+    std::memset(out, 0, 40 - kIpv4HeaderLen);
+    std::memcpy(out + 40 - kIpv4HeaderLen, packet.ip_header.data(), kIpv4HeaderLen);
+}
+
 const char* roce_drop_name(RoceDrop drop) noexcept {
     switch (drop) {
     case RoceDrop::none:

@@ -81,9 +81,9 @@ inline constexpr std::size_t kMinEthernetFrame = 60; // without FCS: shorter fra
 
 // Writes the frame: IPv4 with ID 0, DF set, a computed header checksum;
 // IPv6 without extension headers; UDP checksum 0 (IPv4 as RoCE v2 hardware
-// sends it; IPv6 too, RFC 6935's zero-checksum mode); BTH pad count and zero pad to 4-byte alignment; the
-// ICRC; zero padding to kMinEthernetFrame. No FCS. `payload` is gathered
-// from its pieces in order.
+// sends it; IPv6 too, RFC 6935's zero-checksum mode); BTH pad count and zero pad to 4-byte
+// alignment; the ICRC; zero padding to kMinEthernetFrame. No FCS. `payload` is gathered from its
+// pieces in order.
 [[nodiscard]] RoceBuildResult
 build_roce_frame(const RocePath& path, const RoceHeaders& headers,
                  std::span<const std::span<const std::uint8_t>> payload,
@@ -133,6 +133,11 @@ struct RocePacket {
     std::span<const std::uint8_t>
         ip_header; // 20..60 or 40 bytes (a UD receive's GRH comes from it)
 };
+
+// The 40 bytes a UD receive places before the payload (IBV_WC_GRH), as
+// rdma-core's ibv_init_ah_from_wc reads them: an IPv6 packet's IP header;
+// for IPv4, 20 zero bytes, then the first 20 bytes of the IPv4 header.
+void write_ud_grh(const RocePacket& packet, std::uint8_t out[40]) noexcept;
 
 // Validates `frame` (no FCS) and fills `out`. Bytes after the IP datagram
 // (Ethernet padding) are ignored. On a drop `out` is unspecified.

@@ -3,6 +3,7 @@
 // (net/README.md, "RoCE v2 frames").
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -497,6 +498,24 @@ TEST_CASE("IPv4 options are accepted and covered by the ICRC", "[roce]") {
     CHECK(p.ip_header.size() == 24);
     CHECK(Buf(p.payload.begin(), p.payload.end()) == Buf{1, 2, 3, 4});
     CHECK(p.headers.bth.psn == h.bth.psn);
+}
+
+TEST_CASE("the GRH of a UD receive", "[roce]") {
+    RocePacket p;
+    std::uint8_t grh[40];
+    REQUIRE(parse_roce_frame(kUdIpv6, p) == RoceDrop::none);
+    write_ud_grh(p, grh);
+    CHECK(std::memcmp(grh, kUdIpv6.data() + 14, 40) == 0);
+    CHECK(grh[0] >> 4 == 6);
+
+    RoceHeaders h = full_headers(static_cast<std::uint8_t>(RoceOpcode::ud_send_only));
+    const Buf v4frame = build(path_v4(), h, Buf{9});
+    REQUIRE(parse_roce_frame(v4frame, p) == RoceDrop::none);
+    std::memset(grh, 0xee, sizeof grh);
+    write_ud_grh(p, grh);
+    CHECK(std::all_of(grh, grh + 20, [](std::uint8_t b) { return b == 0; }));
+    CHECK(std::memcmp(grh + 20, v4frame.data() + 14, 20) == 0);
+    CHECK(grh[20] == 0x45);
 }
 
 TEST_CASE("drop reasons have distinct counter names", "[roce]") {
