@@ -20,6 +20,11 @@ namespace rdmasim::net {
 [[nodiscard]] std::uint32_t roce_icrc(std::span<const std::uint8_t> datagram,
                                       std::size_t ip_header_len) noexcept;
 
+// The same value in one pass over a buffer the caller owns: the variant
+// fields are set to ones for the computation and restored before return.
+[[nodiscard]] std::uint32_t roce_icrc_in_place(std::span<std::uint8_t> datagram,
+                                               std::size_t ip_header_len) noexcept;
+
 inline void store_icrc(std::uint8_t* p, std::uint32_t icrc) noexcept {
     for (int i = 0; i < 4; ++i)
         p[i] = static_cast<std::uint8_t>(icrc >> (8 * i));

@@ -234,8 +234,8 @@ RoceBuildResult build_roce_frame(const RocePath& path, const RoceHeaders& header
     }
     std::memset(p, 0, bth.pad);
     p += bth.pad;
-    store_icrc(
-        p, roce_icrc({ip, static_cast<std::size_t>(p - ip)}, v4 ? kIpv4HeaderLen : kIpv6HeaderLen));
+    store_icrc(p, roce_icrc_in_place({ip, static_cast<std::size_t>(p - ip)},
+                                     v4 ? kIpv4HeaderLen : kIpv6HeaderLen));
     p += kIcrcLen;
     const std::size_t written = static_cast<std::size_t>(p - out.data());
     std::memset(p, 0, frame_len - written); // Ethernet padding

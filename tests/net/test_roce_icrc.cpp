@@ -65,3 +65,13 @@ TEST_CASE("ICRC ignores the variant fields and covers everything else", "[roce][
     for (std::size_t off : {18u, 19u, 20u, 22u, 37u, 53u, 62u, 72u, 76u, 90u})
         CHECK(icrc_of(mutated(kUdIpv6, off, 0x01), 40) != v6);
 }
+
+TEST_CASE("ICRC in place: the same value, the bytes unchanged", "[roce][icrc]") {
+    for (const Buf* frame : {&kRcSendOnly, &kRcAck, &kUdIpv6}) {
+        Buf copy = *frame;
+        const std::size_t ip_len = copy[12] == 0x86 ? 40 : 20;
+        const std::span<std::uint8_t> datagram(copy.data() + 14, copy.size() - 14 - 4);
+        CHECK(roce_icrc_in_place(datagram, ip_len) == carried(*frame));
+        CHECK(copy == *frame);
+    }
+}
