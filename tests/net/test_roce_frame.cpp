@@ -518,6 +518,43 @@ TEST_CASE("the GRH of a UD receive", "[roce]") {
     CHECK(grh[20] == 0x45);
 }
 
+TEST_CASE("every prefix of a frame is refused; damaged frames never pass unnoticed", "[roce]") {
+    const RoceHeaders h = full_headers(static_cast<std::uint8_t>(RoceOpcode::rc_write_only_imm));
+    for (const bool ipv6 : {false, true}) {
+        const Buf frame = build(ipv6 ? path_v6() : path_v4(), h, Buf(37, 0x42));
+        for (std::size_t len = 0; len < frame.size(); ++len) {
+            INFO("ipv6 " << ipv6 << " prefix " << len);
+            CHECK(parse(Buf(frame.begin(), frame.begin() + static_cast<std::ptrdiff_t>(len))) ==
+                  RoceDrop::truncated);
+        }
+    }
+
+    // Seeded single-bit flips anywhere in the IP datagram: each is refused
+    // (the ICRC or an earlier check catches it) or lies in a field the ICRC
+    // leaves out, and a frame that passes keeps its payload inside the frame.
+    const Buf frame = build(path_v4(), h, Buf(37, 0x42));
+    std::uint32_t state = 12345;
+    std::size_t passed = 0;
+    for (int i = 0; i < 20000; ++i) {
+        state = state * 1664525u + 1013904223u;
+        const std::size_t bit = (state >> 8) % ((frame.size() - kIp) * 8);
+        Buf f = frame;
+        f[kIp + bit / 8] ^= static_cast<std::uint8_t>(1u << (bit % 8));
+        RocePacket p;
+        const RoceDrop drop = parse_roce_frame(f, p);
+        if (drop != RoceDrop::none) continue;
+        ++passed;
+        const std::size_t off = kIp + bit / 8;
+        INFO("bit " << bit << " at byte " << off);
+        // Only TOS and TTL can change unnoticed (the UDP checksum and BTH byte 4 too; the
+        // IP header checksum catches TOS and TTL, so none of those pass).
+        CHECK((off == kUdp + 6 || off == kUdp + 7 || off == kBth + 4));
+        CHECK(p.payload.data() >= f.data());
+        CHECK(p.payload.data() + p.payload.size() <= f.data() + f.size());
+    }
+    CHECK(passed > 0); // the UDP checksum and FECN/BECN flips
+}
+
 TEST_CASE("drop reasons have distinct counter names", "[roce]") {
     std::set<std::string> names;
     for (std::size_t d = 0; d < kRoceDropCount; ++d)
