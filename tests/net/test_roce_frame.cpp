@@ -546,8 +546,8 @@ TEST_CASE("every prefix of a frame is refused; damaged frames never pass unnotic
         ++passed;
         const std::size_t off = kIp + bit / 8;
         INFO("bit " << bit << " at byte " << off);
-        // Only TOS and TTL can change unnoticed (the UDP checksum and BTH byte 4 too; the
-        // IP header checksum catches TOS and TTL, so none of those pass).
+        // Outside the ICRC and the IP header checksum: the UDP checksum and BTH byte 4
+        // only (TOS and TTL are outside the ICRC, but the header checksum catches them).
         CHECK((off == kUdp + 6 || off == kUdp + 7 || off == kBth + 4));
         CHECK(p.payload.data() >= f.data());
         CHECK(p.payload.data() + p.payload.size() <= f.data() + f.size());
