@@ -1,6 +1,8 @@
 // libFuzzer target: one frame through parsing and steering, as the port sees
-// it. Input: byte 0 is the RSS fields mask (IBV_RX_HASH_* bits 0-7), byte 1
-// the receive settings, the rest the frame. Invariants are checked with
+// it, and through the RoCE v2 parser (as received, then with its IPv4 header
+// checksum and ICRC made right, so the fuzzer gets past both). Input: byte 0
+// is the RSS fields mask (IBV_RX_HASH_* bits 0-7), byte 1 the receive
+// settings, the rest the frame. Invariants are checked with
 // __builtin_trap() so that a broken promise is a finding, not only a crash.
 #include <infiniband/verbs.h>
 
@@ -16,6 +18,8 @@
 #include "datapath/toeplitz.hpp"
 #include "net/frame.hpp"
 #include "net/headers.hpp"
+#include "net/icrc.hpp"
+#include "net/roce_frame.hpp"
 
 namespace {
 
@@ -29,6 +33,51 @@ void check(bool ok) {
 bool inside(std::span<const std::uint8_t> s, const std::uint8_t* lo, std::size_t n) {
     if (s.empty()) return true;
     return s.data() >= lo && s.data() + s.size() <= lo + n;
+}
+
+// The RoCE parser's promises on a packet it accepts.
+void check_roce(std::span<const std::uint8_t> f) {
+    net::RocePacket pkt;
+    if (net::parse_roce_frame(f, pkt) != net::RoceDrop::none) return;
+    check(pkt.info != nullptr);
+    check(inside(pkt.payload, f.data(), f.size()));
+    check(inside(pkt.ip_header, f.data(), f.size()));
+    check(pkt.ipv6 ? pkt.ip_header.size() == 40 : pkt.ip_header.size() >= 20 && pkt.ip_header.size() <= 60);
+    std::uint8_t grh[40];
+    net::write_ud_grh(pkt, grh);
+    asm volatile("" : : "r"(grh[39]));
+}
+
+// A copy of the frame with the IPv4 header checksum and the ICRC recomputed
+// (when it is IPv4 or IPv6 with room for them), through check_roce.
+void check_roce_fixed(std::span<const std::uint8_t> f, const net::ParsedFrame& parsed) {
+    if (parsed.l3 != net::L3Kind::ipv4 && parsed.l3 != net::L3Kind::ipv6) return;
+    const std::size_t l3 = parsed.l3_offset;
+    if (f.size() < l3 + 40 + 8 + 12 + 4) return;
+    std::unique_ptr<std::uint8_t[]> copy(new std::uint8_t[f.size()]);
+    std::memcpy(copy.get(), f.data(), f.size());
+    std::uint8_t* ip = copy.get() + l3;
+    std::size_t ihl = 40;
+    std::size_t end = f.size() - 4; // the ICRC: the frame's last 4 bytes
+    if (parsed.l3 == net::L3Kind::ipv4) {
+        ihl = std::size_t{ip[0] & 0x0fu} * 4;
+        if (ihl < 20) return;
+        ip[10] = ip[11] = 0;
+        std::uint32_t sum = 0;
+        for (std::size_t i = 0; i + 1 < ihl; i += 2)
+            sum += std::uint32_t{ip[i]} << 8 | ip[i + 1];
+        while (sum >> 16)
+            sum = (sum & 0xffff) + (sum >> 16);
+        ip[10] = static_cast<std::uint8_t>(~sum >> 8);
+        ip[11] = static_cast<std::uint8_t>(~sum);
+        const std::size_t total = std::size_t{ip[2]} << 8 | ip[3];
+        if (total >= ihl + 8 + 12 + 4 && l3 + total <= f.size()) end = l3 + total - 4;
+    }
+    if (end < l3 + ihl + 8 + 12) return;
+    const std::uint32_t icrc =
+        net::roce_icrc_in_place(std::span<std::uint8_t>(ip, end - l3), ihl);
+    net::store_icrc(copy.get() + end, icrc);
+    check_roce(std::span<const std::uint8_t>(copy.get(), f.size()));
 }
 
 struct Rules {
@@ -162,6 +211,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         check(frame_part == payload.size());
     }
     if (frame.fcs_len == 0) check(!image.fcs_bad);
+
+    check_roce(payload);
+    check_roce_fixed(payload, parsed);
     // Touch every delivered byte so a bad span is caught where it points.
     std::uint32_t sum = 0;
     for (const auto& piece : image.pieces)
