@@ -56,6 +56,29 @@ def frame_seeds(records):
         put("fuzz_frame", bytes([fields, settings]) + frame)
         n += 1
     put("fuzz_frame", b"\x00\x00")
+    for frame in roce_frames():
+        put("fuzz_frame", b"\x00\x00" + frame)
+
+
+def roce_frames():
+    """RoCE v2 frames laid out by hand: RC SEND_ONLY over IPv4, UD SEND_ONLY
+    (with DETH) over IPv6. Checksums and ICRC are left 0: fuzz_frame makes
+    them right on its copy."""
+    eth4 = bytes.fromhex("020000000002" "020000000001" "0800")
+    bth = lambda op, qpn, psn: struct.pack("!BBHII", op, 0x40, 0xFFFF, qpn & 0xFFFFFF, psn & 0xFFFFFF)
+    payload = bytes(range(16))
+    rc = bth(0x04, 0x11, 7) + payload
+    udp = struct.pack("!HHHH", 0xC123, 4791, 8 + len(rc) + 4, 0)
+    ip4 = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp) + len(rc) + 4, 0, 0x4000, 64, 17, 0,
+                      bytes([192, 0, 2, 1]), bytes([192, 0, 2, 2]))
+    yield eth4 + ip4 + udp + rc + bytes(4)
+    eth6 = bytes.fromhex("020000000002" "020000000001" "86dd")
+    ud = bth(0x64, 0x12, 9) + struct.pack("!II", 0x11111111, 0x22) + payload
+    udp = struct.pack("!HHHH", 0xC456, 4791, 8 + len(ud) + 4, 0)
+    ip6 = struct.pack("!IHBB16s16s", 0x60000000, len(udp) + len(ud) + 4, 17, 64,
+                      bytes.fromhex("fe800000000000000000000000000001"),
+                      bytes.fromhex("fe800000000000000000000000000002"))
+    yield eth6 + ip6 + udp + ud + bytes(4)
 
 
 # --- fuzz_flow_spec: ibv_flow_attr + specs -----------------------------------
