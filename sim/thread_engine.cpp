@@ -131,7 +131,7 @@ void ThreadEngine::wait_for_source() {
         });
 }
 
-std::optional<std::uint64_t> ThreadEngine::arrival(const net::Frame& frame) noexcept {
+std::uint64_t ThreadEngine::arrival(const net::Frame& frame) noexcept {
     const auto now = Clock::now();
     if (config_.speed > 0) {
         // An absolute schedule from the first frame: each frame's due time
@@ -146,7 +146,7 @@ std::optional<std::uint64_t> ThreadEngine::arrival(const net::Frame& frame) noex
             static_cast<std::int64_t>(static_cast<double>(offset) / config_.speed));
         if (replay_t0_ + due_in > now) {
             next_due_ = replay_t0_ + due_in;
-            return std::nullopt;
+            return kNotDue;
         }
         pacing_stats_.record(to_ns(due_in), to_ns(now - replay_t0_));
     }

@@ -40,7 +40,7 @@ private:
     void wait_for_source(); // arms one wait for the source's descriptor to be readable
     // Real time; with a speed set, a frame is due at its capture offset
     // divided by the speed, from the first frame on.
-    std::optional<std::uint64_t> arrival(const net::Frame& frame) noexcept override;
+    std::uint64_t arrival(const net::Frame& frame) noexcept override;
     std::uint64_t service_time(std::uint32_t frames) noexcept override;
     void burst_done(const BurstResult& result) noexcept override;
     void schedule(std::chrono::steady_clock::time_point when);

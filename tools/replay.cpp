@@ -155,11 +155,8 @@ Tally receive(const ReplayOptions& o, sim::Simulator& sim, Receiver& rx, net::Pc
     ProgressBar bar(isatty(STDERR_FILENO) && !o.json);
     Tally tally;
     std::uint64_t shown = 0;
-    struct Done {
-        std::uint32_t wq, slot;
-    };
-    std::vector<Done> repost;
-    repost.reserve(64);
+    std::vector<Receiver::Slot> repost;
+    repost.reserve(Receiver::kMaxBatch);
     const auto& port = sim.port_counters(0);
     ibv_cq_ex* cq = rx.cq();
     for (int quiet = 0; quiet < 2;) {
@@ -192,11 +189,10 @@ Tally receive(const ReplayOptions& o, sim::Simulator& sim, Receiver& rx, net::Pc
                 // would only be flushed again, for ever (sim/README.md, "Fault
                 // injection": cqe-error, wq-fatal). Every other WQE goes back.
                 if (cq->status != IBV_WC_WR_FLUSH_ERR) repost.push_back({rx.wq_of(id), rx.slot_of(id)});
-            } while (repost.size() < 64 && ibv_next_poll(cq) == 0);
+            } while (repost.size() < Receiver::kMaxBatch && ibv_next_poll(cq) == 0);
             ibv_end_poll(cq);
         }
-        for (const Done& d : repost)
-            if (auto r = rx.post(d.wq, d.slot); !r) fail(r.error().message);
+        if (auto r = rx.post_batch(repost.data(), repost.size()); !r) fail(r.error().message);
         bar.update(sim.engine(0).source().progress(), port.frames.get());
         if (repost.empty()) {
             if (sim.idle())
