@@ -34,6 +34,8 @@ public:
     static constexpr std::chrono::microseconds kSpinAhead{50};
     // How often a live source without a wait_fd is polled.
     static constexpr std::chrono::microseconds kPollInterval{100};
+    // Full bursts one step runs back to back (ThreadEngine::step).
+    static constexpr std::uint32_t kBurstsPerStep = 16;
 
 private:
     void step();            // on the engine thread, as is all below but post_step

@@ -233,7 +233,6 @@ Result<void> Receiver::set_up() {
 Result<void> Receiver::create_wqs() {
     ibv_context* const ctx = ctx_.get();
     wqs_.reserve(settings_.wqs);
-    chain_tail_.assign(settings_.wqs, nullptr);
     for (std::uint32_t w = 0; w < settings_.wqs; ++w) {
         ibv_wq_init_attr wa{};
         wa.wq_type = IBV_WQT_RQ;
@@ -295,35 +294,6 @@ Result<void> Receiver::post(std::uint32_t wq, std::uint32_t slot) {
     if (int err = ibv_post_wq_recv(wqs_[wq].get(), &wr, &bad); err != 0)
         return verb_error("ibv_post_wq_recv", err);
     return {};
-}
-
-Result<void> Receiver::post_batch(const Slot* slots, std::size_t n) {
-    // Link each WQ's requests in order; a request with no predecessor heads
-    // its WQ's chain. Heads are posted in the order their WQs first appear.
-    for (std::size_t i = 0; i < n; ++i) {
-        const std::uint64_t id = static_cast<std::uint64_t>(slots[i].wq) * settings_.ring + slots[i].slot;
-        batch_sge_[i] = {reinterpret_cast<std::uintptr_t>(mem_.get() + id * settings_.buf),
-                         settings_.buf, mr_->lkey};
-        ibv_recv_wr& wr = batch_wr_[i];
-        wr.wr_id = id;
-        wr.sg_list = &batch_sge_[i];
-        wr.num_sge = 1;
-        wr.next = nullptr;
-        if (ibv_recv_wr*& tail = chain_tail_[slots[i].wq]; tail != nullptr)
-            tail->next = &wr;
-        chain_tail_[slots[i].wq] = &wr;
-    }
-    Result<void> result;
-    for (std::size_t i = 0; i < n; ++i) {
-        ibv_recv_wr*& tail = chain_tail_[slots[i].wq];
-        if (tail == nullptr) continue; // this WQ's chain went already
-        tail = nullptr;
-        // The head: the first request of this WQ in the batch.
-        ibv_recv_wr* bad = nullptr;
-        if (int err = ibv_post_wq_recv(wqs_[slots[i].wq].get(), &batch_wr_[i], &bad); err != 0 && result)
-            result = verb_error("ibv_post_wq_recv", err);
-    }
-    return result;
 }
 
 } // namespace rdmasim::tools

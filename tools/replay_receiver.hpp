@@ -13,7 +13,6 @@
 
 #include <infiniband/verbs.h>
 
-#include <array>
 #include <cerrno>
 #include <cstdint>
 #include <memory>
@@ -71,15 +70,6 @@ public:
     }
     // Posts buffer `slot` of WQ `wq` (again).
     Result<void> post(std::uint32_t wq, std::uint32_t slot);
-    // A buffer to post again: which WQ, which slot.
-    struct Slot {
-        std::uint32_t wq, slot;
-    };
-    // At most this many slots per post_batch call.
-    static constexpr std::size_t kMaxBatch = 64;
-    // Posts `slots` (at most kMaxBatch) again: one chain, one ibv_post_wq_recv,
-    // per WQ, each WQ's buffers in the order given. No allocation.
-    Result<void> post_batch(const Slot* slots, std::size_t n);
 
 private:
     // Destroy verbs, one overload per object type; a failure is recorded in
@@ -137,11 +127,6 @@ private:
     Owned<ibv_rwq_ind_table> table_;     // over every WQ
     Owned<ibv_rwq_ind_table> one_entry_; // WQ 0 only: frames with no hash class
     std::vector<HashClass> classes_;
-    // post_batch's scratch, sized at set-up: a chain's requests and SGEs, and
-    // per WQ the last request of its chain in the batch being built.
-    std::array<ibv_recv_wr, kMaxBatch> batch_wr_{};
-    std::array<ibv_sge, kMaxBatch> batch_sge_{};
-    std::vector<ibv_recv_wr*> chain_tail_;
 };
 
 } // namespace rdmasim::tools
