@@ -57,15 +57,18 @@ inline constexpr std::size_t kDropKinds = static_cast<std::size_t>(Drop::count_)
 // What one stage did with one frame.
 enum class Fate : std::uint8_t { delivered, held, dropped };
 
+// Eight bytes, returned in one register: built there, not from narrow
+// stores to the stack that a wide reload cannot forward from.
 struct RxOutcome {
+    std::uint32_t byte_len = 0;      // when delivered: the completion's byte_len
     Fate fate = Fate::dropped;
     Drop drop = Drop::steering_miss; // meaningful when fate == dropped
-    std::uint32_t byte_len = 0;      // when delivered: the completion's byte_len
     bool fcs_bad = false;            // the frame carried a bad FCS (an observation)
 
-    [[nodiscard]] static constexpr RxOutcome dropped(Drop d) noexcept { return {Fate::dropped, d}; }
-    [[nodiscard]] static constexpr RxOutcome held() noexcept { return {Fate::held}; }
+    [[nodiscard]] static constexpr RxOutcome dropped(Drop d) noexcept { return {0, Fate::dropped, d}; }
+    [[nodiscard]] static constexpr RxOutcome held() noexcept { return {0, Fate::held}; }
 };
+static_assert(sizeof(RxOutcome) == 8);
 
 // What a batch did (a release of held frames, a timeout, a flush): the sum
 // of its outcomes, for the port to count in one go.

@@ -85,7 +85,34 @@ bool ipv6_matches(const FlowRule& rule, net::Bytes frame, const net::ParsedFrame
            under_mask(ip->hop_limit(), v.hop_limit, m.hop_limit);
 }
 
+// Whether each match struct compares anything (field by field: padding is not a field).
+bool any_set(const EthMatch& m) noexcept {
+    return !all_zero(m.dst_mac) || !all_zero(m.src_mac) || m.ether_type != 0 || m.vlan_tci != 0;
+}
+bool any_set(const Ipv4Match& m) noexcept {
+    return !all_zero(m.src) || !all_zero(m.dst) || m.proto != 0 || m.tos != 0 || m.ttl != 0 ||
+           m.flags != 0;
+}
+bool any_set(const Ipv6Match& m) noexcept {
+    return !all_zero(m.src) || !all_zero(m.dst) || m.flow_label != 0 || m.next_hdr != 0 ||
+           m.traffic_class != 0 || m.hop_limit != 0;
+}
+bool any_set(const L4Match& m) noexcept { return m.src_port != 0 || m.dst_port != 0; }
+
 } // namespace
+
+CompiledRule compile(const FlowRule& rule) noexcept {
+    CompiledRule c;
+    c.l3 = rule.l3;
+    c.l4 = rule.l4;
+    // An ETH spec with all-zero masks matches every frame; the IP spec not in
+    // force is never looked at.
+    c.masked = (rule.has_eth && any_set(rule.eth_mask)) ||
+               (rule.l3 == net::L3Kind::ipv4 && any_set(rule.ipv4_mask)) ||
+               (rule.l3 == net::L3Kind::ipv6 && any_set(rule.ipv6_mask)) ||
+               (rule.l4 != net::L4Kind::none && any_set(rule.l4_mask));
+    return c;
+}
 
 bool flow_matches(const FlowRule& rule, net::Bytes frame, const net::ParsedFrame& parsed) noexcept {
     if (rule.has_eth && !eth_matches(rule, frame, parsed)) return false;

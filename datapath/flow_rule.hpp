@@ -56,4 +56,26 @@ struct FlowRule {
 [[nodiscard]] bool flow_matches(const FlowRule& rule, net::Bytes frame,
                                 const net::ParsedFrame& parsed) noexcept;
 
+// A rule reduced, when it joins a port's steering table, to what the frame's
+// parse decides at once: the L3 and L4 protocols its specs require, and
+// whether any field is compared under a non-zero mask. A rule with no masked
+// field (the "match on protocol" flows a DPDK-style receiver installs, one per
+// RSS hash class) is decided by the parse alone; one with masked fields also
+// runs flow_matches. compiled_matches(compile(r), r, f, p) == flow_matches(r, f, p).
+struct CompiledRule {
+    net::L3Kind l3 = net::L3Kind::none;
+    net::L4Kind l4 = net::L4Kind::none;
+    bool masked = false; // some field is compared: flow_matches decides
+};
+
+[[nodiscard]] CompiledRule compile(const FlowRule& rule) noexcept;
+
+[[nodiscard]] inline bool compiled_matches(const CompiledRule& c, const FlowRule& rule,
+                                           net::Bytes frame, const net::ParsedFrame& parsed) noexcept {
+    if (c.l3 != net::L3Kind::none && parsed.l3 != c.l3) return false;
+    // A TCP/UDP spec needs the ports: an IP fragment never matches it.
+    if (c.l4 != net::L4Kind::none && (parsed.l4 != c.l4 || parsed.ip_fragment)) return false;
+    return !c.masked || flow_matches(rule, frame, parsed);
+}
+
 } // namespace rdmasim::datapath

@@ -57,6 +57,7 @@ void Port::set_queue_state(RxQueue& queue, QueueState state) noexcept {
 
 void Port::add_rule(SteeringEntry& entry) {
     entry.seq = next_seq_++;
+    entry.compiled = compile(entry.rule);
     auto& list = entry.kind == RuleKind::sniffer ? sniffers_ : rules_;
     list.insert(std::upper_bound(list.begin(), list.end(), &entry, before), &entry);
 }
@@ -93,9 +94,13 @@ RxOutcome Port::deliver(const Target& target, const net::Frame& frame,
     RxQueue& q = target.queue ? *target.queue : target.rss->pick(frame.payload(), parsed);
     if (pending_faults_ && primary) [[unlikely]]
         arm(q);
+    // Only a queue holding frames can release some (RxQueue::receive leaves
+    // the tally untouched otherwise): the common case skips counting an empty one.
+    const bool held_before = q.has_held();
     RxTally released;
     const RxOutcome out = q.receive(frame, parsed, now_ns_, delay_drop_armed_, primary, released);
-    counters_.count(released);
+    if (held_before) [[unlikely]]
+        counters_.count(released);
     check_failed(q);
     return out;
 }
@@ -130,7 +135,7 @@ void Port::ingress(const net::Frame& frame, std::uint64_t now_ns, const void* ex
         return exclude == nullptr || e->owner != exclude;
     };
     for (const SteeringEntry* e : sniffers_) {
-        if (eligible(e) && flow_matches(e->rule, bytes, parsed)) {
+        if (eligible(e) && compiled_matches(e->compiled, e->rule, bytes, parsed)) {
             (void)deliver(e->target, frame, parsed, false); // the queue counts the copy
             counters_.sniffer_copies.add();
         }
@@ -149,7 +154,7 @@ void Port::ingress(const net::Frame& frame, std::uint64_t now_ns, const void* ex
     // one is found (in walk order), knowing by then whether it was the last.
     const SteeringEntry* pending = nullptr; // a DONT_TRAP match not delivered yet
     for (const SteeringEntry* e : rules_) {
-        if (!eligible(e) || !flow_matches(e->rule, bytes, parsed)) continue;
+        if (!eligible(e) || !compiled_matches(e->compiled, e->rule, bytes, parsed)) continue;
         if (pending != nullptr) [[unlikely]]
             (void)deliver(pending->target, frame, parsed, false);
         pending = nullptr;

@@ -37,6 +37,7 @@ enum class RuleKind : std::uint8_t { normal, mc_default, all_default, sniffer };
 
 struct SteeringEntry {
     FlowRule rule;
+    CompiledRule compiled; // of `rule`, set by add_rule: what a frame's parse decides
     Target target;
     RuleKind kind = RuleKind::normal;
     std::uint16_t priority = 0;  // lower first, within a kind

@@ -10,6 +10,25 @@ ScatterStatus scatter(const Wqe& wqe, const Sge* sges, const RxImage& image, con
     if (image.byte_len > wqe.total_len) [[unlikely]]
         return ScatterStatus::length_error;
 
+    // One SGE (the common WQE): the pieces go back to back, no SGE walk.
+    if (wqe.num_sge == 1 && image.byte_len != 0) [[likely]] {
+        const Sge& s = sges[0];
+        std::uint8_t* const host = mrs.translate(s.lkey, pd, s.addr, s.length, true);
+        if (host == nullptr) [[unlikely]]
+            return ScatterStatus::protection_error;
+        std::uint8_t* out = host;
+        for (const auto& piece : image.pieces) {
+            if (piece.empty()) continue;
+            std::memcpy(out, piece.data(), piece.size());
+            out += piece.size();
+        }
+        if (pad_align != 0) {
+            const std::uint64_t pad = end_padding_len(s.addr + image.byte_len, s.addr + s.length, pad_align);
+            if (pad != 0) std::memset(out, 0, pad);
+        }
+        return ScatterStatus::ok;
+    }
+
     // Check (and translate) every SGE the image touches before writing any.
     constexpr std::uint32_t kMaxSge = 64;
     std::array<std::uint8_t*, kMaxSge> host; // [0, used) set below; not zeroed per frame

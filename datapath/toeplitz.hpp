@@ -18,6 +18,19 @@ public:
     explicit Toeplitz(std::span<const std::uint8_t, kKeyLen> key) noexcept;
     // Hash of `input` (network byte order, at most kMaxInput bytes; longer input is cut).
     [[nodiscard]] std::uint32_t hash(std::span<const std::uint8_t> input) const noexcept;
+    // The share of `n` input bytes at `p` that sit at input position `pos`
+    // onwards (pos + n <= kMaxInput): the hash of an input is the xor of the
+    // shares of its pieces, so fields are hashed where they lie in the frame.
+    [[nodiscard]] std::uint32_t share(std::size_t pos, const std::uint8_t* p,
+                                      std::size_t n) const noexcept {
+        std::uint32_t h = 0;
+        for (std::size_t i = 0; i < n; ++i) h ^= table_[pos + i][p[i]];
+        return h;
+    }
+    // The share of a 16-bit field (host order, hashed in network order) at `pos`.
+    [[nodiscard]] std::uint32_t share16(std::size_t pos, std::uint16_t v) const noexcept {
+        return table_[pos][v >> 8] ^ table_[pos + 1][v & 0xff];
+    }
     [[nodiscard]] const std::array<std::uint8_t, kKeyLen>& key() const noexcept { return key_; }
 
 private:

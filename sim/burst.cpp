@@ -14,14 +14,17 @@ BurstResult run_burst(device::Device& dev, net::FrameSource& source,
     std::lock_guard lock(port.mutex());
     while (r.frames < limit) {
         if (!pending) {
-            net::Frame f;
-            if (!source.next(f)) break;
-            pending = f;
+            // Read in place: a copy of a frame just written field by field
+            // would reload it wider than it was stored (a forwarding stall).
+            if (!source.next(pending.emplace())) {
+                pending.reset();
+                break;
+            }
         }
-        const auto arrival = pacing.arrival(*pending);
-        if (!arrival) break; // not due yet
-        if (port.next_deadline_ns() <= *arrival) device::service(dev, *arrival);
-        port.ingress(*pending, *arrival);
+        const std::uint64_t arrival = pacing.arrival(*pending);
+        if (arrival == Pacing::kNotDue) break;
+        if (port.next_deadline_ns() <= arrival) device::service(dev, arrival);
+        port.ingress(*pending, arrival);
         pending.reset();
         ++r.frames;
     }

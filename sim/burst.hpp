@@ -16,9 +16,12 @@ namespace rdmasim::sim {
 class Pacing {
 public:
     virtual ~Pacing() = default;
-    // The time at which `frame` enters the port, or nullopt when it is not
-    // due yet (the frame then stays pending for a later burst).
-    virtual std::optional<std::uint64_t> arrival(const net::Frame& frame) noexcept = 0;
+    // Returned by arrival() for a frame that is not due yet.
+    static constexpr std::uint64_t kNotDue = UINT64_MAX;
+    // The time at which `frame` enters the port, or kNotDue (the frame then
+    // stays pending for a later burst). A plain integer, not an optional: it
+    // comes back in one register, once per frame.
+    virtual std::uint64_t arrival(const net::Frame& frame) noexcept = 0;
     // The time at which the device is serviced after a burst that moved `frames`.
     virtual std::uint64_t service_time(std::uint32_t frames) noexcept = 0;
     // The burst's end, still under the port lock: record what must be

@@ -1,5 +1,6 @@
 #include "sim/inline_engine.hpp"
 
+#include <algorithm>
 #include <mutex>
 
 #include "device/device.hpp"
@@ -25,8 +26,8 @@ void InlineEngine::on_post(device::Device& dev) noexcept {
     held_.store(dev.port.held_frames() != 0, std::memory_order_release);
 }
 
-std::optional<std::uint64_t> InlineEngine::arrival(const net::Frame& frame) noexcept {
-    if (frame.ts_ns > now_ns_) now_ns_ = frame.ts_ns;
+std::uint64_t InlineEngine::arrival(const net::Frame& frame) noexcept {
+    if (frame.ts_ns > now_ns_) now_ns_ = std::min(frame.ts_ns, kNotDue - 1); // always due
     return now_ns_;
 }
 

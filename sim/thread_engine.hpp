@@ -34,13 +34,15 @@ public:
     static constexpr std::chrono::microseconds kSpinAhead{50};
     // How often a live source without a wait_fd is polled.
     static constexpr std::chrono::microseconds kPollInterval{100};
+    // Full bursts one step runs back to back (ThreadEngine::step).
+    static constexpr std::uint32_t kBurstsPerStep = 16;
 
 private:
     void step();            // on the engine thread, as is all below but post_step
     void wait_for_source(); // arms one wait for the source's descriptor to be readable
     // Real time; with a speed set, a frame is due at its capture offset
     // divided by the speed, from the first frame on.
-    std::optional<std::uint64_t> arrival(const net::Frame& frame) noexcept override;
+    std::uint64_t arrival(const net::Frame& frame) noexcept override;
     std::uint64_t service_time(std::uint32_t frames) noexcept override;
     void burst_done(const BurstResult& result) noexcept override;
     void schedule(std::chrono::steady_clock::time_point when);

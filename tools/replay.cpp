@@ -162,6 +162,15 @@ Tally receive(const ReplayOptions& o, sim::Simulator& sim, Receiver& rx, net::Pc
     repost.reserve(64);
     const auto& port = sim.port_counters(0);
     ibv_cq_ex* cq = rx.cq();
+    // Thread engine, no pacing: polls that find nothing spin for kSpinIdle
+    // before the receiver gives up its CPU (sched_yield). Yielding at once
+    // put it behind every other runnable task of a busy machine for
+    // milliseconds while the engine, still running, consumed every posted
+    // WQE and dropped the rest as out of buffer (tests/bench/RESULTS.md,
+    // 7c); while the engine delivers, completions come within microseconds.
+    constexpr auto kSpinIdle = std::chrono::microseconds(50);
+    using IdleClock = std::chrono::steady_clock;
+    IdleClock::time_point idle_since{}; // of the empty polls in a row; {}: the last poll found some
     for (int quiet = 0; quiet < 2;) {
         stop.check();
         repost.clear();
@@ -195,6 +204,10 @@ Tally receive(const ReplayOptions& o, sim::Simulator& sim, Receiver& rx, net::Pc
             } while (repost.size() < 64 && ibv_next_poll(cq) == 0);
             ibv_end_poll(cq);
         }
+        // One ibv_post_wq_recv per WQE, in completion order: each post lets
+        // held frames (delay drop) take the WQE at once, so chaining a WQ's
+        // WQEs would change the order of completions in the CQ (the golden
+        // test's contract).
         for (const Done& d : repost)
             if (auto r = rx.post(d.wq, d.slot); !r) fail(r.error().message);
         bar.update(sim.engine(0).source().progress(), port.frames.get());
@@ -203,10 +216,14 @@ Tally receive(const ReplayOptions& o, sim::Simulator& sim, Receiver& rx, net::Pc
                 ++quiet;
             else if (sim.config().speed > 0) // paced: leave the CPU to the engine
                 std::this_thread::sleep_for(std::chrono::microseconds(50));
-            else if (o.engine == "thread")
-                std::this_thread::yield();
+            else if (o.engine == "thread") {
+                const auto now = IdleClock::now();
+                if (idle_since == IdleClock::time_point{}) idle_since = now;
+                if (now - idle_since >= kSpinIdle) std::this_thread::yield();
+            }
         } else {
             quiet = 0;
+            idle_since = {};
         }
     }
     bar.done();

@@ -86,9 +86,13 @@ std::vector<std::uint8_t> build(const FrameDesc& d) {
     return f;
 }
 
+// flow_matches, checked against the compiled form a port matches with.
 bool matches(const FlowRule& rule, const FrameDesc& d) {
     const auto f = build(d);
-    return datapath::flow_matches(rule, f, net::parse_frame(f));
+    const auto parsed = net::parse_frame(f);
+    const bool full = datapath::flow_matches(rule, f, parsed);
+    CHECK(datapath::compiled_matches(datapath::compile(rule), rule, f, parsed) == full);
+    return full;
 }
 
 FrameDesc udp4() {
@@ -375,4 +379,43 @@ TEST_CASE("All specs of a rule must match together", "[datapath][flow]") {
     // A value bit outside the mask is ignored.
     rule.l4_value.src_port = 1;
     CHECK(matches(rule, FrameDesc{}));
+}
+
+TEST_CASE("A compiled rule decides by the parse alone only when no field is masked",
+          "[datapath][flow]") {
+    FlowRule rule;
+    rule.has_eth = true;
+    rule.l3 = net::L3Kind::ipv4;
+    rule.l4 = net::L4Kind::udp;
+    // Values under zero masks compare nothing.
+    rule.ipv4_value.dst = kDst4;
+    rule.l4_value.dst_port = 1;
+    CHECK_FALSE(datapath::compile(rule).masked);
+    CHECK(matches(rule, udp4()));
+    CHECK_FALSE(matches(rule, FrameDesc{}));
+    CHECK_FALSE(matches(rule, arp()));
+    FrameDesc frag = udp4();
+    frag.frag = 0x2000; // MF
+    CHECK_FALSE(matches(rule, frag));
+    // A masked field in the IP spec not in force is never looked at.
+    rule.ipv6_mask.hop_limit = 0xff;
+    CHECK_FALSE(datapath::compile(rule).masked);
+    // Any masked field of a spec in force makes flow_matches decide.
+    const auto masked_with = [&](auto set) {
+        FlowRule r = rule;
+        set(r);
+        return datapath::compile(r).masked;
+    };
+    CHECK(masked_with([](FlowRule& r) { r.eth_mask.src_mac[5] = 1; }));
+    CHECK(masked_with([](FlowRule& r) { r.eth_mask.ether_type = 1; }));
+    CHECK(masked_with([](FlowRule& r) { r.eth_mask.vlan_tci = 1; }));
+    CHECK(masked_with([](FlowRule& r) { r.ipv4_mask.flags = 1; }));
+    CHECK(masked_with([](FlowRule& r) { r.l4_mask.src_port = 1; }));
+    CHECK_FALSE(masked_with([](FlowRule& r) { r.has_eth = false; r.eth_mask.ether_type = 1; }));
+    rule.ipv4_mask.dst = kFull4;
+    CHECK(datapath::compile(rule).masked);
+    CHECK(matches(rule, udp4()));
+    FrameDesc other = udp4();
+    other.dst4[3] = 9;
+    CHECK_FALSE(matches(rule, other));
 }
