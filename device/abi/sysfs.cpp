@@ -101,11 +101,16 @@ std::optional<std::string> ibdev_file(const Device& dev, std::string_view rel) {
     if (rel == "ports/1/hw_counters/out_of_buffer")
         return std::to_string(
             dev.port.counters().drops[static_cast<std::size_t>(rdmasim::datapath::Drop::out_of_buffer)].get());
-    if (rel == "ports/1/gids/0") return gid_text(port_gid(dev));
+    // The GID table (device/README.md, "Device and port"): gids/N and
+    // gid_attrs/types/N for each valid index. gid_attrs/ndevs/N names a GID's
+    // netdev: the emulated port has none (ndev_ifindex 0), and the kernel
+    // fails that read too.
+    for (int i = 0; i < kGidTableLen; ++i) {
+        const std::string n = std::to_string(i);
+        if (rel == "ports/1/gids/" + n) return gid_text(*port_gid(dev, i));
+        if (rel == "ports/1/gid_attrs/types/" + n) return "RoCE v2";
+    }
     if (rel == "ports/1/pkeys/0") return "0xffff";
-    if (rel == "ports/1/gid_attrs/types/0") return "RoCE v2";
-    // ports/1/gid_attrs/ndevs/0 names the GID's netdev: the emulated port has
-    // none (ndev_ifindex 0), and the kernel fails that read too.
     return std::nullopt;
 }
 
