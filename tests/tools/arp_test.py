@@ -56,9 +56,9 @@ def check(cond, what):
         print(f"FAIL: {what}")
 
 
-def gid_text(pyverbs_gid):
-    """pyverbs prints a GID as 8 groups of 4 hex digits: the compressed IPv6 form."""
-    return str(ipaddress.IPv6Address(int(pyverbs_gid.replace(":", ""), 16)))
+def gid_address(pyverbs_gid):
+    """pyverbs prints a GID as 8 groups of 4 hex digits."""
+    return ipaddress.IPv6Address(int(pyverbs_gid.replace(":", ""), 16))
 
 
 def request(target_ip):
@@ -92,9 +92,11 @@ def replay_into_run(tmp):
     p = run(["--pcap", pcap, "--tx-capture", sent, "--stats", stats, "--start", "now", *ADDRESSED,
              "--", "/usr/bin/python3", "-c", HOLDER, "1.5"])
     check(p.returncode == 0, "replay: the holder exits 0")
-    check(f"gid0 " in p.stdout, "replay: the holder printed its GIDs")
-    m = re.search(r"gid0 (\S+)", p.stdout)
-    check(m and gid_text(m.group(1)) == f"::ffff:{OUR_IP}", "replay: pyverbs reads GID 0 = ::ffff:192.0.2.1")
+    gids = dict(re.findall(r"^(gid[01]) (\S+)$", p.stdout, re.M))
+    check(gids.get("gid0") and gid_address(gids["gid0"]) == ipaddress.IPv6Address(f"::ffff:{OUR_IP}"),
+          "replay: pyverbs reads GID 0 = ::ffff:192.0.2.1")
+    check(gids.get("gid1") and gid_address(gids["gid1"]) == ipaddress.IPv6Address("fe80::ff:fe00:1"),
+          "replay: pyverbs reads GID 1 = fe80::ff:fe00:1")
     check_reply(rdpcap(sent), "replay")
     with open(stats) as f:
         dev = json.load(f)["devices"][0]
