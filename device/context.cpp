@@ -202,7 +202,7 @@ int query_port(ibv_context* context, uint8_t port_num, ibv_port_attr* attr,
 }
 
 std::optional<ibv_gid> port_gid(const Device& dev, int index) noexcept {
-    if (index < 0 || index >= kGidTableLen) return std::nullopt;
+    if (index < 0 || index >= kGidsValid) return std::nullopt;
     const net::Ipv6Address addr = index == 0 ? net::ipv4_mapped(dev.identity.ipv4) : dev.identity.ipv6;
     ibv_gid gid;
     std::memcpy(gid.raw, addr.data(), sizeof gid.raw);
@@ -211,16 +211,15 @@ std::optional<ibv_gid> port_gid(const Device& dev, int index) noexcept {
 
 // ibv_query_gid(3) and ibv_query_pkey(3): 0 on success, -1 (errno set) on error.
 int query_gid(ibv_context* context, uint8_t port_num, int index, ibv_gid* gid) noexcept {
-    if (context == nullptr || gid == nullptr || port_num != 1) {
+    if (context == nullptr || gid == nullptr || port_num != 1 || index < 0 || index >= kGidTableLen) {
         errno = EINVAL;
         return -1;
     }
+    // An empty entry reads as the zero GID, as rdma-core keeps it for
+    // ibv_query_gid (ibv_query_gid_ex says ENODATA).
     const auto g = port_gid(*from_verbs(context)->device, index);
-    if (!g) {
-        errno = EINVAL;
-        return -1;
-    }
-    *gid = *g;
+    if (g) *gid = *g;
+    else std::memset(gid, 0, sizeof *gid);
     return 0;
 }
 

@@ -18,10 +18,13 @@ int query_port(ibv_context* context, uint8_t port_num, ibv_port_attr* attr,
 // query_gid / query_pkey: 0, or -1 with errno (as rdma-core).
 int query_gid(ibv_context* context, uint8_t port_num, int index, ibv_gid* gid) noexcept;
 int query_pkey(ibv_context* context, uint8_t port_num, int index, __be16* pkey) noexcept;
-// The port's GID table (device/README.md, "Device and port"): index 0 the
-// IPv4-mapped RoCE v2 GID, 1 the IPv6 one; both RoCE v2, no netdev.
-inline constexpr int kGidTableLen = 2;
-// GID `index` of port 1, or nullopt outside 0..kGidTableLen-1.
+// The port's GID table (device/README.md, "Device and port"): gid_tbl_len
+// entries, a ConnectX's RoCE table size, of which the first kGidsValid hold
+// GIDs: index 0 the IPv4-mapped RoCE v2 GID, 1 the IPv6 one (both RoCE v2, no
+// netdev). The others are empty, as on a port with one address of each kind.
+inline constexpr int kGidTableLen = 256;
+inline constexpr int kGidsValid = 2;
+// GID `index` of port 1; nullopt for an empty entry or one outside the table.
 [[nodiscard]] std::optional<ibv_gid> port_gid(const Device& dev, int index) noexcept;
 
 } // namespace rdmasim::device

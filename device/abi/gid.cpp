@@ -1,6 +1,7 @@
 // GID and P_Key queries beyond ibv_query_gid/ibv_query_pkey (context.cpp):
-// each port has two GIDs (index 0 IPv4-mapped, 1 IPv6; both RoCE v2, no
-// netdev) and one P_Key, 0xffff (device/README.md, "Device and port").
+// each port's GID table has two GIDs (index 0 IPv4-mapped, 1 IPv6; both RoCE
+// v2, no netdev) and empty entries up to gid_tbl_len; one P_Key, 0xffff
+// (device/README.md, "Device and port").
 #include <endian.h>
 
 #include <cerrno>
@@ -14,6 +15,7 @@ using namespace rdmasim::device;
 namespace {
 
 constexpr unsigned kEntries = kGidTableLen;
+constexpr unsigned kValid = kGidsValid;
 
 int valid_gid_query(ibv_context* context, uint32_t port_num, uint32_t flags) noexcept {
     if (context == nullptr || flags != 0) return EINVAL;
@@ -50,7 +52,8 @@ int ibv_query_gid_type(struct ibv_context* context, uint8_t port_num, unsigned i
         errno = EINVAL;
         return -1;
     }
-    *type = IBV_GID_TYPE_SYSFS_ROCE_V2;
+    // An empty entry: IB/RoCE v1, as rdma-core answers for one.
+    *type = index < kValid ? IBV_GID_TYPE_SYSFS_ROCE_V2 : IBV_GID_TYPE_SYSFS_IB_ROCE_V1;
     return 0;
 }
 
@@ -58,6 +61,7 @@ int _ibv_query_gid_ex(struct ibv_context* context, uint32_t port_num, uint32_t g
                       struct ibv_gid_entry* entry, uint32_t flags, size_t entry_size) {
     if (int err = valid_gid_query(context, port_num, flags)) return err;
     if (entry == nullptr || entry_size < sizeof(ibv_gid_entry) || gid_index >= kEntries) return EINVAL;
+    if (gid_index >= kValid) return ENODATA; // an empty entry
     store_gid_entry(gid_entry(context, static_cast<int>(gid_index)), entry, entry_size);
     return 0;
 }
@@ -67,11 +71,11 @@ ssize_t _ibv_query_gid_table(struct ibv_context* context, struct ibv_gid_entry* 
     if (int err = valid_gid_query(context, 1, flags)) return -err;
     if (entries == nullptr || entry_size < sizeof(ibv_gid_entry)) return -EINVAL;
     // Every valid entry or none: a table that does not fit is -EINVAL.
-    if (max_entries < kEntries) return -EINVAL;
-    for (unsigned i = 0; i < kEntries; ++i)
+    if (max_entries < kValid) return -EINVAL;
+    for (unsigned i = 0; i < kValid; ++i)
         store_gid_entry(gid_entry(context, static_cast<int>(i)), reinterpret_cast<char*>(entries) + i * entry_size,
                         entry_size);
-    return kGidTableLen;
+    return kGidsValid;
 }
 
 int ibv_get_pkey_index(struct ibv_context* context, uint8_t port_num, __be16 pkey) {

@@ -61,21 +61,26 @@ TEST_CASE("ibv_query_port: active_mtu from mtu, max_mtu 4096, two GIDs", "[devic
         REQUIRE(ibv_query_port(fx.ctx, 1, &p) == 0);
         CHECK(p.active_mtu == value);
         CHECK(p.max_mtu == IBV_MTU_4096);
-        CHECK(p.gid_tbl_len == 2);
+        CHECK(p.gid_tbl_len == 256);
         CHECK(p.state == IBV_PORT_ACTIVE);
         CHECK(p.link_layer == IBV_LINK_LAYER_ETHERNET);
     }
 }
 
-TEST_CASE("GID 0 is the IPv4-mapped address, GID 1 the IPv6 one; index 2 is EINVAL", "[device][addresses]") {
+TEST_CASE("GID 0 is the IPv4-mapped address, GID 1 the IPv6 one; the rest are empty", "[device][addresses]") {
     SimFixture fx(kAddressed);
     ibv_gid gid;
     REQUIRE(ibv_query_gid(fx.ctx, 1, 0, &gid) == 0);
     CHECK(gid_string(gid) == "::ffff:192.0.2.1");
     REQUIRE(ibv_query_gid(fx.ctx, 1, 1, &gid) == 0);
     CHECK(gid_string(gid) == "fe80::ff:fe00:1"); // EUI-64 of 02:00:00:00:00:01
+    // Empty entries, as on a ConnectX whose port has one address of each kind.
+    std::memset(&gid, 0xee, sizeof gid);
+    REQUIRE(ibv_query_gid(fx.ctx, 1, 2, &gid) == 0);
+    CHECK(gid_string(gid) == "::");
+    REQUIRE(ibv_query_gid(fx.ctx, 1, 255, &gid) == 0);
     errno = 0;
-    CHECK(ibv_query_gid(fx.ctx, 1, 2, &gid) == -1);
+    CHECK(ibv_query_gid(fx.ctx, 1, 256, &gid) == -1);
     CHECK(errno == EINVAL);
 
     ibv_gid_entry e;
@@ -93,7 +98,13 @@ TEST_CASE("GID 0 is the IPv4-mapped address, GID 1 the IPv6 one; index 2 is EINV
         REQUIRE(ibv_query_gid_type(fx.ctx, 1, i, &type) == 0);
         CHECK(type == IBV_GID_TYPE_SYSFS_ROCE_V2);
     }
-    CHECK(ibv_query_gid_ex(fx.ctx, 1, 2, &e, 0) == EINVAL);
+    CHECK(ibv_query_gid_ex(fx.ctx, 1, 2, &e, 0) == ENODATA);
+    CHECK(ibv_query_gid_ex(fx.ctx, 1, 255, &e, 0) == ENODATA);
+    CHECK(ibv_query_gid_ex(fx.ctx, 1, 256, &e, 0) == EINVAL);
+    ibv_gid_type_sysfs type;
+    REQUIRE(ibv_query_gid_type(fx.ctx, 1, 2, &type) == 0);
+    CHECK(type == IBV_GID_TYPE_SYSFS_IB_ROCE_V1);
+    CHECK(ibv_query_gid_type(fx.ctx, 1, 256, &type) == -1);
 
     ibv_gid_entry table[3];
     CHECK(ibv_query_gid_table(fx.ctx, table, 3, 0) == 2);
@@ -125,7 +136,11 @@ TEST_CASE("the emulated sysfs shows both GIDs and their types", "[device][addres
     CHECK(sysfs(fx.ctx, "ports/1/gids/1") == "fe80:0000:0000:0000:0000:00ff:fe00:0001");
     CHECK(sysfs(fx.ctx, "ports/1/gid_attrs/types/0") == "RoCE v2");
     CHECK(sysfs(fx.ctx, "ports/1/gid_attrs/types/1") == "RoCE v2");
-    CHECK(sysfs(fx.ctx, "ports/1/gids/2") == "ENOENT");
+    CHECK(sysfs(fx.ctx, "ports/1/gids/2") == "0000:0000:0000:0000:0000:0000:0000:0000");
+    CHECK(sysfs(fx.ctx, "ports/1/gids/255") == "0000:0000:0000:0000:0000:0000:0000:0000");
+    CHECK(sysfs(fx.ctx, "ports/1/gids/256") == "ENOENT");
+    CHECK(sysfs(fx.ctx, "ports/1/gids/02") == "ENOENT");
+    CHECK(sysfs(fx.ctx, "ports/1/gid_attrs/types/2") == "ENOENT");
     CHECK(sysfs(fx.ctx, "ports/1/gid_attrs/ndevs/0") == "ENOENT");
 }
 
