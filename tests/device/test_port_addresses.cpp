@@ -185,3 +185,30 @@ TEST_CASE("an ARP request for the port's address is answered on its sinks and co
     CHECK(fx.port().frames.get() == 1);
     CHECK(fx.balanced());
 }
+
+TEST_CASE("a sniffer flow sees the ARP request the host answers", "[device][addresses]") {
+    SimFixture fx(kAddressed);
+    RawQp q(fx.pd);
+    MrBuffer buf(fx.pd, 2);
+    REQUIRE(post_qp(q.qp, 7, buf.sge(0)) == 0);
+    ibv_flow_attr sniffer{};
+    sniffer.type = IBV_FLOW_ATTR_SNIFFER;
+    sniffer.size = sizeof sniffer;
+    sniffer.port = 1;
+    ibv_flow* flow = ibv_create_flow(q.qp, &sniffer);
+    REQUIRE(flow != nullptr);
+    std::array<std::uint8_t, net::kMinFrameLen> request;
+    net::build_arp(request, net::kBroadcastMac,
+                   net::arp_request({0x02, 0, 0, 0, 0, 0x09}, {192, 0, 2, 9}, {192, 0, 2, 1}));
+    fx.offer({request.begin(), request.end()});
+    const auto wcs = drain(q.cq);
+    REQUIRE(wcs.size() == 1);
+    CHECK(wcs[0].wr_id == 7);
+    CHECK(wcs[0].byte_len == net::kMinFrameLen);
+    CHECK(std::memcmp(buf.slot(0), request.data(), request.size()) == 0);
+    CHECK(fx.device().port.neighbours().counters().arp_requests_answered.get() == 1);
+    CHECK(fx.port().sniffer_copies.get() == 1);
+    CHECK(drops(fx, datapath::Drop::steering_miss) == 1); // the copy is not the frame's outcome
+    CHECK(fx.balanced());
+    REQUIRE(ibv_destroy_flow(flow) == 0);
+}
