@@ -129,6 +129,11 @@ void Port::ingress(const net::Frame& frame, std::uint64_t now_ns, const void* ex
         return;
     }
     const auto parsed = net::parse_frame(bytes);
+    // ARP from the wire: the host learns and answers (datapath/README.md,
+    // "Neighbours"); the frame still goes on to the steering, as on hardware
+    // where the kernel and a sniffer both see it.
+    if (parsed.ether_type == net::kEtherTypeArp && !parsed.has_vlan && exclude == nullptr) [[unlikely]]
+        neighbours_.receive(bytes, now_ns, *host_out_);
     // The sender's own entries never see its frame (exclude is null for
     // frames from a source: nothing is excluded).
     const auto eligible = [exclude](const SteeringEntry* e) {
@@ -201,6 +206,7 @@ void Port::arm(RxQueue& queue) noexcept {
 
 void Port::service(std::uint64_t now_ns, const RxQueue* expire, bool expire_all) noexcept {
     if (now_ns > now_ns_) now_ns_ = now_ns;
+    neighbours_.service(now_ns_, *host_out_); // ARP retries and failures; O(1) when none is due
     std::uint64_t next = UINT64_MAX;
     for (RxQueue* q : queues_) {
         if (!q->has_held()) continue;

@@ -11,12 +11,15 @@
 // requires mutex() held by the caller.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <vector>
 
 #include "datapath/counters.hpp"
 #include "datapath/flow_rule.hpp"
+#include "datapath/neighbours.hpp"
 #include "datapath/rss.hpp"
 #include "datapath/rx_queue.hpp"
 #include "net/frame.hpp"
@@ -93,6 +96,19 @@ public:
     void attach_sink(net::FrameSink& sink);
     void detach_sink(net::FrameSink& sink) noexcept;
 
+    // --- addresses and neighbours (datapath/README.md, "Neighbours") ---
+    // The port's MAC and IP addresses; empties the ARP cache. Control path.
+    void configure_addresses(const PortAddresses& addresses, const NeighbourConfig& config = {}) {
+        neighbours_.configure(addresses, config);
+    }
+    [[nodiscard]] const Neighbours& neighbours() const noexcept { return neighbours_; }
+    void set_neighbour_listener(NeighbourListener* listener) noexcept { neighbours_.set_listener(listener); }
+    // A peer's MAC from the cache, or an ARP request on the port's sinks
+    // (Neighbours::resolve), at the port's clock.
+    [[nodiscard]] Resolution resolve(const net::Ipv4Address& ip) noexcept {
+        return neighbours_.resolve(ip, now_ns_, *host_out_);
+    }
+
     // --- frame side ---
     // One frame arriving at `now_ns`: steering, RSS, the queue's pipeline.
     // `exclude` names an owner that must not receive it (a sender's own QP).
@@ -124,7 +140,10 @@ public:
     // The earliest time service() may have a timeout to fire, or UINT64_MAX.
     // O(1); never later than the truth (a release may leave it early: that
     // costs one needless service, no more).
-    [[nodiscard]] std::uint64_t next_deadline_ns() const noexcept { return next_deadline_ns_; }
+    // Delay-drop timeouts and the neighbours' ARP retries alike.
+    [[nodiscard]] std::uint64_t next_deadline_ns() const noexcept {
+        return std::min(next_deadline_ns_, neighbours_.next_deadline_ns());
+    }
     [[nodiscard]] std::uint64_t held_frames() const noexcept;
     // The balance every frame keeps: frames = delivered + drops + held.
     [[nodiscard]] bool balanced() const noexcept {
@@ -158,6 +177,20 @@ private:
     // are discarded, its posted WQEs flushed, and it is recorded.
     void check_failed(RxQueue& queue) noexcept;
 
+    // What the port itself sends (ARP): every attached sink, never the
+    // port's own flows (a host's frames do not loop back to raw QPs). Held
+    // through a pointer: the Device embedding a Port stays standard-layout.
+    class HostOut final : public net::FrameSink {
+    public:
+        explicit HostOut(Port& port) noexcept : port_(port) {}
+        void send(std::span<const std::uint8_t> frame, std::uint64_t ts_ns) noexcept override {
+            for (net::FrameSink* s : port_.sinks_) s->send(frame, ts_ns);
+        }
+
+    private:
+        Port& port_;
+    };
+
     mutable std::mutex mutex_;
     PortConfig config_;
     RxCounters counters_; // frames = delivered + drops + held
@@ -166,6 +199,8 @@ private:
     std::vector<RxQueue*> queues_;         // serviced for delay drop
     std::vector<RxQueue*> failed_;         // capacity: one per attached queue
     std::vector<net::FrameSink*> sinks_;
+    Neighbours neighbours_;
+    std::unique_ptr<HostOut> host_out_ = std::make_unique<HostOut>(*this);
     std::uint64_t now_ns_ = 0;
     std::uint64_t next_deadline_ns_ = UINT64_MAX;
     std::uint64_t next_seq_ = 0;

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "net/addresses.hpp"
+
 namespace rdmasim::device {
 
 // The largest indirection table the kernel takes: IB_USER_VERBS_MAX_LOG_IND_TBL_SIZE
@@ -53,12 +55,16 @@ struct Capabilities {
     std::uint32_t max_raw_frame = 9216 + 18;                  // jumbo + header and tag
 };
 
-// Identity of one emulated device, fixed at creation.
+// Identity and port addresses of one emulated device, fixed at creation
+// (device/README.md, "Device and port").
 struct DeviceIdentity {
     std::string name;                     // "rdmasim0"
     std::uint32_t index = 0;
     std::uint64_t node_guid = 0;          // network order, as verbs reports it
-    std::array<std::uint8_t, 6> mac{};    // port MAC; GID 0 derives from it
+    net::MacAddress mac{};                // port MAC
+    net::Ipv4Address ipv4{};              // GID 0 is ::ffff:ipv4 (RoCE v2)
+    net::Ipv6Address ipv6{};              // GID 1
+    std::uint32_t mtu = 1024;             // active_mtu in bytes: 256, 512, 1024, 2048 or 4096
     std::uint32_t vendor_id = 0x1af4;     // reported in ibv_device_attr
     std::uint32_t vendor_part_id = 0x5253; // "RS"
 };

@@ -1,5 +1,5 @@
 // Contexts: open and close (the ops table comes from abi/ops.cpp), device and
-// port queries, GID 0 and P_Key 0 (device/README.md, "Device and port").
+// port queries, the GID table and P_Key 0 (device/README.md, "Device and port").
 #include "device/context.hpp"
 
 #include <endian.h>
@@ -41,15 +41,17 @@ void fill_device_attr(const Device& dev, ibv_device_attr& a) noexcept {
     a.max_cqe = static_cast<int>(c.max_cqe);
     a.max_mr = static_cast<int>(c.max_mr);
     a.max_pd = static_cast<int>(c.max_pd);
-    // RDMA reads, atomics, SRQs, multicast and AHs are not emulated; their
-    // limits are reported non-zero as the specification asks, and creating
-    // such objects answers EOPNOTSUPP.
-    a.max_qp_rd_atom = 1;
+    // RDMA reads and atomics outstanding per QP, as mlx5 reports them
+    // (1 << log_max_ra_res_qp = 16; max_res_rd_atom = max_qp_rd_atom *
+    // max_qp, mlx5_ib_query_device), and atomics across the HCA. SRQs,
+    // multicast, AHs and EE contexts: limits reported non-zero as the
+    // specification asks.
+    a.max_qp_rd_atom = 16;
+    a.max_qp_init_rd_atom = 16;
+    a.max_res_rd_atom = 16 * a.max_qp;
     a.max_ee_rd_atom = 1;
-    a.max_res_rd_atom = 1;
-    a.max_qp_init_rd_atom = 1;
     a.max_ee_init_rd_atom = 1;
-    a.atomic_cap = IBV_ATOMIC_NONE;
+    a.atomic_cap = IBV_ATOMIC_HCA;
     a.max_ee = 1;
     a.max_rdd = 1;
     a.max_mw = 1;
@@ -67,6 +69,17 @@ void fill_device_attr(const Device& dev, ibv_device_attr& a) noexcept {
     a.max_pkeys = 1;
     a.local_ca_ack_delay = 16;
     a.phys_port_cnt = 1;
+}
+
+// The active_mtu enum for a byte count `mtu` (one of the five; config checked it).
+ibv_mtu mtu_enum(std::uint32_t mtu) noexcept {
+    switch (mtu) {
+    case 256: return IBV_MTU_256;
+    case 512: return IBV_MTU_512;
+    case 2048: return IBV_MTU_2048;
+    case 4096: return IBV_MTU_4096;
+    default: return IBV_MTU_1024;
+    }
 }
 
 } // namespace
@@ -174,8 +187,8 @@ int query_port(ibv_context* context, uint8_t port_num, ibv_port_attr* attr,
     const bool up = from_verbs(context)->device->port_state.load() == IBV_PORT_ACTIVE;
     a.state = up ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
     a.max_mtu = IBV_MTU_4096;
-    a.active_mtu = IBV_MTU_1024;
-    a.gid_tbl_len = 1;
+    a.active_mtu = mtu_enum(from_verbs(context)->device->identity.mtu);
+    a.gid_tbl_len = kGidTableLen;
     a.port_cap_flags = 0;
     a.max_msg_sz = 1u << 30;
     a.pkey_tbl_len = 1;
@@ -188,30 +201,25 @@ int query_port(ibv_context* context, uint8_t port_num, ibv_port_attr* attr,
     return 0;
 }
 
-ibv_gid port_gid(const Device& dev) noexcept {
+std::optional<ibv_gid> port_gid(const Device& dev, int index) noexcept {
+    if (index < 0 || index >= kGidsValid) return std::nullopt;
+    const net::Ipv6Address addr = index == 0 ? net::ipv4_mapped(dev.identity.ipv4) : dev.identity.ipv6;
     ibv_gid gid;
-    std::memset(&gid, 0, sizeof gid);
-    const auto& m = dev.identity.mac;
-    gid.raw[0] = 0xfe;
-    gid.raw[1] = 0x80;
-    gid.raw[8] = m[0] ^ 0x02;
-    gid.raw[9] = m[1];
-    gid.raw[10] = m[2];
-    gid.raw[11] = 0xff;
-    gid.raw[12] = 0xfe;
-    gid.raw[13] = m[3];
-    gid.raw[14] = m[4];
-    gid.raw[15] = m[5];
+    std::memcpy(gid.raw, addr.data(), sizeof gid.raw);
     return gid;
 }
 
 // ibv_query_gid(3) and ibv_query_pkey(3): 0 on success, -1 (errno set) on error.
 int query_gid(ibv_context* context, uint8_t port_num, int index, ibv_gid* gid) noexcept {
-    if (context == nullptr || gid == nullptr || port_num != 1 || index != 0) {
+    if (context == nullptr || gid == nullptr || port_num != 1 || index < 0 || index >= kGidTableLen) {
         errno = EINVAL;
         return -1;
     }
-    *gid = port_gid(*from_verbs(context)->device);
+    // An empty entry reads as the zero GID, as rdma-core keeps it for
+    // ibv_query_gid (ibv_query_gid_ex says ENODATA).
+    const auto g = port_gid(*from_verbs(context)->device, index);
+    if (g) *gid = *g;
+    else std::memset(gid, 0, sizeof *gid);
     return 0;
 }
 

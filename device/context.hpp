@@ -1,6 +1,8 @@
 // Contexts: open / close, device and port queries, GIDs, P_Keys.
 #pragma once
 
+#include <optional>
+
 #include "device/objects.hpp"
 
 namespace rdmasim::device {
@@ -16,7 +18,13 @@ int query_port(ibv_context* context, uint8_t port_num, ibv_port_attr* attr,
 // query_gid / query_pkey: 0, or -1 with errno (as rdma-core).
 int query_gid(ibv_context* context, uint8_t port_num, int index, ibv_gid* gid) noexcept;
 int query_pkey(ibv_context* context, uint8_t port_num, int index, __be16* pkey) noexcept;
-// GID 0 as RoCE v2 derives it from the port MAC (modified EUI-64 link-local).
-[[nodiscard]] ibv_gid port_gid(const Device& dev) noexcept;
+// The port's GID table (device/README.md, "Device and port"): gid_tbl_len
+// entries, a ConnectX's RoCE table size, of which the first kGidsValid hold
+// GIDs: index 0 the IPv4-mapped RoCE v2 GID, 1 the IPv6 one (both RoCE v2, no
+// netdev). The others are empty, as on a port with one address of each kind.
+inline constexpr int kGidTableLen = 256;
+inline constexpr int kGidsValid = 2;
+// GID `index` of port 1; nullopt for an empty entry or one outside the table.
+[[nodiscard]] std::optional<ibv_gid> port_gid(const Device& dev, int index) noexcept;
 
 } // namespace rdmasim::device

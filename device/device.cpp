@@ -32,6 +32,7 @@ std::unique_ptr<Device> make_device(const DeviceIdentity& identity, const Capabi
     pc.delay_drop_rearm = caps.delay_drop_rearm;
     pc.deliver_bad_fcs = caps.deliver_bad_fcs;
     dev->port.configure(pc);
+    dev->port.configure_addresses({identity.mac, identity.ipv4, identity.ipv6});
     return dev;
 }
 

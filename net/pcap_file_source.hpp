@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "net/addresses.hpp"
 #include "net/frame_source.hpp"
 #include "net/result.hpp"
 
@@ -35,8 +36,6 @@ struct pcap;
 struct pcap_pkthdr;
 
 namespace rdmasim::net {
-
-using MacAddress = std::array<std::uint8_t, 6>;
 
 // Addresses of a synthesized Ethernet header unless the caller says otherwise:
 // locally administered (bit 1 of the first byte) unicast addresses.

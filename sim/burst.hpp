@@ -33,7 +33,7 @@ struct BurstResult {
     std::uint32_t frames = 0;                   // frames that entered the port
     bool pending = false;                       // a frame pulled is not due yet
     bool held = false;                          // frames wait for WQEs after the burst
-    std::uint64_t next_deadline_ns = UINT64_MAX; // earliest delay-drop timeout, if held
+    std::uint64_t next_deadline_ns = UINT64_MAX; // earliest delay-drop timeout or ARP retry
 };
 
 // Moves frames from `source` (after `pending`, a frame pulled earlier and not

@@ -32,19 +32,53 @@ std::optional<bool> parse_bool(std::string_view v) {
     return std::nullopt;
 }
 
-// "02:00:00:00:00:01": six two-digit hex bytes separated by colons.
-std::optional<net::MacAddress> parse_mac(std::string_view v) {
-    net::MacAddress mac{};
-    if (v.size() != 17) return std::nullopt;
-    for (std::size_t i = 0; i < mac.size(); ++i) {
-        const std::string_view byte = v.substr(i * 3, 2);
-        if (i + 1 < mac.size() && v[i * 3 + 2] != ':') return std::nullopt;
-        if (!std::isxdigit(static_cast<unsigned char>(byte[0])) ||
-            !std::isxdigit(static_cast<unsigned char>(byte[1])))
-            return std::nullopt;
-        std::from_chars(byte.data(), byte.data() + 2, mac[i], 16);
+// `key` as one of the port keys (mac, ip, ip6, mtu, or NAME.N): its name
+// and device index (-1: a bad index).
+std::optional<std::pair<std::string_view, int>> port_key(std::string_view key) {
+    for (std::string_view name : {"mac", "ip", "ip6", "mtu"}) {
+        if (key == name) return std::pair{name, 0};
+        if (key.starts_with(name) && key.size() > name.size() && key[name.size()] == '.') {
+            auto n = parse_uint<std::uint32_t>(key.substr(name.size() + 1), 0, 15);
+            return std::pair{name, n ? static_cast<int>(*n) : -1};
+        }
     }
-    return mac;
+    return std::nullopt;
+}
+
+// An address a port can own: not unspecified, broadcast, multicast or loopback.
+bool port_ipv4(const net::Ipv4Address& ip) {
+    return ip != net::Ipv4Address{} && ip != net::Ipv4Address{255, 255, 255, 255} && (ip[0] & 0xf0) != 0xe0 &&
+           ip[0] != 127;
+}
+bool port_ipv6(const net::Ipv6Address& ip) {
+    const net::Ipv6Address loopback{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+    return ip != net::Ipv6Address{} && ip != loopback && ip[0] != 0xff;
+}
+
+Result<void> set_port_key(PortSettings& port, std::string_view name, std::string_view key, std::string_view v) {
+    if (name == "mac") {
+        auto mac = net::parse_mac(v);
+        if (!mac) return bad(key, v, "a MAC address like 02:00:00:00:00:01");
+        if (!net::is_unicast(*mac) || *mac == net::MacAddress{})
+            return bad(key, v, "a unicast MAC address (first byte even, not all zero) like 02:00:00:00:00:01");
+        port.mac = *mac;
+    } else if (name == "ip") {
+        auto ip = net::parse_ipv4(v);
+        if (!ip) return bad(key, v, "an IPv4 address like 192.0.2.1");
+        if (!port_ipv4(*ip))
+            return bad(key, v, "an IPv4 address a port can own (not 0.0.0.0, broadcast, multicast or 127/8) like 192.0.2.1");
+        port.ip = *ip;
+    } else if (name == "ip6") {
+        auto ip = net::parse_ipv6(v);
+        if (!ip) return bad(key, v, "an IPv6 address like fe80::1");
+        if (!port_ipv6(*ip)) return bad(key, v, "an IPv6 address a port can own (not ::, ::1 or multicast) like fe80::1");
+        port.ip6 = *ip;
+    } else {
+        auto n = parse_uint<std::uint32_t>(v, 256, 4096);
+        if (!n || (*n & (*n - 1)) != 0) return bad(key, v, "256, 512, 1024, 2048 or 4096");
+        port.mtu = *n;
+    }
+    return {};
 }
 
 // Capability switches by name.
@@ -175,6 +209,11 @@ Result<void> Config::set(std::string_view key, std::string_view v) {
         auto& slots = this->*member;
         if (slots.size() <= static_cast<std::size_t>(idx)) slots.resize(static_cast<std::size_t>(idx) + 1);
         slots[static_cast<std::size_t>(idx)] = std::string(v);
+    } else if (auto port = port_key(key)) {
+        auto [name, idx] = *port;
+        if (idx < 0) return bad(key, v, fmt::format("{}.N with N a device index 0..15", name));
+        if (ports.size() <= static_cast<std::size_t>(idx)) ports.resize(static_cast<std::size_t>(idx) + 1);
+        if (auto r = set_port_key(ports[static_cast<std::size_t>(idx)], name, key, v); !r) return r;
     } else if (key == "deterministic") {
         auto b = parse_bool(v);
         if (!b) return bad(key, v, "on or off");
@@ -244,12 +283,12 @@ Result<void> Config::set(std::string_view key, std::string_view v) {
         else if (v == "4") source_fcs = 4;
         else return bad(key, v, "auto, 0 or 4");
     } else if (key == "synth_dst_mac") {
-        auto mac = parse_mac(v);
+        auto mac = net::parse_mac(v);
         if (!mac) return bad(key, v, "a MAC address like 02:00:00:00:00:02");
         synth_dst_mac = *mac;
     } else if (key == "synth_src_mac") {
-        auto mac = parse_mac(v);
-        if (!mac || ((*mac)[0] & 1) != 0)
+        auto mac = net::parse_mac(v);
+        if (!mac || !net::is_unicast(*mac))
             return bad(key, v, "a unicast MAC address like 02:00:00:00:00:01");
         synth_src_mac = *mac;
     } else if (key == "idle_tick_us") {
@@ -384,6 +423,22 @@ Result<void> Config::validate() const {
             if (name != "tx_capture")
                 if (auto r = claim(static_cast<std::uint32_t>(i), fmt::format("{} = '{}'", key, slots[i])); !r)
                     return r;
+        }
+    }
+    // Port settings: for devices that exist; no address twice in one process.
+    for (std::size_t i = 0; i < ports.size(); ++i) {
+        const PortSettings& p = ports[i];
+        if (i >= devices && (p.mac || p.ip || p.ip6 || p.mtu))
+            return make_error(EINVAL, fmt::format("configuration: mac.{0}, ip.{0}, ip6.{0} or mtu.{0} set for device {0} "
+                                                  "but devices = {1}", i, devices));
+        for (std::size_t j = 0; j < i; ++j) {
+            const PortSettings& q = ports[j];
+            if (p.mac && q.mac && *p.mac == *q.mac)
+                return make_error(EINVAL, fmt::format("configuration: devices {} and {} have the same mac {}", j, i,
+                                                      net::to_string(*p.mac)));
+            if (p.ip && q.ip && *p.ip == *q.ip)
+                return make_error(EINVAL, fmt::format("configuration: devices {} and {} have the same ip {}", j, i,
+                                                      net::to_string(*p.ip)));
         }
     }
     for (const auto& [a, b] : links) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "device/caps.hpp"
+#include "net/addresses.hpp"
 #include "net/pcap_file_source.hpp"
 #include "net/result.hpp"
 #include "sim/fault_plan.hpp"
@@ -31,6 +32,15 @@ struct KeyInfo {
     std::string_view description;
 };
 
+// One device's port addresses and MTU (keys mac, ip, ip6, mtu and their
+// .N forms); what is unset is derived (sim/README.md, "Addresses").
+struct PortSettings {
+    std::optional<net::MacAddress> mac;   // unicast
+    std::optional<net::Ipv4Address> ip;
+    std::optional<net::Ipv6Address> ip6;
+    std::optional<std::uint32_t> mtu;     // 256, 512, 1024, 2048 or 4096
+};
+
 struct Config {
     std::uint32_t devices = 1;
     // Per device index ("" = none), keys `NAME` (device 0) and `NAME.N`. At
@@ -40,6 +50,7 @@ struct Config {
     std::vector<std::string> pcap_live;     // live interface through libpcap
     std::vector<std::string> wire;          // libvdeplug URL: ptp://PATH, vde://PATH, vxvde://GROUP
     std::vector<std::string> tx_capture;    // pcap file of the frames the port sends
+    std::vector<PortSettings> ports;        // addresses and MTU, by device index
     std::uint32_t wire_mode = 0600;         // socket files a ptp:// or vde:// wire creates
     std::string filter;                     // BPF expression for pcap_live sources
     bool promisc = false;                   // live interfaces in promiscuous mode

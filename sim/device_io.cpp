@@ -8,6 +8,7 @@
 #include "net/pcap_file_source.hpp"
 #include "net/pcap_writer.hpp"
 #include "net/vde_wire.hpp"
+#include "sim/addresses.hpp"
 #include "sim/live_io.hpp"
 #include "sim/logging.hpp"
 #include "sim/simulator.hpp"
@@ -28,7 +29,7 @@ Result<std::unique_ptr<net::FrameSource>> open_pcap(const Config& config, std::u
     options.force_fcs_len = config.source_fcs;
     // A header synthesized for a capture without one is addressed to the
     // device that receives it, unless configured otherwise.
-    options.synth_dst_mac = config.synth_dst_mac.value_or(default_identity(index).mac);
+    options.synth_dst_mac = config.synth_dst_mac.value_or(device_identity(config, index).mac);
     options.synth_src_mac = config.synth_src_mac.value_or(net::kSynthSrcMacDefault);
     auto src = net::PcapFileSource::open(path, options);
     if (!src) return src.error();

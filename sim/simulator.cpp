@@ -14,6 +14,7 @@
 #include "net/link_channel.hpp"
 #include "net/memory_source.hpp"
 #include "net/vde_wire.hpp"
+#include "sim/addresses.hpp"
 #include "sim/device_io.hpp"
 #include "sim/faulty_sink.hpp"
 #include "sim/faulty_source.hpp"
@@ -21,20 +22,6 @@
 #include "sim/logging.hpp"
 
 namespace rdmasim::sim {
-
-device::DeviceIdentity default_identity(std::uint32_t index) {
-    device::DeviceIdentity id;
-    id.name = fmt::format("rdmasim{}", index);
-    id.index = index;
-    id.mac = {0x02, 0x52, 0x44, 0x4d, 0x00, static_cast<std::uint8_t>(index)}; // "RDM"
-    // EUI-64 from the MAC (ff:fe in the middle), network order as verbs reports GUIDs.
-    std::uint64_t g = 0;
-    const std::uint8_t eui[8] = {id.mac[0], id.mac[1], id.mac[2], 0xff,
-                                 0xfe,      id.mac[3], id.mac[4], id.mac[5]};
-    for (std::uint8_t b : eui) g = g << 8 | b;
-    id.node_guid = htobe64(g);
-    return id;
-}
 
 Result<std::unique_ptr<Simulator>> Simulator::create(const Config& config, const SourceWrap& wrap) {
     if (auto r = config.validate(); !r) return r.error();
@@ -90,9 +77,24 @@ Result<std::unique_ptr<Simulator>> Simulator::create(
         if (!trace) return trace.error();
         sim->trace_ = std::move(trace.value());
     }
+    // Addresses (sim/README.md, "Addresses"): derived ones avoid the
+    // configured ones, but a configured MAC may equal another device's
+    // derived one after it moved.
+    std::vector<device::DeviceIdentity> ids;
+    for (std::uint32_t i = 0; i < config.devices; ++i) {
+        ids.push_back(device_identity(config, i));
+        for (std::uint32_t j = 0; j < i; ++j) {
+            if (ids[j].mac == ids[i].mac)
+                return make_error(EINVAL, fmt::format("configuration: rdmasim{} and rdmasim{} would both have mac {}: "
+                                                      "set mac.N for each", j, i, net::to_string(ids[i].mac)));
+            if (ids[j].ipv4 == ids[i].ipv4)
+                return make_error(EINVAL, fmt::format("configuration: rdmasim{} and rdmasim{} would both have ip {}: "
+                                                      "set ip.N for each", j, i, net::to_string(ids[i].ipv4)));
+        }
+    }
     sources.resize(config.devices);
     for (std::uint32_t i = 0; i < config.devices; ++i) {
-        auto dev = device::make_device(default_identity(i), config.caps);
+        auto dev = device::make_device(ids[i], config.caps);
         if (!sources[i]) {
             auto empty = std::make_unique<net::MemorySource>();
             empty->close();

@@ -104,7 +104,4 @@ private:
     std::vector<std::unique_ptr<DeviceStats>> stats_; // per device with --stats, attached first
 };
 
-// Identity of device `index`: rdmasimN, locally administered MAC, EUI-64 GUID.
-[[nodiscard]] device::DeviceIdentity default_identity(std::uint32_t index);
-
 } // namespace rdmasim::sim

@@ -54,6 +54,29 @@ nlohmann::json queue_json(const datapath::RxQueue& q, bool destroyed) {
     return out;
 }
 
+nlohmann::json arp_json(const datapath::NeighbourCounters& c) {
+    return {
+        {"arp_frames", c.arp_frames.get()},
+        {"arp_malformed", c.arp_malformed.get()},
+        {"arp_requests_answered", c.arp_requests_answered.get()},
+        {"arp_requests_learned", c.arp_requests_learned.get()},
+        {"arp_replies_learned", c.arp_replies_learned.get()},
+        {"arp_entries_updated", c.arp_entries_updated.get()},
+        {"arp_requests_sent", c.arp_requests_sent.get()},
+        {"arp_resolved", c.arp_resolved.get()},
+        {"arp_resolve_failures", c.arp_resolve_failures.get()},
+        {"arp_cache_evictions", c.arp_cache_evictions.get()},
+        {"arp_address_conflicts", c.arp_address_conflicts.get()},
+    };
+}
+
+nlohmann::json addresses_json(const device::DeviceIdentity& id) {
+    return {{"mac", net::to_string(id.mac)},
+            {"ipv4", net::to_string(id.ipv4)},
+            {"ipv6", net::to_string(id.ipv6)},
+            {"mtu", id.mtu}};
+}
+
 nlohmann::json faults_json(const FaultCounts& c) {
     nlohmann::json out = nlohmann::json::object();
     for (std::size_t k = 0; k < c.size(); ++k)

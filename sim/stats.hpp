@@ -4,7 +4,9 @@
 #include <nlohmann/json.hpp>
 
 #include "datapath/counters.hpp"
+#include "datapath/neighbours.hpp"
 #include "datapath/rx_queue.hpp"
+#include "device/caps.hpp"
 #include "sim/faulty_source.hpp"
 #include "sim/pacing_stats.hpp"
 
@@ -21,6 +23,10 @@ namespace rdmasim::sim {
 [[nodiscard]] nlohmann::json queue_json(const datapath::RxQueue& q, bool destroyed);
 // Faults injected, by kind in the plan's spelling: every kind, zero or not.
 [[nodiscard]] nlohmann::json faults_json(const FaultCounts& c);
+// The host's ARP handling on a port (datapath/neighbours.hpp), by counter name.
+[[nodiscard]] nlohmann::json arp_json(const datapath::NeighbourCounters& c);
+// A device's port addresses and MTU as text: mac, ipv4, ipv6, mtu.
+[[nodiscard]] nlohmann::json addresses_json(const device::DeviceIdentity& id);
 // {"frames", "p50_us", "p99_us", "max_us": lateness, "schedule_s": the last
 // frame's due time, "elapsed_s": its arrival} (sim/README.md, "Waits and pacing").
 [[nodiscard]] nlohmann::json pacing_json(const PacingStats& p);

@@ -91,6 +91,8 @@ nlohmann::json device_json(Simulator& sim, std::size_t i) {
     out["source"] = source_json(sim.engine(i).source());
     out["port"] = counters_json(dev.port.counters());
     out["port"]["held"] = dev.port.held_frames();
+    out["port"]["arp"] = arp_json(dev.port.neighbours().counters());
+    out["addresses"] = addresses_json(dev.identity);
     nlohmann::json queues = nlohmann::json::array();
     if (stats)
         for (const nlohmann::json& q : stats->destroyed()) queues.push_back(q);

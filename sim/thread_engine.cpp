@@ -191,7 +191,7 @@ void ThreadEngine::step() {
         return;
     }
     Clock::time_point when = r.pending ? next_due_ - kSpinAhead : Clock::time_point::max();
-    if (r.held && r.next_deadline_ns != UINT64_MAX)
+    if (r.next_deadline_ns != UINT64_MAX) // a delay-drop timeout or an ARP retry
         when = std::min(when, t0_ + std::chrono::nanoseconds(r.next_deadline_ns));
     if (!r.pending && !source_->exhausted()) { // a live source with nothing now
         if (source_fd_)

@@ -89,7 +89,8 @@ int main(int argc, char** argv) {
         sub->add_option("--trace", trace, "write completions and injected faults to FILE as JSON lines");
         sub->add_option("--stats", stats, "write every counter to FILE as JSON when the program exits (RDMASIM_STATS)");
         sub->add_option("--report", report, "write an HTML report of rdmasim0 to FILE at exit (RDMASIM_REPORT)");
-        sub->add_option("--set", sets, "any configuration key, as KEY=VALUE (repeatable)");
+        sub->add_option("--set", sets, "any configuration key, as KEY=VALUE (repeatable)")
+            ->allow_extra_args(false); // one KEY=VALUE each: `--set k=v -- cmd -x` keeps -x for cmd
     };
     auto* run = app.add_subcommand("run", "Run an unmodified verbs program against emulated devices");
     add_source_options(run);

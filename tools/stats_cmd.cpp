@@ -109,6 +109,13 @@ std::string device_text(const json& d) {
         counters.add({k, num(port.at(k))});
     out += '\n';
     out += counters.text("  ");
+    // Files written before the port had addresses lack these two.
+    if (d.contains("addresses")) {
+        const json& a = d.at("addresses");
+        out += fmt::format("  addresses: mac {}, ipv4 {}, ipv6 {}, mtu {}\n", a.at("mac").get<std::string>(),
+                           a.at("ipv4").get<std::string>(), a.at("ipv6").get<std::string>(), num(a.at("mtu")));
+    }
+    if (port.contains("arp")) out += fmt::format("  arp: {}\n", non_zero(port.at("arp")));
 
     Table drops({"drop reason", "frames"});
     for (const auto& [name, n] : port.at("drops").items())

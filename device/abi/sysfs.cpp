@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -101,11 +102,24 @@ std::optional<std::string> ibdev_file(const Device& dev, std::string_view rel) {
     if (rel == "ports/1/hw_counters/out_of_buffer")
         return std::to_string(
             dev.port.counters().drops[static_cast<std::size_t>(rdmasim::datapath::Drop::out_of_buffer)].get());
-    if (rel == "ports/1/gids/0") return gid_text(port_gid(dev));
+    // The GID table (device/README.md, "Device and port"): gids/N for every
+    // entry (the zero GID when empty, as the kernel shows it),
+    // gid_attrs/types/N for the valid ones. gid_attrs/ndevs/N names a GID's
+    // netdev: the emulated port has none (ndev_ifindex 0), and the kernel
+    // fails that read too.
+    if (rel.starts_with("ports/1/gids/") || rel.starts_with("ports/1/gid_attrs/types/")) {
+        const std::string_view n = rel.substr(rel.rfind('/') + 1);
+        int i = -1;
+        const auto [p, ec] = std::from_chars(n.data(), n.data() + n.size(), i);
+        if (ec != std::errc{} || p != n.data() + n.size() || i < 0 || i >= kGidTableLen ||
+            (n.size() > 1 && n[0] == '0'))
+            return std::nullopt;
+        const auto gid = port_gid(dev, i);
+        if (rel.starts_with("ports/1/gids/")) return gid ? gid_text(*gid) : gid_text(ibv_gid{});
+        if (gid) return "RoCE v2";
+        return std::nullopt;
+    }
     if (rel == "ports/1/pkeys/0") return "0xffff";
-    if (rel == "ports/1/gid_attrs/types/0") return "RoCE v2";
-    // ports/1/gid_attrs/ndevs/0 names the GID's netdev: the emulated port has
-    // none (ndev_ifindex 0), and the kernel fails that read too.
     return std::nullopt;
 }
 

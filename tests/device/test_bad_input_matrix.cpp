@@ -599,7 +599,7 @@ void context_rows(std::vector<Row>& rows) {
     };
     for (const GidCase& c :
          {GidCase{"port 0", 0, 0, false, false}, GidCase{"port 2", 2, 0, false, false},
-          GidCase{"index 1 (table size)", 1, 1, false, false},
+          GidCase{"index 256 (gid_tbl_len)", 1, 256, false, false},
           GidCase{"index -1", 1, -1, false, false}, GidCase{"NULL context", 1, 0, true, false},
           GidCase{"NULL output", 1, 0, false, true}}) {
         rows.push_back({std::string("ibv_query_gid ") + c.name,
