@@ -41,7 +41,7 @@ void fill_device_attr(const Device& dev, ibv_device_attr& a) noexcept {
     a.max_cqe = static_cast<int>(c.max_cqe);
     a.max_mr = static_cast<int>(c.max_mr);
     a.max_pd = static_cast<int>(c.max_pd);
-    // RDMA reads, atomics, SRQs, multicast and AHs are not emulated; their
+    // RDMA reads, atomics, multicast and MWs are not emulated; their
     // limits are reported non-zero as the specification asks, and creating
     // such objects answers EOPNOTSUPP.
     a.max_qp_rd_atom = 1;
@@ -58,12 +58,12 @@ void fill_device_attr(const Device& dev, ibv_device_attr& a) noexcept {
     a.max_mcast_grp = 1;
     a.max_mcast_qp_attach = 1;
     a.max_total_mcast_qp_attach = 1;
-    a.max_ah = 1;
+    a.max_ah = 0x7fffffff; // as mlx5: no limit of its own
     a.max_fmr = 1;
     a.max_map_per_fmr = 1;
-    a.max_srq = 1;
-    a.max_srq_wr = 1;
-    a.max_srq_sge = 1;
+    a.max_srq = static_cast<int>(c.max_srq);
+    a.max_srq_wr = static_cast<int>(c.max_srq_wr);
+    a.max_srq_sge = static_cast<int>(c.max_srq_sge);
     a.max_pkeys = 1;
     a.local_ca_ack_delay = 16;
     a.phys_port_cnt = 1;
