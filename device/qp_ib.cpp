@@ -341,6 +341,8 @@ int modify_ib_qp(Qp& qp, ibv_qp_attr& attr, int mask) noexcept {
             qp.attr.cap = cap;
             qp.attr.port_num = 1;
         }
+        // The drain notification is asked for per RTS -> SQD transition.
+        if (cur == IBV_QPS_RTS && next == IBV_QPS_SQD) qp.attr.en_sqd_async_notify = 0;
         store_attrs(qp.attr, attr, mask);
         set_state(dev, qp, next);
         to_reset = next == IBV_QPS_RESET;

@@ -4,9 +4,11 @@
 // ERR, RESET clearing the queues.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <infiniband/verbs.h>
 
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 #include "device/objects.hpp"
@@ -362,4 +364,60 @@ TEST_CASE("take_recv_wqe hands the transport the QP's receives in order", "[ib_q
     CHECK(wqe.num_sge == 1); // the zero-length SGE was dropped
     CHECK(wqe.total_len == 100);
     CHECK(!device::take_recv_wqe(dev, *device::from_verbs(q.qp), wqe, sges));
+}
+
+TEST_CASE("SQE: the HCA's send error flushes the send queue; SQE -> RTS resumes", "[ib_qp][post]") {
+    SimFixture fx;
+    Buffer buf(fx.pd);
+    ibv_sge sge = buf.sge(64);
+    IbQp q(fx.pd, IBV_QPT_UC);
+    q.to_rts();
+    ibv_send_wr wr{};
+    wr.wr_id = 3;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_RDMA_WRITE;
+    ibv_send_wr* bad = nullptr;
+    REQUIRE(ibv_post_send(q.qp, &wr, &bad) == 0);
+    {
+        device::Device& dev = fx.device();
+        std::lock_guard lock(dev.port.mutex());
+        device::hca_set_qp_state(dev, *device::from_verbs(q.qp), IBV_QPS_SQE);
+    }
+    CHECK(q.qp->state == IBV_QPS_SQE);
+    std::vector<ibv_wc> wcs = poll_all(q.cq);
+    REQUIRE(wcs.size() == 1);
+    CHECK(wcs[0].wr_id == 3);
+    CHECK(wcs[0].status == IBV_WC_WR_FLUSH_ERR);
+    // Posts in SQE flush at once; receives are untouched.
+    wr.wr_id = 4;
+    REQUIRE(ibv_post_send(q.qp, &wr, &bad) == 0);
+    wcs = poll_all(q.cq);
+    REQUIRE(wcs.size() == 1);
+    CHECK(wcs[0].wr_id == 4);
+    CHECK(q.modify(IBV_QPS_RTS, IBV_QP_STATE | IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS) == 0);
+    CHECK(q.qp->state == IBV_QPS_RTS);
+    REQUIRE(ibv_post_send(q.qp, &wr, &bad) == 0);
+    CHECK(poll_all(q.cq).empty());
+}
+
+TEST_CASE("RTS -> SQD with en_sqd_async_notify: IBV_EVENT_SQ_DRAINED once the send queue is empty",
+          "[ib_qp][post]") {
+    SimFixture fx;
+    const int flags = fcntl(fx.ctx->async_fd, F_GETFL);
+    REQUIRE(fcntl(fx.ctx->async_fd, F_SETFL, flags | O_NONBLOCK) == 0);
+    IbQp q(fx.pd, IBV_QPT_RC);
+    q.to_rts();
+    ibv_qp_attr a = good_attr(IBV_QPS_SQD);
+    a.en_sqd_async_notify = 1;
+    REQUIRE(ibv_modify_qp(q.qp, &a, IBV_QP_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY) == 0);
+    ibv_async_event ev{};
+    REQUIRE(ibv_get_async_event(fx.ctx, &ev) == 0);
+    CHECK(ev.event_type == IBV_EVENT_SQ_DRAINED);
+    CHECK(ev.element.qp == q.qp);
+    ibv_ack_async_event(&ev);
+    // Without the request, no event.
+    REQUIRE(q.modify(IBV_QPS_RTS, IBV_QP_STATE) == 0);
+    REQUIRE(q.modify(IBV_QPS_SQD, IBV_QP_STATE) == 0);
+    CHECK(ibv_get_async_event(fx.ctx, &ev) == -1);
 }
