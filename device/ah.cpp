@@ -4,7 +4,6 @@
 // "Address handles").
 #include "device/ah.hpp"
 
-#include <arpa/inet.h>
 #include <endian.h>
 
 #include <cstring>

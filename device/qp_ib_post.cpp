@@ -6,7 +6,6 @@
 #include <mutex>
 
 #include "device/context.hpp"
-#include "device/device.hpp"
 #include "device/qp_ib.hpp"
 
 namespace rdmasim::device {

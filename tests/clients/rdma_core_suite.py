@@ -9,7 +9,8 @@ DEFERRED tests are not run, and are listed: they need RC/UC/UD traffic, which
 the transport brings in a later round. The suite turns only an EOPNOTSUPP
 from creating a resource into a skip; once RC/UC/UD QPs can be created, its
 traffic helpers post, find no completion within POLL_CQ_TIMEOUT (10 s) and
-the test errors.
+the test errors. (test_cq_events, not run here, would block for ever in
+ibv_get_cq_event on its blocking channel.)
 
 usage: rdma_core_suite.py RDMASIM [TEST_ID_SUBSTRING ...]
 """
