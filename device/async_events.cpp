@@ -66,7 +66,9 @@ void count_reported(const ibv_async_event& event) noexcept {
     case Names::qp:
         ++from_verbs(event.element.qp)->events_reported;
         break;
-    case Names::srq: // no SRQ can be created
+    case Names::srq:
+        ++from_verbs(event.element.srq)->events_reported;
+        break;
     case Names::nothing:
         break;
     }
@@ -148,7 +150,14 @@ void ack_async_event(ibv_async_event* event) noexcept {
         pthread_mutex_unlock(&qp->mutex);
         break;
     }
-    case Names::srq:
+    case Names::srq: {
+        ibv_srq* srq = event->element.srq;
+        pthread_mutex_lock(&srq->mutex);
+        ++srq->events_completed;
+        pthread_cond_signal(&srq->cond);
+        pthread_mutex_unlock(&srq->mutex);
+        break;
+    }
     case Names::nothing:
         break;
     }

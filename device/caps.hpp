@@ -48,6 +48,11 @@ struct Capabilities {
     std::uint64_t max_mr_size = 1ull << 40;
     std::uint32_t max_qp = 4096;
     std::uint32_t max_qp_wr = 32768;
+    // SRQs as mlx5 reports them: max_srq_wr one below a power of two (one
+    // ring slot stays empty), max_srq_sge one below the QP's SGE limit.
+    std::uint32_t max_srq = 4096;
+    std::uint32_t max_srq_wr = 32767;
+    std::uint32_t max_srq_sge = 15;
     std::uint32_t max_rwq_indirection_tables = 1024;
     std::uint32_t max_rwq_indirection_table_size = 1u << kMaxLogIndTableSize; // entries
     std::uint32_t max_flows = 65536;

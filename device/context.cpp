@@ -43,8 +43,8 @@ void fill_device_attr(const Device& dev, ibv_device_attr& a) noexcept {
     a.max_pd = static_cast<int>(c.max_pd);
     // RDMA reads and atomics outstanding per QP, as mlx5 reports them
     // (1 << log_max_ra_res_qp = 16; max_res_rd_atom = max_qp_rd_atom *
-    // max_qp, mlx5_ib_query_device), and atomics across the HCA. SRQs,
-    // multicast, AHs and EE contexts: limits reported non-zero as the
+    // max_qp, mlx5_ib_query_device), and atomics across the HCA. Multicast
+    // and EE contexts: limits reported non-zero as the
     // specification asks.
     a.max_qp_rd_atom = 16;
     a.max_qp_init_rd_atom = 16;
@@ -60,12 +60,12 @@ void fill_device_attr(const Device& dev, ibv_device_attr& a) noexcept {
     a.max_mcast_grp = 1;
     a.max_mcast_qp_attach = 1;
     a.max_total_mcast_qp_attach = 1;
-    a.max_ah = 1;
+    a.max_ah = 0x7fffffff; // as mlx5: no limit of its own
     a.max_fmr = 1;
     a.max_map_per_fmr = 1;
-    a.max_srq = 1;
-    a.max_srq_wr = 1;
-    a.max_srq_sge = 1;
+    a.max_srq = static_cast<int>(c.max_srq);
+    a.max_srq_wr = static_cast<int>(c.max_srq_wr);
+    a.max_srq_sge = static_cast<int>(c.max_srq_sge);
     a.max_pkeys = 1;
     a.local_ca_ack_delay = 16;
     a.phys_port_cnt = 1;

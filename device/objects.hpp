@@ -27,7 +27,9 @@
 #include "datapath/port.hpp"
 #include "datapath/rss.hpp"
 #include "datapath/rx_queue.hpp"
+#include "datapath/recv_ring.hpp"
 #include "device/caps.hpp"
+#include "device/qp_send_queue.hpp"
 
 namespace rdmasim::device {
 
@@ -39,6 +41,8 @@ class StatsHook;     // device/stats_hook.hpp
 struct Cq;
 struct Qp;
 struct Flow;
+struct Ah;
+struct Srq;
 
 // What the runtime (sim/) plugs in; device/ never starts threads or does I/O
 // of its own. All calls may come from any program thread.
@@ -51,6 +55,13 @@ public:
     virtual void on_post(Device& dev) noexcept = 0;
     // A flow rule was attached (a replay may start).
     virtual void on_flow_attached(Device& dev) noexcept = 0;
+    // A program queued send WRs on an RC, UC or UD QP (its SendQueue's
+    // doorbell counted them): the transport may drain the queue. Called
+    // holding no lock. No transport exists yet; the default does nothing.
+    virtual void on_send_posted(Device& dev, Qp& qp) noexcept {
+        (void)dev;
+        (void)qp;
+    }
 };
 
 // A spinlock for program-side object locks (post, poll): short critical sections only.
@@ -87,6 +98,7 @@ struct Device {
     std::atomic<std::uint32_t> next_handle{1};
     std::atomic<std::uint32_t> live_contexts{0};
     std::atomic<std::uint32_t> ind_tables{0};  // live, at most caps.max_rwq_indirection_tables
+    std::atomic<std::uint32_t> srqs{0};        // live, at most caps.max_srq
     // Under the port lock: what service() visits after each burst, and the
     // open contexts (port events go to each).
     std::vector<Cq*> cqs;                       // notifications, overflow events
@@ -177,11 +189,44 @@ struct IndTable {
     std::atomic<std::uint32_t> qp_refs{0};
 };
 
+// The receive queue of an RC, UC or UD QP, or of an SRQ: WQEs the transport
+// takes (device/qp_ib.hpp, take_recv_wqe). Producer: posts, under post_lock.
+// Consumer: the transport, a flush or a reset, under the port lock (and
+// post_lock for flush and reset: lock order port, then post).
+struct WorkRecvQueue {
+    SpinLock post_lock;
+    datapath::RecvRing ring;
+    std::uint32_t max_sge = 1;  // per WQE, as created (reported)
+    std::uint32_t max_post = 1; // WQEs that may be outstanding (<= ring capacity)
+};
+
+struct Ah {
+    ibv_ah ibah;
+    Pd* pd = nullptr;
+    ibv_ah_attr attr{}; // as created: the transport's destination
+};
+
+struct Srq {
+    ibv_srq ibsrq;
+    Context* ctx = nullptr;
+    Pd* pd = nullptr;
+    std::uint32_t srq_num = 0;
+    WorkRecvQueue rq;
+    // Armed limit (0: not armed): when a WQE taken leaves fewer posted,
+    // IBV_EVENT_SRQ_LIMIT_REACHED and the limit disarms. Under the port lock.
+    std::uint32_t limit = 0;
+    std::atomic<std::uint32_t> qps{0}; // QPs attached: ibv_destroy_srq is EBUSY
+    // Async events handed out by ibv_get_async_event (under the context's event
+    // lock); ibv_destroy_srq waits until ibsrq.events_completed reaches it.
+    std::uint32_t events_reported = 0;
+};
+
 struct Qp {
     ibv_qp ibqp;
     Context* ctx = nullptr;
     Pd* pd = nullptr;
     bool rss = false;
+    bool ib = false; // RC, UC or UD (device/qp_ib.*); otherwise raw packet
     // RSS QP: hashes into an indirection table.
     IndTable* table = nullptr;
     datapath::RssGroup rss_group;               // the steering target its flows name
@@ -198,7 +243,12 @@ struct Qp {
     SpinLock send_lock;
     std::vector<std::uint8_t> send_buf;
     RecvQueue recv;                             // also guards the QP state (post lock)
-    ibv_qp_attr attr{}; // what ibv_query_qp reports
+    // RC, UC, UD: the send queue, the receive queue (unused with an SRQ),
+    // the SRQ. The transport attributes are `attr` (set by ibv_modify_qp).
+    SendQueue sq;
+    WorkRecvQueue rq;
+    Srq* srq = nullptr;
+    ibv_qp_attr attr{}; // what ibv_query_qp reports; for RC/UC/UD the transport's attributes
     std::atomic<std::uint32_t> flows{0};
     // Async events handed out by ibv_get_async_event (under the context's event
     // lock); ibv_destroy_qp waits until ibqp.events_completed reaches it.
@@ -221,6 +271,8 @@ static_assert(std::is_standard_layout_v<Wq>);
 static_assert(std::is_standard_layout_v<IndTable>);
 static_assert(std::is_standard_layout_v<Qp>);
 static_assert(std::is_standard_layout_v<Flow>);
+static_assert(std::is_standard_layout_v<Ah>);
+static_assert(std::is_standard_layout_v<Srq>);
 
 // Back from the verbs pointer a program holds to the object around it.
 inline Device* from_verbs(ibv_device* d) noexcept { return reinterpret_cast<Device*>(d); }
@@ -238,6 +290,8 @@ inline Wq* from_verbs(ibv_wq* w) noexcept { return reinterpret_cast<Wq*>(w); }
 inline IndTable* from_verbs(ibv_rwq_ind_table* t) noexcept { return reinterpret_cast<IndTable*>(t); }
 inline Qp* from_verbs(ibv_qp* q) noexcept { return reinterpret_cast<Qp*>(q); }
 inline Flow* from_verbs(ibv_flow* f) noexcept { return reinterpret_cast<Flow*>(f); }
+inline Ah* from_verbs(ibv_ah* a) noexcept { return reinterpret_cast<Ah*>(a); }
+inline Srq* from_verbs(ibv_srq* s) noexcept { return reinterpret_cast<Srq*>(s); }
 
 inline ibv_cq* to_verbs_cq(Cq* c) noexcept { return reinterpret_cast<ibv_cq*>(&c->cqx); }
 

@@ -8,6 +8,7 @@
 #include "device/async_events.hpp"
 #include "device/cq.hpp"
 #include "device/device.hpp"
+#include "device/qp_ib.hpp"
 #include "device/recv.hpp"
 #include "device/verb_faults.hpp"
 
@@ -72,10 +73,13 @@ ibv_qp* make_qp(ibv_context* context, ibv_qp_init_attr_ex* attr) noexcept {
                                     IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH |
                                     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
         if (attr->comp_mask & ~known) return fail<ibv_qp>(EOPNOTSUPP);
-        if (raw_enum(attr->qp_type) != IBV_QPT_RAW_PACKET) return fail<ibv_qp>(EOPNOTSUPP);
+        const auto type = raw_enum(attr->qp_type);
+        const bool ib = type == IBV_QPT_RC || type == IBV_QPT_UC || type == IBV_QPT_UD;
+        if (type != IBV_QPT_RAW_PACKET && !ib) return fail<ibv_qp>(EOPNOTSUPP);
         if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || attr->pd == nullptr ||
             attr->pd->context != context)
             return fail<ibv_qp>(EINVAL);
+        if (ib) return create_ib_qp(ctx, *attr); // RC, UC, UD: qp_ib.cpp
         if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) return fail<ibv_qp>(EOPNOTSUPP);
         std::uint32_t create_flags = 0;
         if (attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) {
@@ -188,6 +192,7 @@ int modify_qp(ibv_qp* q, ibv_qp_attr* attr, int mask) noexcept {
         Qp& qp = *from_verbs(q);
         Device& dev = *qp.ctx->device;
         if (int e = injected_failure(dev, Verb::modify_qp)) return e;
+        if (qp.ib) return modify_ib_qp(qp, *attr, mask);
         const int known = IBV_QP_STATE | IBV_QP_CUR_STATE | IBV_QP_PORT | IBV_QP_PKEY_INDEX |
                           IBV_QP_QKEY | IBV_QP_RATE_LIMIT;
         if (mask & ~known) return EINVAL;
@@ -233,6 +238,10 @@ int modify_qp(ibv_qp* q, ibv_qp_attr* attr, int mask) noexcept {
 int query_qp(ibv_qp* q, ibv_qp_attr* attr, int /*attr_mask*/, ibv_qp_init_attr* init) noexcept {
     if (q == nullptr || attr == nullptr || init == nullptr) return EINVAL;
     Qp& qp = *from_verbs(q);
+    if (qp.ib) {
+        query_ib_qp(qp, *attr, *init);
+        return 0;
+    }
     *attr = qp.attr;
     std::memset(init, 0, sizeof *init);
     init->qp_context = q->qp_context;
@@ -249,6 +258,7 @@ int destroy_qp(ibv_qp* q) noexcept {
         if (q == nullptr) return EINVAL;
         Qp* qp = from_verbs(q);
         if (qp->flows.load() != 0) return EBUSY;
+        if (qp->ib) return destroy_ib_qp(*qp);
         Device& dev = *qp->ctx->device;
         if (!qp->rss) {
             // As mlx5_destroy_qp cleans both CQs (__mlx5_cq_clean).
@@ -283,6 +293,7 @@ int post_recv(ibv_qp* q, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept {
         *bad_wr = wr;
         return e;
     }
+    if (qp.ib) return post_ib_recv(qp, wr, bad_wr);
     if (qp.rss) {
         *bad_wr = wr;
         return EINVAL; // an RSS QP receives through its WQs
@@ -298,6 +309,7 @@ int post_send(ibv_qp* q, ibv_send_wr* wr, ibv_send_wr** bad_wr) noexcept {
         *bad_wr = wr;
         return e;
     }
+    if (qp.ib) return post_ib_send(qp, wr, bad_wr);
     ibv_qp_state state;
     {
         std::lock_guard lock(qp.recv.post_lock); // modify_qp changes the state under it

@@ -1,5 +1,6 @@
-// Raw-packet QPs: plain (own receive queue, send queue) and RSS (hash into an
-// indirection table). Other QP types answer EOPNOTSUPP.
+// The QP verbs. Raw-packet QPs live here: plain (own receive queue, send
+// queue) and RSS (hash into an indirection table). RC, UC and UD QPs are
+// dispatched to device/qp_ib.hpp; other QP types answer EOPNOTSUPP.
 #pragma once
 
 #include "device/objects.hpp"

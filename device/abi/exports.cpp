@@ -9,12 +9,14 @@
 #include <vector>
 
 #include "device/abi_guard.hpp"
+#include "device/ah.hpp"
 #include "device/async_events.hpp"
 #include "device/context.hpp"
 #include "device/cq.hpp"
 #include "device/pd.hpp"
 #include "device/qp.hpp"
 #include "device/registry.hpp"
+#include "device/srq.hpp"
 
 using namespace rdmasim::device;
 
@@ -118,5 +120,22 @@ int ibv_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr*
     return query_qp(qp, attr, attr_mask, init_attr);
 }
 int ibv_destroy_qp(ibv_qp* qp) { return destroy_qp(qp); }
+
+ibv_ah* ibv_create_ah(ibv_pd* pd, ibv_ah_attr* attr) { return create_ah(pd, attr); }
+int ibv_destroy_ah(ibv_ah* ah) { return destroy_ah(ah); }
+int ibv_init_ah_from_wc(ibv_context* context, uint8_t port_num, ibv_wc* wc, ibv_grh* grh,
+                        ibv_ah_attr* ah_attr) {
+    return init_ah_from_wc(context, port_num, wc, grh, ah_attr);
+}
+ibv_ah* ibv_create_ah_from_wc(ibv_pd* pd, ibv_wc* wc, ibv_grh* grh, uint8_t port_num) {
+    return create_ah_from_wc(pd, wc, grh, port_num);
+}
+
+ibv_srq* ibv_create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) { return create_srq(pd, attr); }
+int ibv_modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int attr_mask) {
+    return modify_srq(srq, attr, attr_mask);
+}
+int ibv_query_srq(ibv_srq* srq, ibv_srq_attr* attr) { return query_srq(srq, attr); }
+int ibv_destroy_srq(ibv_srq* srq) { return destroy_srq(srq); }
 
 } // extern "C"

@@ -1,4 +1,4 @@
-// Verbs the emulator does not model (AH, multicast, SRQ, CQ resize, MR rereg
+// Verbs the emulator does not model (multicast, CQ resize, MR rereg
 // and dma-buf, import, ECE, QP send ops): each answers EOPNOTSUPP the way its
 // verb reports errors (device/README.md, "The library seen by a program").
 #include "device/abi/declarations.hpp"
@@ -34,40 +34,13 @@ int ibv_resolve_eth_l2_from_gid(struct ibv_context*, struct ibv_ah_attr*, uint8_
 }
 
 // ---------------------------------------------------------------------------
-// Not emulated: address handles, multicast, SRQs, CQ resize, MR re-registration,
-// dma-buf MRs, shared (imported) objects.
-
-struct ibv_ah* ibv_create_ah(struct ibv_pd*, struct ibv_ah_attr*) {
-    return fail<ibv_ah>(not_emulated);
-}
-int ibv_destroy_ah(struct ibv_ah*) {
-    return not_emulated;
-}
-struct ibv_ah* ibv_create_ah_from_wc(struct ibv_pd*, struct ibv_wc*, struct ibv_grh*, uint8_t) {
-    return fail<ibv_ah>(not_emulated);
-}
-int ibv_init_ah_from_wc(struct ibv_context*, uint8_t, struct ibv_wc*, struct ibv_grh*,
-                        struct ibv_ah_attr*) {
-    return not_emulated;
-}
+// Not emulated: multicast, CQ resize, MR re-registration, dma-buf MRs, shared
+// (imported) objects.
 
 int ibv_attach_mcast(struct ibv_qp*, const union ibv_gid*, uint16_t) {
     return not_emulated;
 }
 int ibv_detach_mcast(struct ibv_qp*, const union ibv_gid*, uint16_t) {
-    return not_emulated;
-}
-
-struct ibv_srq* ibv_create_srq(struct ibv_pd*, struct ibv_srq_init_attr*) {
-    return fail<ibv_srq>(not_emulated);
-}
-int ibv_modify_srq(struct ibv_srq*, struct ibv_srq_attr*, int) {
-    return not_emulated;
-}
-int ibv_query_srq(struct ibv_srq*, struct ibv_srq_attr*) {
-    return not_emulated;
-}
-int ibv_destroy_srq(struct ibv_srq*) {
     return not_emulated;
 }
 

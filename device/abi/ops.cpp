@@ -1,12 +1,13 @@
 // The ops table, one assignment a slot: each slot the device model implements,
-// bound to the verb that implements it (context.cpp, cq.cpp, qp.cpp, wq.cpp,
-// flow.cpp). open_device() installs it into every new context.
+// bound to the verb that implements it (context.cpp, cq.cpp, qp.cpp, srq.cpp,
+// wq.cpp, flow.cpp). open_device() installs it into every new context.
 #include "device/abi/ops.hpp"
 
 #include "device/context.hpp"
 #include "device/cq.hpp"
 #include "device/flow.hpp"
 #include "device/qp.hpp"
+#include "device/srq.hpp"
 #include "device/wq.hpp"
 
 namespace rdmasim::device {
@@ -25,6 +26,7 @@ void install_ops(verbs_context& v) noexcept {
     ops.req_notify_cq = req_notify_cq;
     ops.post_send = post_send;
     ops.post_recv = post_recv;
+    ops.post_srq_recv = post_srq_recv;
     v.query_port = query_port_op;
     v.query_device_ex = query_device_ex;
     v.create_cq_ex = create_cq_ex;
@@ -34,6 +36,8 @@ void install_ops(verbs_context& v) noexcept {
     v.create_rwq_ind_table = create_rwq_ind_table;
     v.destroy_rwq_ind_table = destroy_rwq_ind_table;
     v.create_qp_ex = create_qp_ex;
+    v.create_srq_ex = create_srq_ex;
+    v.get_srq_num = get_srq_num;
     v.ibv_create_flow = create_flow;
     v.ibv_destroy_flow = destroy_flow;
 }

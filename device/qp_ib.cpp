@@ -1,0 +1,414 @@
+// RC, UC and UD QPs: creation (caps sized as mlx5 sizes them), ibv_modify_qp
+// (device/qp_state.hpp's table, then the range checks), ibv_query_qp,
+// ibv_destroy_qp, and what a state change does to the queues
+// (device/README.md, "RC, UC and UD queue pairs").
+#include "device/qp_ib.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <mutex>
+
+#include "device/abi_guard.hpp"
+#include "device/async_events.hpp"
+#include "device/context.hpp"
+#include "device/cq.hpp"
+#include "device/device.hpp"
+#include "device/qp_state.hpp"
+#include "device/srq.hpp"
+
+namespace rdmasim::device {
+
+namespace {
+
+// The send WQE layout mlx5 sizes queues with (providers/mlx5/verbs.c,
+// mlx5_calc_send_wqe; kernel hw/mlx5/qp.c, calc_send_wqe): 64-byte basic
+// blocks, 16-byte segments, a WQE at most kMaxSqDesc bytes.
+constexpr std::uint32_t kSendWqeBb = 64;
+constexpr std::uint32_t kSeg = 16;
+constexpr std::uint32_t kInlineHeader = 4;
+constexpr std::uint32_t kMaxSqDesc = 1024;
+
+// Control segment, then what the type carries before the data: remote
+// address and atomic segments (RC), remote address (UC), the datagram
+// segment (UD).
+std::uint32_t sq_overhead(ibv_qp_type t) noexcept {
+    switch (t) {
+    case IBV_QPT_RC:
+        return kSeg + kSeg + kSeg;
+    case IBV_QPT_UC:
+        return kSeg + kSeg;
+    default:
+        return kSeg + 3 * kSeg;
+    }
+}
+
+std::uint32_t round_up(std::uint32_t v, std::uint32_t to) noexcept { return (v + to - 1) / to * to; }
+std::uint64_t pow2_at_least(std::uint64_t v) noexcept {
+    std::uint64_t p = 1;
+    while (p < v) p <<= 1;
+    return p;
+}
+
+struct Sizes {
+    std::uint32_t send_wr = 0, send_sge = 0, inline_data = 0;
+    std::uint32_t recv_wr = 0, recv_sge = 0, recv_ring = 1;
+};
+
+// Validates the caps against the device (EINVAL, as mlx5's create_qp) and
+// computes what the QP really has, which is written back into attr.cap.
+int size_queues(const Device& dev, const ibv_qp_init_attr_ex& a, Sizes& out) noexcept {
+    const ibv_qp_cap& c = a.cap;
+    const Capabilities& caps = dev.caps;
+    const std::uint32_t max_wr = std::min(caps.max_qp_wr, caps.max_wr);
+    if (c.max_send_wr > max_wr || c.max_send_sge > caps.max_sge) return EINVAL;
+    if (a.srq == nullptr && (c.max_recv_wr > max_wr || c.max_recv_sge > caps.max_sge))
+        return EINVAL;
+    const std::uint32_t overhead = sq_overhead(a.qp_type);
+    std::uint32_t wqe = overhead + std::max<std::uint32_t>(c.max_send_sge, 1) * kSeg;
+    if (c.max_inline_data > kMaxSqDesc) return EINVAL;
+    if (c.max_inline_data > 0)
+        wqe = std::max(wqe, overhead + round_up(kInlineHeader + c.max_inline_data, kSeg));
+    wqe = round_up(wqe, kSendWqeBb);
+    if (wqe > kMaxSqDesc) return EINVAL;
+    out.inline_data = wqe - overhead - kInlineHeader;
+    out.send_sge = std::min((wqe - overhead) / kSeg, caps.max_sge);
+    if (c.max_send_wr > 0) {
+        const std::uint64_t bytes = pow2_at_least(std::uint64_t{c.max_send_wr} * wqe);
+        out.send_wr = static_cast<std::uint32_t>(bytes / wqe);
+    }
+    if (a.srq == nullptr) {
+        // mlx5_calc_rq_size: a power-of-two WQE of 16-byte data segments,
+        // a power-of-two count.
+        out.recv_sge = static_cast<std::uint32_t>(
+            pow2_at_least(std::max<std::uint32_t>(c.max_recv_sge, 1) * kSeg) / kSeg);
+        out.recv_sge = std::min(out.recv_sge, caps.max_sge);
+        out.recv_wr = c.max_recv_wr == 0 ? 0 : static_cast<std::uint32_t>(pow2_at_least(c.max_recv_wr));
+        out.recv_ring = std::max<std::uint32_t>(out.recv_wr, 1);
+    }
+    return 0;
+}
+
+void push_flush(Cq& cq, std::uint32_t qp_num, std::uint64_t wr_id, ibv_wc_opcode op,
+                std::uint64_t now) noexcept {
+    datapath::Cqe cqe;
+    cqe.wr_id = wr_id;
+    cqe.status = IBV_WC_WR_FLUSH_ERR;
+    cqe.opcode = static_cast<std::uint8_t>(op);
+    cqe.qp_num = qp_num;
+    cqe.timestamp_ns = now;
+    (void)cq.ring.push(cqe); // a full CQ loses the flush and reports the overrun
+}
+
+// Every WQE of the send queue completes with IBV_WC_WR_FLUSH_ERR, signalled
+// or not, in posting order. Port lock and send_lock held.
+void flush_send(Device& dev, Qp& qp) noexcept {
+    const std::uint64_t now = dev.port.now_ns();
+    while (!qp.sq.empty()) {
+        const SendWqe& w = qp.sq.front();
+        push_flush(*qp.send_cq, qp.ibqp.qp_num, w.wr_id, send_wc_opcode(w.opcode), now);
+        qp.sq.pop();
+    }
+}
+
+// The QP's own receive WQEs (not an SRQ's) flush as IBV_WC_RECV. Port lock
+// and rq.post_lock held.
+void flush_recv(Device& dev, Qp& qp) noexcept {
+    const std::uint64_t now = dev.port.now_ns();
+    datapath::RecvRing& ring = qp.rq.ring;
+    while (!ring.empty()) {
+        push_flush(*qp.recv_cq, qp.ibqp.qp_num, ring.front().wr_id, IBV_WC_RECV, now);
+        ring.pop();
+    }
+}
+
+void raise_qp_event(Qp& qp, ibv_event_type type) noexcept {
+    ibv_async_event ev{};
+    ev.element.qp = &qp.ibqp;
+    ev.event_type = type;
+    raise_async_event(*qp.ctx, ev);
+}
+
+// What entering `next` from `cur` does to the queues. Port lock, send_lock
+// and rq.post_lock held; the state is already `next`.
+void enter_state(Device& dev, Qp& qp, ibv_qp_state cur, ibv_qp_state next) noexcept {
+    // Re-entering ERR or SQE (a post there, the HCA) flushes what came since.
+    if (next == cur && next != IBV_QPS_ERR && next != IBV_QPS_SQE) return;
+    switch (next) {
+    case IBV_QPS_RESET:
+        qp.sq.reset();
+        qp.rq.ring.reset();
+        break;
+    case IBV_QPS_ERR:
+        flush_send(dev, qp);
+        flush_recv(dev, qp);
+        if (qp.srq != nullptr && cur != IBV_QPS_ERR) raise_qp_event(qp, IBV_EVENT_QP_LAST_WQE_REACHED);
+        break;
+    case IBV_QPS_SQE:
+        flush_send(dev, qp);
+        break;
+    case IBV_QPS_SQD:
+        // Nothing is in flight without a transport: the queue is drained
+        // once it is empty. A non-empty queue's drain is the transport's.
+        if (qp.attr.en_sqd_async_notify && qp.sq.empty()) raise_qp_event(qp, IBV_EVENT_SQ_DRAINED);
+        break;
+    default:
+        break;
+    }
+    service(dev, dev.port.now_ns());
+}
+
+// The range checks of ibv_modify_qp after the table (mlx5_ib_modify_qp,
+// ib_uverbs_modify_qp, the IB field widths).
+int check_attr_values(Qp& qp, const ibv_qp_attr& a, int mask) noexcept {
+    ibv_context* context = qp.ibqp.context;
+    ibv_device_attr dattr;
+    (void)query_device(context, &dattr);
+    ibv_port_attr pattr;
+    std::memset(&pattr, 0, sizeof pattr);
+    if (query_port(context, 1, &pattr, sizeof pattr) != 0) return EINVAL;
+    if ((mask & IBV_QP_PORT) && a.port_num != 1) return EINVAL;
+    if ((mask & IBV_QP_PKEY_INDEX) && a.pkey_index >= pattr.pkey_tbl_len) return EINVAL;
+    if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && a.max_rd_atomic > dattr.max_qp_init_rd_atom) return EINVAL;
+    if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && a.max_dest_rd_atomic > dattr.max_qp_rd_atom)
+        return EINVAL;
+    if (mask & IBV_QP_PATH_MTU) {
+        const auto mtu = raw_enum(a.path_mtu);
+        if (mtu < IBV_MTU_256 || mtu > raw_enum(pattr.active_mtu)) return EINVAL;
+    }
+    if ((mask & IBV_QP_TIMEOUT) && a.timeout > 31) return EINVAL;
+    if ((mask & IBV_QP_RETRY_CNT) && a.retry_cnt > 7) return EINVAL;
+    if ((mask & IBV_QP_RNR_RETRY) && a.rnr_retry > 7) return EINVAL;
+    if ((mask & IBV_QP_MIN_RNR_TIMER) && a.min_rnr_timer > 31) return EINVAL;
+    if (mask & IBV_QP_AV) {
+        // RoCE needs the GRH (its addresses are GIDs); the LID is ignored.
+        const ibv_ah_attr& ah = a.ah_attr;
+        if (!ah.is_global || ah.port_num != 1 || ah.grh.sgid_index >= pattr.gid_tbl_len)
+            return EINVAL;
+    }
+    if (mask & IBV_QP_ALT_PATH) return EINVAL; // no alternate paths on RoCE (_ib_modify_qp)
+    if (mask & IBV_QP_ACCESS_FLAGS) {
+        const unsigned allowed = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                                 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+                                 IBV_ACCESS_RELAXED_ORDERING;
+        if (a.qp_access_flags & ~allowed) return EINVAL;
+    }
+    if (mask & IBV_QP_PATH_MIG_STATE) {
+        const auto m = raw_enum(a.path_mig_state);
+        if (m < IBV_MIG_MIGRATED || m > IBV_MIG_ARMED) return EINVAL;
+    }
+    return 0;
+}
+
+// Stores what `mask` sets (PSNs and the QP number are 24 bits wide).
+void store_attrs(ibv_qp_attr& s, const ibv_qp_attr& a, int mask) noexcept {
+    if (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY) s.en_sqd_async_notify = a.en_sqd_async_notify;
+    if (mask & IBV_QP_ACCESS_FLAGS) s.qp_access_flags = a.qp_access_flags;
+    if (mask & IBV_QP_PKEY_INDEX) s.pkey_index = a.pkey_index;
+    if (mask & IBV_QP_PORT) s.port_num = a.port_num;
+    if (mask & IBV_QP_QKEY) s.qkey = a.qkey;
+    if (mask & IBV_QP_AV) s.ah_attr = a.ah_attr;
+    if (mask & IBV_QP_PATH_MTU) s.path_mtu = a.path_mtu;
+    if (mask & IBV_QP_TIMEOUT) s.timeout = a.timeout;
+    if (mask & IBV_QP_RETRY_CNT) s.retry_cnt = a.retry_cnt;
+    if (mask & IBV_QP_RNR_RETRY) s.rnr_retry = a.rnr_retry;
+    if (mask & IBV_QP_RQ_PSN) s.rq_psn = a.rq_psn & 0xffffff;
+    if (mask & IBV_QP_MAX_QP_RD_ATOMIC) s.max_rd_atomic = a.max_rd_atomic;
+    if (mask & IBV_QP_MIN_RNR_TIMER) s.min_rnr_timer = a.min_rnr_timer;
+    if (mask & IBV_QP_SQ_PSN) s.sq_psn = a.sq_psn & 0xffffff;
+    if (mask & IBV_QP_MAX_DEST_RD_ATOMIC) s.max_dest_rd_atomic = a.max_dest_rd_atomic;
+    if (mask & IBV_QP_PATH_MIG_STATE) s.path_mig_state = a.path_mig_state;
+    if (mask & IBV_QP_DEST_QPN) s.dest_qp_num = a.dest_qp_num & 0xffffff;
+}
+
+// Sets the state and applies its effect. Port lock held; takes the queue locks.
+void set_state(Device& dev, Qp& qp, ibv_qp_state next) noexcept {
+    std::lock_guard send_lock(qp.send_lock); // lock order: port, then post
+    std::lock_guard recv_lock(qp.rq.post_lock);
+    const ibv_qp_state cur = qp.ibqp.state;
+    qp.ibqp.state = next;
+    qp.attr.qp_state = next;
+    qp.attr.cur_qp_state = next;
+    enter_state(dev, qp, cur, next);
+}
+
+} // namespace
+
+ibv_wc_opcode send_wc_opcode(ibv_wr_opcode op) noexcept {
+    switch (op) {
+    case IBV_WR_RDMA_WRITE:
+    case IBV_WR_RDMA_WRITE_WITH_IMM:
+        return IBV_WC_RDMA_WRITE;
+    case IBV_WR_RDMA_READ:
+        return IBV_WC_RDMA_READ;
+    case IBV_WR_ATOMIC_CMP_AND_SWP:
+        return IBV_WC_COMP_SWAP;
+    case IBV_WR_ATOMIC_FETCH_AND_ADD:
+        return IBV_WC_FETCH_ADD;
+    default:
+        return IBV_WC_SEND;
+    }
+}
+
+ibv_qp* create_ib_qp(Context& ctx, ibv_qp_init_attr_ex& attr) noexcept {
+    return guard_ptr<ibv_qp>([&]() -> ibv_qp* {
+        Device& dev = *ctx.device;
+        ibv_context* context = &ctx.vctx.context;
+        // RSS is for raw-packet QPs only (mlx5's create_qp: EOPNOTSUPP).
+        if (attr.comp_mask & (IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH))
+            return fail<ibv_qp>(EOPNOTSUPP);
+        if (attr.comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) return fail<ibv_qp>(EOPNOTSUPP);
+        if ((attr.comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr.create_flags != 0)
+            return fail<ibv_qp>(EOPNOTSUPP);
+        if (attr.send_cq == nullptr || attr.recv_cq == nullptr ||
+            attr.send_cq->context != context || attr.recv_cq->context != context)
+            return fail<ibv_qp>(EINVAL);
+        if (attr.srq != nullptr && attr.srq->context != context) return fail<ibv_qp>(EINVAL);
+        Sizes sz;
+        if (int err = size_queues(dev, attr, sz)) return fail<ibv_qp>(err);
+
+        auto qp = std::make_unique<Qp>();
+        std::memset(&qp->ibqp, 0, sizeof qp->ibqp);
+        qp->ctx = &ctx;
+        qp->pd = from_verbs(attr.pd);
+        qp->ib = true;
+        qp->send_cq = from_verbs(attr.send_cq);
+        qp->recv_cq = from_verbs(attr.recv_cq);
+        qp->srq = attr.srq ? from_verbs(attr.srq) : nullptr;
+        qp->sq_sig_all = attr.sq_sig_all;
+        qp->max_send_wr = sz.send_wr;
+        qp->max_send_sge = sz.send_sge;
+        qp->max_inline = sz.inline_data;
+        qp->sq.init(sz.send_wr, sz.send_sge, sz.inline_data);
+        qp->rq.ring.init(sz.recv_ring, std::max<std::uint32_t>(sz.recv_sge, 1));
+        qp->rq.max_sge = sz.recv_sge;
+        qp->rq.max_post = sz.recv_wr;
+        ibv_qp& q = qp->ibqp;
+        q.context = context;
+        q.qp_context = attr.qp_context;
+        q.pd = attr.pd;
+        q.send_cq = attr.send_cq;
+        q.recv_cq = attr.recv_cq;
+        q.srq = attr.srq;
+        q.handle = dev.next_handle.fetch_add(1);
+        q.qp_num = dev.next_qpn.fetch_add(1) & 0xffffff;
+        q.state = IBV_QPS_RESET;
+        q.qp_type = attr.qp_type;
+        pthread_mutex_init(&q.mutex, nullptr);
+        pthread_cond_init(&q.cond, nullptr);
+
+        attr.cap.max_send_wr = sz.send_wr;
+        attr.cap.max_send_sge = sz.send_sge;
+        attr.cap.max_inline_data = sz.inline_data;
+        attr.cap.max_recv_wr = sz.recv_wr;
+        attr.cap.max_recv_sge = sz.recv_sge;
+        qp->attr.qp_state = IBV_QPS_RESET;
+        qp->attr.cur_qp_state = IBV_QPS_RESET;
+        qp->attr.cap = attr.cap;
+        qp->attr.port_num = 1;
+
+        qp->send_cq->users.fetch_add(1);
+        qp->recv_cq->users.fetch_add(1);
+        if (qp->srq) qp->srq->qps.fetch_add(1);
+        qp->pd->users.fetch_add(1);
+        ctx.live_objects.fetch_add(1);
+        return &qp.release()->ibqp;
+    });
+}
+
+int modify_ib_qp(Qp& qp, ibv_qp_attr& attr, int mask) noexcept {
+    Device& dev = *qp.ctx->device;
+    if (mask & ~kQpAttrBits) return EINVAL;
+    if (int err = check_attr_values(qp, attr, mask)) return err;
+    bool to_reset = false;
+    {
+        std::lock_guard port_lock(dev.port.mutex());
+        const ibv_qp_state cur = qp.ibqp.state;
+        // The kernel trusts cur_qp_state; the HCA then refuses to move a QP
+        // from a state it is not in.
+        if ((mask & IBV_QP_CUR_STATE) && raw_enum(attr.cur_qp_state) != cur) return EINVAL;
+        ibv_qp_state next = cur;
+        if (mask & IBV_QP_STATE) {
+            const auto target = raw_enum(attr.qp_state);
+            if (target < IBV_QPS_RESET || target > IBV_QPS_ERR) return EINVAL;
+            next = static_cast<ibv_qp_state>(target);
+        }
+        if (!modify_is_ok(cur, next, qp.ibqp.qp_type, mask)) return EINVAL;
+        if (next == IBV_QPS_RESET) {
+            // RESET forgets the attributes the QP had (the caps stay).
+            const ibv_qp_cap cap = qp.attr.cap;
+            std::memset(&qp.attr, 0, sizeof qp.attr);
+            qp.attr.cap = cap;
+            qp.attr.port_num = 1;
+        }
+        // The drain notification is asked for per RTS -> SQD transition.
+        if (cur == IBV_QPS_RTS && next == IBV_QPS_SQD) qp.attr.en_sqd_async_notify = 0;
+        store_attrs(qp.attr, attr, mask);
+        set_state(dev, qp, next);
+        to_reset = next == IBV_QPS_RESET;
+    }
+    // As mlx5_modify_qp: after a move to RESET the QP's completions leave
+    // both CQs. Locks: poll, then port (CqConsumer).
+    if (to_reset) {
+        purge_completions(dev, *qp.recv_cq, qp.ibqp.qp_num);
+        if (qp.send_cq != qp.recv_cq) purge_completions(dev, *qp.send_cq, qp.ibqp.qp_num);
+    }
+    return 0;
+}
+
+void query_ib_qp(Qp& qp, ibv_qp_attr& attr, ibv_qp_init_attr& init) noexcept {
+    {
+        std::lock_guard port_lock(qp.ctx->device->port.mutex());
+        attr = qp.attr;
+    }
+    std::memset(&init, 0, sizeof init);
+    init.qp_context = qp.ibqp.qp_context;
+    init.send_cq = qp.ibqp.send_cq;
+    init.recv_cq = qp.ibqp.recv_cq;
+    init.srq = qp.ibqp.srq;
+    init.cap = attr.cap;
+    init.qp_type = qp.ibqp.qp_type;
+    init.sq_sig_all = qp.sq_sig_all;
+}
+
+int destroy_ib_qp(Qp& qp) noexcept {
+    Device& dev = *qp.ctx->device;
+    ibv_qp* q = &qp.ibqp;
+    {
+        // The transport forgets it: no WQE of it is taken from here on.
+        std::lock_guard port_lock(dev.port.mutex());
+        std::lock_guard send_lock(qp.send_lock);
+        std::lock_guard recv_lock(qp.rq.post_lock);
+        qp.sq.reset();
+        qp.rq.ring.reset();
+        q->state = IBV_QPS_RESET;
+    }
+    purge_completions(dev, *qp.recv_cq, q->qp_num);
+    if (qp.send_cq != qp.recv_cq) purge_completions(dev, *qp.send_cq, q->qp_num);
+    forget_async_events(*qp.ctx, q);
+    const std::uint32_t reported = qp.events_reported;
+    wait_for_acks(q->mutex, q->cond, [&] { return q->events_completed == reported; });
+    qp.send_cq->users.fetch_sub(1);
+    qp.recv_cq->users.fetch_sub(1);
+    if (qp.srq) qp.srq->qps.fetch_sub(1);
+    qp.pd->users.fetch_sub(1);
+    qp.ctx->live_objects.fetch_sub(1);
+    pthread_cond_destroy(&q->cond);
+    pthread_mutex_destroy(&q->mutex);
+    delete &qp;
+    return 0;
+}
+
+bool take_recv_wqe(Device& dev, Qp& qp, datapath::Wqe& wqe, datapath::Sge* sges) noexcept {
+    if (qp.srq != nullptr) return take_srq_wqe(dev, *qp.srq, wqe, sges);
+    datapath::RecvRing& ring = qp.rq.ring;
+    if (ring.empty()) return false;
+    wqe = ring.front();
+    std::copy_n(ring.front_sges(), wqe.num_sge, sges);
+    ring.pop();
+    return true;
+}
+
+void hca_set_qp_state(Device& dev, Qp& qp, ibv_qp_state state) noexcept { set_state(dev, qp, state); }
+
+} // namespace rdmasim::device

@@ -1,0 +1,211 @@
+// ibv_post_send and ibv_post_recv on RC, UC and UD QPs: validation, then the
+// WRs are queued for the transport (device/README.md, "RC, UC and UD queue
+// pairs", "Posting").
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+
+#include "device/context.hpp"
+#include "device/qp_ib.hpp"
+
+namespace rdmasim::device {
+
+namespace {
+
+bool is_atomic(ibv_wr_opcode op) noexcept {
+    return op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+// The opcodes each type carries (IB spec 9.4 and 3.6.1; mlx5 builds no
+// other). Memory windows are not emulated: no SEND_WITH_INV, LOCAL_INV, BIND_MW.
+bool opcode_allowed(ibv_qp_type t, ibv_wr_opcode op) noexcept {
+    switch (op) {
+    case IBV_WR_SEND:
+    case IBV_WR_SEND_WITH_IMM:
+        return true;
+    case IBV_WR_RDMA_WRITE:
+    case IBV_WR_RDMA_WRITE_WITH_IMM:
+        return t != IBV_QPT_UD;
+    case IBV_WR_RDMA_READ:
+    case IBV_WR_ATOMIC_CMP_AND_SWP:
+    case IBV_WR_ATOMIC_FETCH_AND_ADD:
+        return t == IBV_QPT_RC;
+    default:
+        return false;
+    }
+}
+
+// What the checks of one WR need from the port.
+struct Limits {
+    std::uint64_t max_msg = 0; // port max_msg_sz
+    std::uint32_t mtu = 0;     // active MTU in bytes (a UD message's limit)
+};
+
+// One WR's checks; 0 or EINVAL.
+int check_send_wr(const Qp& qp, const ibv_send_wr& wr, const Limits& lim, std::uint64_t& total) noexcept {
+    const ibv_qp_type t = qp.ibqp.qp_type;
+    const auto op = static_cast<ibv_wr_opcode>(wr.opcode);
+    if (!opcode_allowed(t, op)) return EINVAL;
+    if (wr.num_sge < 0 || static_cast<std::uint32_t>(wr.num_sge) > qp.sq.max_sge()) return EINVAL;
+    if (wr.num_sge > 0 && wr.sg_list == nullptr) return EINVAL;
+    total = 0;
+    for (int i = 0; i < wr.num_sge; ++i) total += wr.sg_list[i].length;
+    if (wr.send_flags & IBV_SEND_INLINE) {
+        if (op == IBV_WR_RDMA_READ || is_atomic(op) || total > qp.sq.max_inline()) return EINVAL;
+    }
+    if (total > lim.max_msg) return EINVAL;
+    if (is_atomic(op) && (total != 8 || (wr.wr.atomic.remote_addr & 7) != 0)) return EINVAL;
+    if (t == IBV_QPT_UD) {
+        const ibv_ah* ah = wr.wr.ud.ah;
+        if (ah == nullptr || ah->context != qp.ibqp.context || total > lim.mtu) return EINVAL;
+    }
+    return 0;
+}
+
+void fill_wqe(SendQueue& sq, const ibv_send_wr& wr, std::uint64_t total, bool is_ud) noexcept {
+    SendWqe& w = sq.next_wqe();
+    w = SendWqe{};
+    w.wr_id = wr.wr_id;
+    w.opcode = static_cast<ibv_wr_opcode>(wr.opcode);
+    w.send_flags = wr.send_flags;
+    w.imm_data = wr.imm_data;
+    w.total_len = total;
+    switch (w.opcode) {
+    case IBV_WR_RDMA_WRITE:
+    case IBV_WR_RDMA_WRITE_WITH_IMM:
+    case IBV_WR_RDMA_READ:
+        w.remote_addr = wr.wr.rdma.remote_addr;
+        w.rkey = wr.wr.rdma.rkey;
+        break;
+    case IBV_WR_ATOMIC_CMP_AND_SWP:
+    case IBV_WR_ATOMIC_FETCH_AND_ADD:
+        w.remote_addr = wr.wr.atomic.remote_addr;
+        w.rkey = wr.wr.atomic.rkey;
+        w.compare_add = wr.wr.atomic.compare_add;
+        w.swap = wr.wr.atomic.swap;
+        break;
+    default:
+        break;
+    }
+    if (is_ud) {
+        w.ah = from_verbs(wr.wr.ud.ah);
+        w.remote_qpn = wr.wr.ud.remote_qpn & 0xffffff;
+        w.remote_qkey = wr.wr.ud.remote_qkey;
+    }
+    if (wr.send_flags & IBV_SEND_INLINE) {
+        w.inline_data = true;
+        std::uint8_t* dst = sq.next_inline();
+        for (int i = 0; i < wr.num_sge; ++i) {
+            const ibv_sge& s = wr.sg_list[i];
+            if (s.length != 0) std::memcpy(dst, reinterpret_cast<const void*>(s.addr), s.length);
+            dst += s.length;
+        }
+    } else {
+        datapath::Sge* sges = sq.next_sges();
+        for (int i = 0; i < wr.num_sge; ++i) {
+            const ibv_sge& s = wr.sg_list[i];
+            sges[i] = {s.addr, s.length, s.lkey};
+        }
+        w.num_sge = static_cast<std::uint32_t>(wr.num_sge);
+    }
+    sq.publish();
+}
+
+Limits port_limits(const Qp& qp) noexcept {
+    ibv_port_attr pa;
+    std::memset(&pa, 0, sizeof pa);
+    (void)query_port(qp.ibqp.context, 1, &pa, sizeof pa);
+    Limits lim;
+    lim.max_msg = pa.max_msg_sz;
+    lim.mtu = 128u << std::clamp<int>(pa.active_mtu, IBV_MTU_256, IBV_MTU_4096);
+    return lim;
+}
+
+} // namespace
+
+int post_ib_send(Qp& qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) noexcept {
+    Device& dev = *qp.ctx->device;
+    const Limits lim = port_limits(qp);
+    const bool is_ud = qp.ibqp.qp_type == IBV_QPT_UD;
+    int err = 0;
+    bool queued = false;
+    ibv_qp_state state;
+    {
+        std::lock_guard lock(qp.send_lock); // modify changes the state under it
+        state = qp.ibqp.state;
+        // The send queue works from RTS; SQD queues without sending; SQE and
+        // ERR take WRs and flush them below.
+        if (state == IBV_QPS_RESET || state == IBV_QPS_INIT || state == IBV_QPS_RTR) {
+            *bad_wr = wr;
+            return EINVAL;
+        }
+        for (; wr != nullptr; wr = wr->next) {
+            std::uint64_t total = 0;
+            if ((err = check_send_wr(qp, *wr, lim, total)) == 0 && qp.sq.full()) err = ENOMEM;
+            if (err) {
+                *bad_wr = wr;
+                break;
+            }
+            fill_wqe(qp.sq, *wr, total, is_ud);
+            queued = true;
+        }
+        if (queued) qp.sq.ring_doorbell();
+    }
+    if (queued && (state == IBV_QPS_SQE || state == IBV_QPS_ERR)) {
+        std::lock_guard port_lock(dev.port.mutex());
+        hca_set_qp_state(dev, qp, qp.ibqp.state); // re-entering SQE/ERR flushes what was queued
+    } else if (queued && dev.hooks) {
+        dev.hooks->on_send_posted(dev, qp);
+    }
+    return err;
+}
+
+int post_work_recv(WorkRecvQueue& rq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept {
+    datapath::RecvRing& ring = rq.ring;
+    for (; wr != nullptr; wr = wr->next) {
+        if (wr->num_sge < 0 || static_cast<std::uint32_t>(wr->num_sge) > rq.max_sge ||
+            (wr->num_sge > 0 && wr->sg_list == nullptr)) {
+            *bad_wr = wr;
+            return EINVAL;
+        }
+        if (ring.size() >= rq.max_post) {
+            *bad_wr = wr;
+            return ENOMEM;
+        }
+        datapath::Wqe& wqe = ring.next_wqe();
+        datapath::Sge* sges = ring.next_sges();
+        wqe.wr_id = wr->wr_id;
+        wqe.num_sge = 0;
+        wqe.total_len = 0;
+        for (int i = 0; i < wr->num_sge; ++i) {
+            const ibv_sge& s = wr->sg_list[i];
+            if (s.length == 0) continue;
+            sges[wqe.num_sge++] = {s.addr, s.length, s.lkey};
+            wqe.total_len += s.length;
+        }
+        ring.publish();
+    }
+    return 0;
+}
+
+int post_ib_recv(Qp& qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept {
+    if (qp.srq != nullptr) {
+        *bad_wr = wr; // its receives come from the SRQ (ibv_post_srq_recv)
+        return EINVAL;
+    }
+    Device& dev = *qp.ctx->device;
+    int err;
+    bool in_error;
+    {
+        std::lock_guard lock(qp.rq.post_lock);
+        err = post_work_recv(qp.rq, wr, bad_wr);
+        in_error = qp.ibqp.state == IBV_QPS_ERR;
+    }
+    if (in_error) {
+        std::lock_guard port_lock(dev.port.mutex());
+        hca_set_qp_state(dev, qp, IBV_QPS_ERR); // flushes what was posted
+    }
+    return err;
+}
+
+} // namespace rdmasim::device

@@ -1,0 +1,36 @@
+// The QP state machine of RC, UC and UD QPs: which transitions exist and
+// which ibv_modify_qp attribute bits each requires and allows, per QP type,
+// as the InfiniBand specification's table gives them (the kernel encodes the
+// same table in ib_modify_qp_is_ok, drivers/infiniband/core/verbs.c). See
+// device/README.md, "RC, UC and UD queue pairs".
+#pragma once
+
+#include <infiniband/verbs.h>
+
+namespace rdmasim::device {
+
+// Every attribute bit ibv_modify_qp knows for RC/UC/UD (IBV_QP_RATE_LIMIT and
+// the later bits are raw-packet or not emulated).
+inline constexpr int kQpAttrBits =
+    IBV_QP_STATE | IBV_QP_CUR_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY | IBV_QP_ACCESS_FLAGS |
+    IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_TIMEOUT |
+    IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_RQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC |
+    IBV_QP_ALT_PATH | IBV_QP_MIN_RNR_TIMER | IBV_QP_SQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+    IBV_QP_PATH_MIG_STATE | IBV_QP_CAP | IBV_QP_DEST_QPN;
+
+struct Transition {
+    bool valid = false;
+    int required = 0; // attribute bits the transition needs (IBV_QP_STATE aside)
+    int optional = 0; // attribute bits it also takes
+};
+
+// The transition cur -> next for `type` (IBV_QPT_RC, UC or UD).
+[[nodiscard]] Transition qp_transition(ibv_qp_state cur, ibv_qp_state next, ibv_qp_type type) noexcept;
+
+// As ib_modify_qp_is_ok: IBV_QP_CUR_STATE only from RTR, RTS, SQD or SQE;
+// the transition exists; every required bit is there; no bit outside
+// required | optional | IBV_QP_STATE.
+[[nodiscard]] bool modify_is_ok(ibv_qp_state cur, ibv_qp_state next, ibv_qp_type type,
+                                int mask) noexcept;
+
+} // namespace rdmasim::device
