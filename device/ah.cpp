@@ -66,6 +66,8 @@ ibv_ah* create_ah(ibv_pd* pd, ibv_ah_attr* attr) noexcept {
         std::memset(&pa, 0, sizeof pa);
         if (int e = query_port(pd->context, 1, &pa, sizeof pa)) return fail<ibv_ah>(e);
         if (attr->grh.sgid_index >= pa.gid_tbl_len) return fail<ibv_ah>(EINVAL);
+        // An empty entry inside the table: ENODATA, as the kernel's rdma_get_gid_attr.
+        if (!port_gid(*ctx.device, attr->grh.sgid_index)) return fail<ibv_ah>(ENODATA);
         auto ah = std::make_unique<Ah>();
         std::memset(&ah->ibah, 0, sizeof ah->ibah);
         ah->ibah.context = pd->context;

@@ -185,6 +185,8 @@ int check_attr_values(Qp& qp, const ibv_qp_attr& a, int mask) noexcept {
         const ibv_ah_attr& ah = a.ah_attr;
         if (!ah.is_global || ah.port_num != 1 || ah.grh.sgid_index >= pattr.gid_tbl_len)
             return EINVAL;
+        // An empty entry inside the table: ENODATA, as the kernel's rdma_get_gid_attr.
+        if (!port_gid(*qp.ctx->device, ah.grh.sgid_index)) return ENODATA;
     }
     if (mask & IBV_QP_ALT_PATH) return EINVAL; // no alternate paths on RoCE (_ib_modify_qp)
     if (mask & IBV_QP_ACCESS_FLAGS) {

@@ -168,7 +168,10 @@ TEST_CASE("RC/UC: attribute ranges are checked", "[ib_qp][qp_state]") {
     REQUIRE(q.qp->state == IBV_QPS_INIT);
     CHECK(rtr_with([](ibv_qp_attr& a) { a.path_mtu = static_cast<ibv_mtu>(0); }) == EINVAL);
     CHECK(rtr_with([](ibv_qp_attr& a) { a.ah_attr.is_global = 0; }) == EINVAL);
-    CHECK(rtr_with([&](ibv_qp_attr& a) { a.ah_attr.grh.sgid_index = static_cast<std::uint8_t>(port.gid_tbl_len); }) == EINVAL);
+    // gid_tbl_len is 256 (a uint8_t index is always inside): an empty entry is ENODATA.
+    REQUIRE(port.gid_tbl_len == 256);
+    CHECK(rtr_with([](ibv_qp_attr& a) { a.ah_attr.grh.sgid_index = 2; }) == ENODATA);
+    CHECK(rtr_with([](ibv_qp_attr& a) { a.ah_attr.grh.sgid_index = 255; }) == ENODATA);
     CHECK(rtr_with([](ibv_qp_attr& a) { a.ah_attr.port_num = 2; }) == EINVAL);
     CHECK(rtr_with([](ibv_qp_attr& a) { a.min_rnr_timer = 32; }) == EINVAL);
     CHECK(rtr_with([&](ibv_qp_attr& a) {
