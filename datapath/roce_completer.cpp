@@ -202,11 +202,14 @@ RoceRx RoceQp::on_read_response(const net::RocePacket& p, std::uint64_t now_ns) 
     const std::uint32_t remaining = s.length - s.read_done;
     const auto pos = p.info->position;
     const bool want_last = remaining <= mtu;
+    // A re-request (from a later PSN) is answered as a READ of its own:
+    // its responses start again with FIRST, or ONLY for the last packet.
     const bool pos_ok = s.npkts == 1 ? pos == net::SegmentPosition::only
-                        : want_last  ? pos == net::SegmentPosition::last
+                        : want_last  ? pos == net::SegmentPosition::last ||
+                                          (k > 0 && pos == net::SegmentPosition::only)
                         : k == 0     ? pos == net::SegmentPosition::first
                                      : pos == net::SegmentPosition::middle ||
-                                       (pos == net::SegmentPosition::first && s.read_done == 0);
+                                       pos == net::SegmentPosition::first;
     const std::uint32_t len = static_cast<std::uint32_t>(p.payload.size());
     if (!pos_ok || len != std::min(remaining, mtu)) return RoceRx::stale_ack;
     if (p.info->has(net::kExtAeth)) ack_through(net::psn_add(s.first_psn, net::kPsnMask), now_ns);
