@@ -82,13 +82,15 @@ class RocePair {
 public:
     static constexpr std::uint64_t kLatencyNs = 1000;
 
+    using Tweak = std::function<void(datapath::TransportAttrs& a, datapath::TransportAttrs& b)>;
     explicit RocePair(datapath::QpTransport type = datapath::QpTransport::rc, Faults f = {},
-                      datapath::TransportLimits limits = {})
+                      datapath::TransportLimits limits = {}, const Tweak& tweak = {})
         : a(limits), b(limits), faults_(f), rng_(f.seed) {
         a.out = [this](auto fr, auto t) { enqueue(1, fr, t); };
         b.out = [this](auto fr, auto t) { enqueue(0, fr, t); };
         attrs_a = attrs(type, 0x11, 0x22, 100, 5000, a.pd());
         attrs_b = attrs(type, 0x22, 0x11, 5000, 100, b.pd());
+        if (tweak) tweak(attrs_a, attrs_b);
         connect(a, attrs_a);
         connect(b, attrs_b);
     }
