@@ -289,6 +289,10 @@ void RoceQp::retire() noexcept {
         send_pkt_ = 0;
     }
     if (static_cast<std::int32_t>(assigned_ - sq_tail_) < 0) assigned_ = sq_tail_;
+    if (state_ == TransportState::sqd && drain_pending_ && sq_tail_ == assigned_) {
+        drain_pending_ = false;
+        host_.event(TransportEvent::sq_drained);
+    }
 }
 
 // WQE `idx` completes with `status`, every WQE posted after it (and any not

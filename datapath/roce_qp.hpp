@@ -95,6 +95,7 @@ enum class TransportEvent : std::uint8_t {
     qp_req_err,       // IBV_EVENT_QP_REQ_ERR: the responder got an invalid request
     qp_access_err,    // IBV_EVENT_QP_ACCESS_ERR: the responder refused a remote access
     entered_error,    // the QP moved itself to ERR (its state must follow)
+    sq_drained,       // IBV_EVENT_SQ_DRAINED: in SQD, every WQE started before it completed
 };
 
 // What the transport calls out to. None of these may call back into the
@@ -256,6 +257,7 @@ private:
     std::uint64_t rnr_deadline_ = kNoDeadline; // sending waits for it
     std::uint32_t read_gap_psn_ = 0;           // a READ re-request was made for this PSN
     bool read_gap_pending_ = false;
+    bool drain_pending_ = false; // in SQD, SQ_DRAINED not raised yet
 
     // responder
     std::uint32_t epsn_ = 0;

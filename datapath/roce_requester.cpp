@@ -115,11 +115,14 @@ void RoceQp::modify(const TransportAttrs& attrs, TransportState state, std::uint
             flush_all();
         }
         return;
-    case TransportState::init:
-    case TransportState::sqd: break;
+    case TransportState::sqd:
+        drain_pending_ = old != TransportState::sqd;
+        break;
+    case TransportState::init: break;
     }
     state_ = state;
     if (state_ == TransportState::rts) pump(now_ns);
+    if (state_ == TransportState::sqd) retire();
 }
 
 int RoceQp::post_send(const SendWr& wr, std::span<const Sge> sges, std::uint64_t now_ns) noexcept {
@@ -280,12 +283,15 @@ bool RoceQp::send_read_request(std::uint32_t idx, std::uint32_t pkt, std::uint64
 
 // Sends what the window, the READ/atomic limit, a fence and an RNR wait
 // allow: first what go_back rewound, then new WQEs.
+// In SQD only WQEs already started are (re)sent.
 void RoceQp::pump(std::uint64_t now_ns) noexcept {
-    if (state_ != TransportState::rts || rnr_deadline_ != kNoDeadline) return;
+    const bool sqd = state_ == TransportState::sqd;
+    if ((state_ != TransportState::rts && !sqd) || rnr_deadline_ != kNoDeadline) return;
     const bool rc = attrs_.type == QpTransport::rc;
     const std::uint32_t mtu = net::mtu_bytes(attrs_.mtu);
-    while (send_idx_ != sq_head_ && state_ == TransportState::rts) {
+    while (send_idx_ != sq_head_ && (state_ == TransportState::rts || state_ == TransportState::sqd)) {
         SendSlot& s = slot(send_idx_);
+        if (sqd && !s.assigned) break;
         if (s.assigned && s.done) { // acknowledged while go-back-N was about to resend it
             ++send_idx_;
             send_pkt_ = 0;

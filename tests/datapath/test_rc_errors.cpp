@@ -197,3 +197,31 @@ TEST_CASE("rc errors: COMM_EST when the first packet arrives in RTR; an SRQ QP e
     CHECK(pr.b.recv_cqes.size() == 1); // the SRQ's WQE stays for the other QPs
     CHECK(!pr.b.rq.empty());
 }
+
+TEST_CASE("rc errors: SQD finishes what was started, raises SQ_DRAINED, and starts nothing new "
+          "until RTS",
+          "[datapath][roce][rc]") {
+    test::Faults f;
+    f.drop = 0.5; // the first message needs retransmissions while draining
+    f.seed = 5;
+    RocePair pr(QpTransport::rc, f);
+    std::uint8_t rb[64];
+    const std::uint32_t lk = pr.b.reg(rb, sizeof rb);
+    pr.b.post_recv(1, rb, sizeof rb, lk);
+    pr.b.post_recv(2, rb, sizeof rb, lk);
+    REQUIRE(pr.a.qp->post_send(send_wr(1), {}, pr.now) == 0);
+    pr.a.qp->modify(pr.attrs_a, TransportState::sqd, pr.now);
+    REQUIRE(pr.a.qp->post_send(send_wr(2), {}, pr.now) == 0);
+    pr.run_idle();
+    REQUIRE(pr.a.send_cqes.size() == 1);
+    CHECK(pr.a.send_cqes[0].wr_id == 1);
+    CHECK(pr.a.send_cqes[0].status == IBV_WC_SUCCESS);
+    REQUIRE(pr.a.events.size() == 1);
+    CHECK(pr.a.events[0] == TransportEvent::sq_drained);
+    CHECK(pr.b.recv_cqes.size() == 1);
+    pr.a.qp->modify(pr.attrs_a, TransportState::rts, pr.now);
+    pr.run_idle();
+    REQUIRE(pr.a.send_cqes.size() == 2);
+    CHECK(pr.a.send_cqes[1].status == IBV_WC_SUCCESS);
+    CHECK(pr.b.recv_cqes.size() == 2);
+}
