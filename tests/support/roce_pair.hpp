@@ -31,9 +31,10 @@ struct RoceEndpoint final : datapath::TransportHost {
     std::function<void(std::span<const std::uint8_t>, std::uint64_t)> out;
     std::uint64_t deadline_calls = 0;
 
-    explicit RoceEndpoint(const datapath::TransportLimits& limits = {}) {
+    explicit RoceEndpoint(const datapath::TransportLimits& limits = {},
+                          datapath::RoceCounters* port_counters = nullptr) {
         rq.init(256, 4);
-        qp = std::make_unique<datapath::RoceQp>(*this, mrs, limits);
+        qp = std::make_unique<datapath::RoceQp>(*this, mrs, limits, port_counters);
     }
     const void* pd() const { return &pd_token; }
 
