@@ -17,12 +17,17 @@ namespace {
 std::uint8_t wc_opcode(SendOp op) noexcept {
     switch (op) {
     case SendOp::send:
-    case SendOp::send_imm: return IBV_WC_SEND;
+    case SendOp::send_imm:
+        return IBV_WC_SEND;
     case SendOp::write:
-    case SendOp::write_imm: return IBV_WC_RDMA_WRITE;
-    case SendOp::read: return IBV_WC_RDMA_READ;
-    case SendOp::cmp_swp: return IBV_WC_COMP_SWAP;
-    case SendOp::fetch_add: return IBV_WC_FETCH_ADD;
+    case SendOp::write_imm:
+        return IBV_WC_RDMA_WRITE;
+    case SendOp::read:
+        return IBV_WC_RDMA_READ;
+    case SendOp::cmp_swp:
+        return IBV_WC_COMP_SWAP;
+    case SendOp::fetch_add:
+        return IBV_WC_FETCH_ADD;
     }
     return IBV_WC_SEND;
 }
@@ -33,9 +38,12 @@ bool is_read_or_atomic(SendOp op) noexcept {
 
 std::uint8_t nak_status(net::NakCode code) noexcept {
     switch (code) {
-    case net::NakCode::remote_access_error: return IBV_WC_REM_ACCESS_ERR;
-    case net::NakCode::remote_operational_error: return IBV_WC_REM_OP_ERR;
-    default: return IBV_WC_REM_INV_REQ_ERR;
+    case net::NakCode::remote_access_error:
+        return IBV_WC_REM_ACCESS_ERR;
+    case net::NakCode::remote_operational_error:
+        return IBV_WC_REM_OP_ERR;
+    default:
+        return IBV_WC_REM_INV_REQ_ERR;
     }
 }
 
@@ -112,7 +120,8 @@ RoceRx RoceQp::on_ack(const net::RocePacket& p, std::uint64_t now_ns) noexcept {
         if (!ack_through(psn, now_ns)) return RoceRx::stale_ack;
         break;
     case net::AckKind::rnr_nak: {
-        if (net::psn_before(psn, una_) || !net::psn_before(psn, next_psn_)) return RoceRx::stale_ack;
+        if (net::psn_before(psn, una_) || !net::psn_before(psn, next_psn_))
+            return RoceRx::stale_ack;
         ack_through(before, now_ns);
         counters_.rnr_naks_received.add();
         if (port_counters_) port_counters_->rnr_naks_received.add();
@@ -133,7 +142,8 @@ RoceRx RoceQp::on_ack(const net::RocePacket& p, std::uint64_t now_ns) noexcept {
         return RoceRx::consumed;
     }
     case net::AckKind::nak: {
-        if (net::psn_before(psn, una_) || !net::psn_before(psn, next_psn_)) return RoceRx::stale_ack;
+        if (net::psn_before(psn, una_) || !net::psn_before(psn, next_psn_))
+            return RoceRx::stale_ack;
         ack_through(before, now_ns);
         const auto code = static_cast<net::NakCode>(a.value());
         if (code == net::NakCode::psn_sequence_error) {
@@ -164,7 +174,8 @@ RoceRx RoceQp::on_ack(const net::RocePacket& p, std::uint64_t now_ns) noexcept {
         enter_error();
         return RoceRx::consumed;
     }
-    case net::AckKind::reserved: return RoceRx::stale_ack;
+    case net::AckKind::reserved:
+        return RoceRx::stale_ack;
     }
     retire();
     pump(now_ns);
@@ -204,12 +215,12 @@ RoceRx RoceQp::on_read_response(const net::RocePacket& p, std::uint64_t now_ns) 
     const bool want_last = remaining <= mtu;
     // A re-request (from a later PSN) is answered as a READ of its own:
     // its responses start again with FIRST, or ONLY for the last packet.
-    const bool pos_ok = s.npkts == 1 ? pos == net::SegmentPosition::only
-                        : want_last  ? pos == net::SegmentPosition::last ||
-                                          (k > 0 && pos == net::SegmentPosition::only)
-                        : k == 0     ? pos == net::SegmentPosition::first
-                                     : pos == net::SegmentPosition::middle ||
-                                       pos == net::SegmentPosition::first;
+    const bool pos_ok =
+        s.npkts == 1 ? pos == net::SegmentPosition::only
+        : want_last
+            ? pos == net::SegmentPosition::last || (k > 0 && pos == net::SegmentPosition::only)
+        : k == 0 ? pos == net::SegmentPosition::first
+                 : pos == net::SegmentPosition::middle || pos == net::SegmentPosition::first;
     const std::uint32_t len = static_cast<std::uint32_t>(p.payload.size());
     if (!pos_ok || len != std::min(remaining, mtu)) return RoceRx::stale_ack;
     if (p.info->has(net::kExtAeth)) ack_through(net::psn_add(s.first_psn, net::kPsnMask), now_ns);

@@ -12,14 +12,14 @@
 namespace rdmasim::datapath {
 
 enum class RoceRx : std::uint8_t {
-    consumed,         // accepted: data placed, a request answered, an ACK or response applied
-    duplicate,        // PSN already seen (re-ACKed, or a READ / atomic answered again)
-    sequence_error,   // PSN ahead of the expected one (RC: NAK sent once per ePSN)
-    rnr,              // no receive WQE (RC: RNR NAK sent)
-    not_ready,        // the QP is not in RTR / RTS (or SQD), or in error
-    wrong_transport,  // an opcode of another transport than the QP's
-    invalid_request,  // bad opcode sequence, bad length, misaligned atomic (RC: NAK invalid request)
-    remote_access,    // rkey / bounds / access check failed (RC: NAK remote access)
+    consumed,        // accepted: data placed, a request answered, an ACK or response applied
+    duplicate,       // PSN already seen (re-ACKed, or a READ / atomic answered again)
+    sequence_error,  // PSN ahead of the expected one (RC: NAK sent once per ePSN)
+    rnr,             // no receive WQE (RC: RNR NAK sent)
+    not_ready,       // the QP is not in RTR / RTS (or SQD), or in error
+    wrong_transport, // an opcode of another transport than the QP's
+    invalid_request, // bad opcode sequence, bad length, misaligned atomic (RC: NAK invalid request)
+    remote_access,   // rkey / bounds / access check failed (RC: NAK remote access)
     remote_operation, // the responder could not place the data (local protection: NAK remote op)
     length_error,     // the message is longer than the receive WQE (IBV_WC_LOC_LEN_ERR)
     qkey_mismatch,    // UD: DETH Q_Key is not the QP's
@@ -32,10 +32,10 @@ inline constexpr std::size_t kRoceRxKinds = static_cast<std::size_t>(RoceRx::cou
 
 [[nodiscard]] constexpr std::string_view roce_rx_name(RoceRx r) noexcept {
     constexpr std::array<std::string_view, kRoceRxKinds> names{
-        "consumed",        "duplicate",        "sequence_error", "rnr",
-        "not_ready",       "wrong_transport",  "invalid_request", "remote_access",
-        "remote_operation", "length_error",    "qkey_mismatch",  "no_receive_wqe",
-        "message_dropped", "stale_ack"};
+        "consumed",         "duplicate",       "sequence_error",  "rnr",
+        "not_ready",        "wrong_transport", "invalid_request", "remote_access",
+        "remote_operation", "length_error",    "qkey_mismatch",   "no_receive_wqe",
+        "message_dropped",  "stale_ack"};
     return names[static_cast<std::size_t>(r)];
 }
 
@@ -43,14 +43,14 @@ struct RoceCounters {
     Counter rx_frames; // frames handed to the transport: = sum(rx)
     std::array<Counter, kRoceRxKinds> rx;
     // Observations, not outcomes:
-    Counter tx_packets;         // every frame sent (requests, retransmissions, ACKs, responses)
+    Counter tx_packets; // every frame sent (requests, retransmissions, ACKs, responses)
     Counter tx_bytes;
-    Counter retransmitted;      // request packets sent again (go-back-N)
-    Counter timeouts;           // local ACK timeouts that fired
-    Counter seq_naks_received;  // NAK sequence error
+    Counter retransmitted;     // request packets sent again (go-back-N)
+    Counter timeouts;          // local ACK timeouts that fired
+    Counter seq_naks_received; // NAK sequence error
     Counter rnr_naks_received;
-    Counter acks_sent;          // ACKs (not NAKs) sent by the responder
-    Counter naks_sent;          // NAKs of every kind, RNR included
+    Counter acks_sent; // ACKs (not NAKs) sent by the responder
+    Counter naks_sent; // NAKs of every kind, RNR included
     Counter read_responses_sent;
 
     void count(RoceRx r) noexcept {

@@ -4,9 +4,13 @@
 
 namespace rdmasim::datapath {
 
-bool RocePort::attach(RoceQp& qp) { return qps_.emplace(qp.attrs().qpn, &qp).second; }
+bool RocePort::attach(RoceQp& qp) {
+    return qps_.emplace(qp.attrs().qpn, &qp).second;
+}
 
-void RocePort::detach(std::uint32_t qpn) noexcept { qps_.erase(qpn); }
+void RocePort::detach(std::uint32_t qpn) noexcept {
+    qps_.erase(qpn);
+}
 
 RoceQp* RocePort::find(std::uint32_t qpn) const noexcept {
     const auto it = qps_.find(qpn);
@@ -37,7 +41,8 @@ void RocePort::service(std::uint64_t now_ns) noexcept {
 
 std::uint64_t RocePort::next_deadline_ns() const noexcept {
     std::uint64_t t = kNoDeadline;
-    for (const auto& [qpn, qp] : qps_) t = std::min(t, qp->next_deadline_ns());
+    for (const auto& [qpn, qp] : qps_)
+        t = std::min(t, qp->next_deadline_ns());
     return t;
 }
 

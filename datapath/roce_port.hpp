@@ -35,7 +35,8 @@ public:
     // One frame (no FCS) the port classified as RoCE v2 (UDP 4791): parsed,
     // handed to the QP its BTH names. Returns the QP's outcome, or nullopt
     // for a parse drop or an unknown QP (counted here).
-    std::optional<RoceRx> ingress(std::span<const std::uint8_t> frame, std::uint64_t now_ns) noexcept;
+    std::optional<RoceRx> ingress(std::span<const std::uint8_t> frame,
+                                  std::uint64_t now_ns) noexcept;
 
     // Fires every attached QP's timers due at `now_ns`.
     void service(std::uint64_t now_ns) noexcept;

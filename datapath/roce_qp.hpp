@@ -32,9 +32,9 @@ enum class TransportState : std::uint8_t { reset, init, rtr, rts, sqd, error };
 struct TransportAttrs {
     QpTransport type = QpTransport::rc;
     std::uint32_t qpn = 0;
-    std::uint32_t dest_qpn = 0;          // RC / UC
-    std::uint32_t sq_psn = 0;            // first PSN the requester sends (RTS)
-    std::uint32_t rq_psn = 0;            // first PSN the responder expects (RTR)
+    std::uint32_t dest_qpn = 0; // RC / UC
+    std::uint32_t sq_psn = 0;   // first PSN the requester sends (RTS)
+    std::uint32_t rq_psn = 0;   // first PSN the responder expects (RTR)
     net::PathMtu mtu = net::PathMtu::mtu1024;
     std::uint8_t timeout = 14;           // local ACK timeout 4.096 us * 2^timeout; 0 = infinite
     std::uint8_t retry_cnt = 7;          // retries after a timeout or a NAK sequence error
@@ -47,16 +47,16 @@ struct TransportAttrs {
     const void* pd = nullptr;            // MRs must belong to it
     bool srq = false;                    // receive WQEs come from an SRQ
     std::uint16_t pkey = net::kDefaultPkey;
-    net::RocePath path;                  // RC / UC: the frame addressing both ways
+    net::RocePath path; // RC / UC: the frame addressing both ways
 };
 
 // Sizes fixed at creation (storage is allocated once, in the constructor).
 struct TransportLimits {
-    std::uint32_t max_send_wr = 64;  // rounded up to a power of two
+    std::uint32_t max_send_wr = 64; // rounded up to a power of two
     std::uint32_t max_send_sge = 4;
     std::uint32_t max_inline = 256;
     std::uint32_t max_recv_sge = 4;
-    std::uint32_t window = 512; // request PSNs in flight before the requester waits for ACKs
+    std::uint32_t window = 512;   // request PSNs in flight before the requester waits for ACKs
     std::uint32_t ack_every = 32; // the responder ACKs at least every this many packets
 };
 
@@ -161,7 +161,7 @@ private:
         std::uint32_t npkts = 0;     // PSNs the message uses
         std::uint32_t read_done = 0; // READ: bytes placed so far
         bool assigned = false;
-        bool done = false;           // acknowledged / answered: complete in order
+        bool done = false; // acknowledged / answered: complete in order
     };
     struct RdAtomicSlot { // a READ or atomic the responder executed, for duplicates
         bool valid = false;
@@ -214,7 +214,7 @@ private:
     void after_accept(const net::RocePacket& p, bool message_end, std::uint64_t now_ns) noexcept;
     RoceRx uc_request(const net::RocePacket& p, std::uint64_t now_ns) noexcept;
     RoceRx ud_request(const net::RocePacket& p, std::uint64_t now_ns) noexcept;
-    bool take_recv_wqe() noexcept;  // copies the front receive WQE and consumes it
+    bool take_recv_wqe() noexcept; // copies the front receive WQE and consumes it
     bool place(std::uint32_t offset, std::span<const std::uint8_t> data) noexcept;
     void complete_recv(std::uint8_t status, std::uint8_t opcode, std::uint32_t byte_len,
                        std::uint32_t wc_flags, std::uint32_t imm_host,
@@ -265,13 +265,13 @@ private:
     bool seq_nak_sent_ = false;
     bool comm_est_ = false;
     enum class InMsg : std::uint8_t { none, send, write } in_msg_ = InMsg::none;
-    bool uc_drop_ = false;        // UC: drop until a FIRST or ONLY
-    bool have_wqe_ = false;       // a receive WQE taken for the message in progress
+    bool uc_drop_ = false;  // UC: drop until a FIRST or ONLY
+    bool have_wqe_ = false; // a receive WQE taken for the message in progress
     std::uint64_t rwqe_id_ = 0;
     std::uint32_t rwqe_len_ = 0;
     std::uint32_t rwqe_nsge_ = 0;
     std::vector<Sge> rwqe_sges_;
-    std::uint32_t msg_off_ = 0;   // bytes of the message placed so far
+    std::uint32_t msg_off_ = 0; // bytes of the message placed so far
     std::uint8_t* write_dst_ = nullptr;
     std::uint32_t write_len_ = 0; // RETH DMA length of the WRITE in progress
     std::uint32_t unacked_ = 0;   // packets accepted since the last ACK

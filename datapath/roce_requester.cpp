@@ -15,13 +15,18 @@ using net::RoceOpcode;
 
 namespace {
 
-constexpr std::size_t kMaxHeaders = 128; // Ethernet + tag + IPv6 + UDP + BTH + ext + ICRC, rounded up
+constexpr std::size_t kMaxHeaders =
+    128; // Ethernet + tag + IPv6 + UDP + BTH + ext + ICRC, rounded up
 
 bool is_read_or_atomic(SendOp op) noexcept {
     return op == SendOp::read || op == SendOp::cmp_swp || op == SendOp::fetch_add;
 }
-bool is_atomic(SendOp op) noexcept { return op == SendOp::cmp_swp || op == SendOp::fetch_add; }
-bool has_imm(SendOp op) noexcept { return op == SendOp::send_imm || op == SendOp::write_imm; }
+bool is_atomic(SendOp op) noexcept {
+    return op == SendOp::cmp_swp || op == SendOp::fetch_add;
+}
+bool has_imm(SendOp op) noexcept {
+    return op == SendOp::send_imm || op == SendOp::write_imm;
+}
 
 // SEND / WRITE opcodes of RC (UC: | 0x20), by position: first, middle,
 // last, last with immediate, only, only with immediate.
@@ -32,10 +37,17 @@ std::uint8_t data_opcode(QpTransport t, SendOp op, net::SegmentPosition pos) noe
     const bool write = op == SendOp::write || op == SendOp::write_imm;
     std::uint8_t base = write ? 0x06 : 0x00;
     switch (pos) {
-    case net::SegmentPosition::first: break;
-    case net::SegmentPosition::middle: base += 1; break;
-    case net::SegmentPosition::last: base += has_imm(op) ? 3 : 2; break;
-    case net::SegmentPosition::only: base += has_imm(op) ? 5 : 4; break;
+    case net::SegmentPosition::first:
+        break;
+    case net::SegmentPosition::middle:
+        base += 1;
+        break;
+    case net::SegmentPosition::last:
+        base += has_imm(op) ? 3 : 2;
+        break;
+    case net::SegmentPosition::only:
+        base += has_imm(op) ? 5 : 4;
+        break;
     }
     return static_cast<std::uint8_t>(t == QpTransport::uc ? base | 0x20 : base);
 }
@@ -80,7 +92,8 @@ void RoceQp::transmit(const net::RocePath& path, const net::RoceHeaders& h,
     host_.transmit({tx_buf_.data(), r.len}, now_ns);
 }
 
-void RoceQp::modify(const TransportAttrs& attrs, TransportState state, std::uint64_t now_ns) noexcept {
+void RoceQp::modify(const TransportAttrs& attrs, TransportState state,
+                    std::uint64_t now_ns) noexcept {
     now_ns_ = now_ns;
     const TransportState old = state_;
     attrs_ = attrs;
@@ -91,7 +104,8 @@ void RoceQp::modify(const TransportAttrs& attrs, TransportState state, std::uint
         ack_deadline_ = rnr_deadline_ = kNoDeadline;
         read_gap_pending_ = false;
         reset_responder();
-        for (auto& s : rd_slots_) s = RdAtomicSlot{};
+        for (auto& s : rd_slots_)
+            s = RdAtomicSlot{};
         comm_est_ = false;
         break;
     case TransportState::rtr:
@@ -118,7 +132,8 @@ void RoceQp::modify(const TransportAttrs& attrs, TransportState state, std::uint
     case TransportState::sqd:
         drain_pending_ = old != TransportState::sqd;
         break;
-    case TransportState::init: break;
+    case TransportState::init:
+        break;
     }
     state_ = state;
     if (state_ == TransportState::rts) pump(now_ns);
@@ -133,7 +148,8 @@ int RoceQp::post_send(const SendWr& wr, std::span<const Sge> sges, std::uint64_t
         return EINVAL;
     if (sges.size() > limits_.max_send_sge) return EINVAL;
     std::uint64_t total = 0;
-    for (const Sge& g : sges) total += g.length;
+    for (const Sge& g : sges)
+        total += g.length;
     if (wr.inline_data && (total > limits_.max_inline || is_read_or_atomic(wr.op))) return EINVAL;
     if (is_atomic(wr.op) && (sges.empty() || sges[0].length < 8)) return EINVAL;
     if (total > 0x80000000ull) return EINVAL; // a message is at most 2 GiB (IBA)
@@ -214,13 +230,13 @@ bool RoceQp::send_packet(std::uint32_t idx, std::uint32_t pkt, std::uint64_t now
     }
     net::SegmentPosition pos = net::SegmentPosition::only;
     if (s.npkts > 1)
-        pos = pkt == 0                 ? net::SegmentPosition::first
-              : pkt + 1 == s.npkts     ? net::SegmentPosition::last
-                                       : net::SegmentPosition::middle;
+        pos = pkt == 0             ? net::SegmentPosition::first
+              : pkt + 1 == s.npkts ? net::SegmentPosition::last
+                                   : net::SegmentPosition::middle;
     net::RoceHeaders h;
     h.bth.opcode = data_opcode(attrs_.type, s.wr.op, pos);
-    h.bth.solicited = s.wr.solicited && (pos == net::SegmentPosition::last ||
-                                         pos == net::SegmentPosition::only);
+    h.bth.solicited =
+        s.wr.solicited && (pos == net::SegmentPosition::last || pos == net::SegmentPosition::only);
     h.bth.pkey = attrs_.pkey;
     h.bth.psn = net::psn_add(s.first_psn, pkt);
     const net::RocePath* path = &attrs_.path;
@@ -252,7 +268,8 @@ bool RoceQp::send_packet(std::uint32_t idx, std::uint32_t pkt, std::uint64_t now
 // A READ request for what is still missing from packet `pkt` on (a
 // re-request after a lost response starts there, VA and length adjusted:
 // IBA 9.7.4.1.3); atomics are one packet.
-bool RoceQp::send_read_request(std::uint32_t idx, std::uint32_t pkt, std::uint64_t now_ns) noexcept {
+bool RoceQp::send_read_request(std::uint32_t idx, std::uint32_t pkt,
+                               std::uint64_t now_ns) noexcept {
     SendSlot& s = slot(idx);
     net::RoceHeaders h;
     h.bth.pkey = attrs_.pkey;
@@ -265,8 +282,8 @@ bool RoceQp::send_read_request(std::uint32_t idx, std::uint32_t pkt, std::uint64
         h.reth = {s.wr.remote_addr + off, s.wr.rkey, s.length - std::min(s.length, off)};
     } else {
         const bool cas = s.wr.op == SendOp::cmp_swp;
-        h.bth.opcode = static_cast<std::uint8_t>(cas ? RoceOpcode::rc_compare_swap
-                                                     : RoceOpcode::rc_fetch_add);
+        h.bth.opcode =
+            static_cast<std::uint8_t>(cas ? RoceOpcode::rc_compare_swap : RoceOpcode::rc_fetch_add);
         h.atomic_eth = {s.wr.remote_addr, s.wr.rkey, cas ? s.wr.swap : s.wr.compare_add,
                         cas ? s.wr.compare_add : 0};
     }
@@ -289,7 +306,8 @@ void RoceQp::pump(std::uint64_t now_ns) noexcept {
     if ((state_ != TransportState::rts && !sqd) || rnr_deadline_ != kNoDeadline) return;
     const bool rc = attrs_.type == QpTransport::rc;
     const std::uint32_t mtu = net::mtu_bytes(attrs_.mtu);
-    while (send_idx_ != sq_head_ && (state_ == TransportState::rts || state_ == TransportState::sqd)) {
+    while (send_idx_ != sq_head_ &&
+           (state_ == TransportState::rts || state_ == TransportState::sqd)) {
         SendSlot& s = slot(send_idx_);
         if (sqd && !s.assigned) break;
         if (s.assigned && s.done) { // acknowledged while go-back-N was about to resend it
@@ -315,8 +333,9 @@ void RoceQp::pump(std::uint64_t now_ns) noexcept {
                 // The local buffer must take the response (checked before the request goes).
                 const Sge* g = slot_sges(send_idx_);
                 for (std::uint32_t i = 0; i < s.num_sge; ++i)
-                    if (g[i].length && !mrs_.translate(g[i].lkey, attrs_.pd, g[i].addr,
-                                                       is_atomic(s.wr.op) ? 8 : g[i].length, true)) {
+                    if (g[i].length &&
+                        !mrs_.translate(g[i].lkey, attrs_.pd, g[i].addr,
+                                        is_atomic(s.wr.op) ? 8 : g[i].length, true)) {
                         fail_send(send_idx_, IBV_WC_LOC_PROT_ERR);
                         enter_error();
                         return;

@@ -20,7 +20,8 @@ bool message_end(SegmentPosition pos) noexcept {
     return pos == SegmentPosition::last || pos == SegmentPosition::only;
 }
 std::uint32_t be32(std::uint32_t v) noexcept {
-    const std::uint8_t b[4] = {static_cast<std::uint8_t>(v >> 24), static_cast<std::uint8_t>(v >> 16),
+    const std::uint8_t b[4] = {static_cast<std::uint8_t>(v >> 24),
+                               static_cast<std::uint8_t>(v >> 16),
                                static_cast<std::uint8_t>(v >> 8), static_cast<std::uint8_t>(v)};
     std::uint32_t r;
     std::memcpy(&r, b, 4);
@@ -51,8 +52,7 @@ bool RoceQp::take_recv_wqe() noexcept {
 }
 
 bool RoceQp::place(std::uint32_t offset, std::span<const std::uint8_t> data) noexcept {
-    return data.empty() ||
-           place_at(mrs_, attrs_.pd, rwqe_sges_.data(), rwqe_nsge_, offset, data);
+    return data.empty() || place_at(mrs_, attrs_.pd, rwqe_sges_.data(), rwqe_nsge_, offset, data);
 }
 
 void RoceQp::complete_recv(std::uint8_t status, std::uint8_t opcode, std::uint32_t byte_len,
@@ -133,8 +133,8 @@ RoceRx RoceQp::rc_request(const net::RocePacket& p, std::uint64_t now_ns) noexce
         return RoceRx::sequence_error;
     }
     const net::RoceOp op = p.info->op;
-    const bool cont = p.info->position == SegmentPosition::middle ||
-                      p.info->position == SegmentPosition::last;
+    const bool cont =
+        p.info->position == SegmentPosition::middle || p.info->position == SegmentPosition::last;
     const bool in_order = in_msg_ == InMsg::send    ? op == net::RoceOp::send && cont
                           : in_msg_ == InMsg::write ? op == net::RoceOp::rdma_write && cont
                                                     : !cont;
@@ -142,12 +142,17 @@ RoceRx RoceQp::rc_request(const net::RocePacket& p, std::uint64_t now_ns) noexce
                                              net::mtu_bytes(attrs_.mtu)))
         return responder_fail(RoceRx::invalid_request, net::NakCode::invalid_request, psn, now_ns);
     switch (op) {
-    case net::RoceOp::send: return rc_send(p, now_ns);
-    case net::RoceOp::rdma_write: return rc_write(p, now_ns);
-    case net::RoceOp::rdma_read_request: return rc_read(p, now_ns);
+    case net::RoceOp::send:
+        return rc_send(p, now_ns);
+    case net::RoceOp::rdma_write:
+        return rc_write(p, now_ns);
+    case net::RoceOp::rdma_read_request:
+        return rc_read(p, now_ns);
     case net::RoceOp::compare_swap:
-    case net::RoceOp::fetch_add: return rc_atomic(p, now_ns);
-    default: return RoceRx::stale_ack;
+    case net::RoceOp::fetch_add:
+        return rc_atomic(p, now_ns);
+    default:
+        return RoceRx::stale_ack;
     }
 }
 
@@ -253,7 +258,8 @@ RoceRx RoceQp::rc_write(const net::RocePacket& p, std::uint64_t now_ns) noexcept
     RecvView v;
     if (imm && !host_.peek_recv(v)) {
         send_aeth(static_cast<std::uint8_t>(RoceOpcode::rc_ack),
-                  net::Aeth::make_syndrome(net::AckKind::rnr_nak, attrs_.min_rnr_timer), psn, now_ns);
+                  net::Aeth::make_syndrome(net::AckKind::rnr_nak, attrs_.min_rnr_timer), psn,
+                  now_ns);
         return RoceRx::rnr;
     }
     if (len) std::memcpy(write_dst_ + msg_off_, p.payload.data(), len);
@@ -279,11 +285,11 @@ void RoceQp::send_read_responses(std::uint32_t psn, const std::uint8_t* src, std
     const std::uint32_t npkts = std::max(1u, (len + mtu - 1) / mtu);
     for (std::uint32_t k = 0; k < npkts; ++k) {
         net::RoceHeaders h;
-        h.bth.opcode = static_cast<std::uint8_t>(
-            npkts == 1       ? RoceOpcode::rc_read_response_only
-            : k == 0         ? RoceOpcode::rc_read_response_first
-            : k + 1 == npkts ? RoceOpcode::rc_read_response_last
-                             : RoceOpcode::rc_read_response_middle);
+        h.bth.opcode =
+            static_cast<std::uint8_t>(npkts == 1       ? RoceOpcode::rc_read_response_only
+                                      : k == 0         ? RoceOpcode::rc_read_response_first
+                                      : k + 1 == npkts ? RoceOpcode::rc_read_response_last
+                                                       : RoceOpcode::rc_read_response_middle);
         h.bth.pkey = attrs_.pkey;
         h.bth.dest_qp = attrs_.dest_qpn;
         h.bth.psn = net::psn_add(psn, k);
@@ -305,7 +311,8 @@ RoceRx RoceQp::rc_read(const net::RocePacket& p, std::uint64_t now_ns) noexcept 
         src = r.dma_len ? mrs_.translate_remote(r.rkey, attrs_.pd, r.va, r.dma_len, kRemoteRead)
                         : nullptr;
     if (!(attrs_.access & IBV_ACCESS_REMOTE_READ) || (src == nullptr && r.dma_len > 0))
-        return responder_fail(RoceRx::remote_access, net::NakCode::remote_access_error, psn, now_ns);
+        return responder_fail(RoceRx::remote_access, net::NakCode::remote_access_error, psn,
+                              now_ns);
     const std::uint32_t mtu = net::mtu_bytes(attrs_.mtu);
     const std::uint32_t npkts = std::max(1u, (r.dma_len + mtu - 1) / mtu);
     const std::uint32_t n = std::clamp<std::uint32_t>(attrs_.max_dest_rd_atomic, 1,
@@ -328,7 +335,8 @@ RoceRx RoceQp::rc_atomic(const net::RocePacket& p, std::uint64_t now_ns) noexcep
                             ? mrs_.translate_remote(a.rkey, attrs_.pd, a.va, 8, kRemoteAtomic)
                             : nullptr;
     if (dst == nullptr)
-        return responder_fail(RoceRx::remote_access, net::NakCode::remote_access_error, psn, now_ns);
+        return responder_fail(RoceRx::remote_access, net::NakCode::remote_access_error, psn,
+                              now_ns);
     std::uint64_t orig;
     if (reinterpret_cast<std::uintptr_t>(dst) % 8 == 0) {
         std::atomic_ref<std::uint64_t> ref(*reinterpret_cast<std::uint64_t*>(dst));
@@ -353,7 +361,8 @@ RoceRx RoceQp::rc_atomic(const net::RocePacket& p, std::uint64_t now_ns) noexcep
     seq_nak_sent_ = false;
     unacked_ = 0;
     send_aeth(static_cast<std::uint8_t>(RoceOpcode::rc_atomic_ack),
-              net::Aeth::make_syndrome(net::AckKind::ack, net::kCreditsInvalid), psn, now_ns, &orig);
+              net::Aeth::make_syndrome(net::AckKind::ack, net::kCreditsInvalid), psn, now_ns,
+              &orig);
     return RoceRx::consumed;
 }
 

@@ -107,9 +107,8 @@ RoceRx RoceQp::ud_request(const net::RocePacket& p, std::uint64_t) noexcept {
         complete_recv(IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, 0, 0, 0);
         return RoceRx::remote_operation;
     }
-    complete_recv(IBV_WC_SUCCESS, IBV_WC_RECV, len + 40,
-                  IBV_WC_GRH | (imm ? IBV_WC_WITH_IMM : 0), p.headers.imm.value,
-                  p.headers.deth.src_qp);
+    complete_recv(IBV_WC_SUCCESS, IBV_WC_RECV, len + 40, IBV_WC_GRH | (imm ? IBV_WC_WITH_IMM : 0),
+                  p.headers.imm.value, p.headers.deth.src_qp);
     return RoceRx::consumed;
 }
 

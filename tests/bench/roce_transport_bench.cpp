@@ -65,7 +65,8 @@ struct Host final : datapath::TransportHost {
         e.local_write = e.remote_write = e.remote_read = true;
         lkey = mrs.add(e);
         rq.init(256, 1);
-        for (int i = 0; i < 128; ++i) post();
+        for (int i = 0; i < 128; ++i)
+            post();
     }
 };
 
@@ -114,11 +115,13 @@ void run(std::uint32_t msg_len, net::PathMtu mtu, std::uint64_t messages) {
         while (!to_b.empty() || !to_a.empty()) {
             now += 100;
             if (!to_b.empty()) {
-                if (net::parse_roce_frame(to_b.front(), p) == net::RoceDrop::none) qb.receive(p, now);
+                if (net::parse_roce_frame(to_b.front(), p) == net::RoceDrop::none)
+                    qb.receive(p, now);
                 to_b.pop_front();
             }
             if (!to_a.empty()) {
-                if (net::parse_roce_frame(to_a.front(), p) == net::RoceDrop::none) qa.receive(p, now);
+                if (net::parse_roce_frame(to_a.front(), p) == net::RoceDrop::none)
+                    qa.receive(p, now);
                 to_a.pop_front();
             }
         }

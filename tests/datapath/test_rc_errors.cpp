@@ -54,7 +54,8 @@ TEST_CASE("rc errors: the ACK timeout is 4.096 us * 2^timeout and the requester 
     CHECK(pr.now == (retry + 1ull) * t_ns);
     // The first transmission of both messages, then each retry resends both.
     REQUIRE(pr.log_a_to_b.size() == 2u * (retry + 1));
-    for (unsigned r = 0; r <= retry; ++r) CHECK(pr.log_a_to_b[2 * r].first == r * t_ns);
+    for (unsigned r = 0; r <= retry; ++r)
+        CHECK(pr.log_a_to_b[2 * r].first == r * t_ns);
     CHECK(pr.a.qp->counters().timeouts.get() == retry + 1u);
     CHECK(pr.a.qp->counters().retransmitted.get() == 2u * retry);
     CHECK(pr.a.qp->state() == TransportState::error);
@@ -167,7 +168,8 @@ TEST_CASE("rc errors: a MIDDLE without a FIRST is an invalid request; a PSN ahea
           RoceRx::wrong_transport);
     const auto& c = pr.b.qp->counters();
     std::uint64_t sum = 0;
-    for (const auto& x : c.rx) sum += x.get();
+    for (const auto& x : c.rx)
+        sum += x.get();
     CHECK(sum == c.rx_frames.get());
     CHECK(c.rx_frames.get() == 7);
 }

@@ -32,7 +32,8 @@ SendWr rdma(std::uint64_t id, SendOp op, const void* remote, std::uint32_t rkey)
 }
 
 void fill(std::vector<std::uint8_t>& v, std::uint8_t seed) {
-    for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::uint8_t>(seed + i * 13);
+    for (std::size_t i = 0; i < v.size(); ++i)
+        v[i] = static_cast<std::uint8_t>(seed + i * 13);
 }
 
 } // namespace
@@ -94,7 +95,8 @@ TEST_CASE("rc rdma: READ of 10,000 bytes comes back in responses scattered over 
         std::fill(local.begin(), local.end(), 0);
         Sge sg[2] = {{reinterpret_cast<std::uint64_t>(local.data()), 3000, lkey},
                      {reinterpret_cast<std::uint64_t>(local.data() + 4000), 7000, lkey}};
-        REQUIRE(pr.a.qp->post_send(rdma(round, SendOp::read, remote.data(), rkey), sg, pr.now) == 0);
+        REQUIRE(pr.a.qp->post_send(rdma(round, SendOp::read, remote.data(), rkey), sg, pr.now) ==
+                0);
         pr.run_until([&] { return pr.a.send_cqes.size() == static_cast<std::size_t>(round + 1); });
         REQUIRE(pr.a.send_cqes.size() == static_cast<std::size_t>(round + 1));
         const auto& c = pr.a.send_cqes.back();
@@ -168,7 +170,8 @@ TEST_CASE("rc rdma: a WRITE to an MR without remote write access: REM_ACCESS_ERR
     const std::uint32_t ro = pr.b.reg(dst.data(), 64, true, false, false); // remote read only
     std::uint8_t rb[64];
     pr.b.post_recv(1, rb, 64, pr.b.reg(rb, 64));
-    REQUIRE(pr.a.qp->post_send(rdma(1, SendOp::write, dst.data(), ro), test::one_sge(s), pr.now) == 0);
+    REQUIRE(pr.a.qp->post_send(rdma(1, SendOp::write, dst.data(), ro), test::one_sge(s), pr.now) ==
+            0);
     SendWr after;
     after.wr_id = 2;
     REQUIRE(pr.a.qp->post_send(after, {}, pr.now) == 0);
@@ -204,8 +207,8 @@ TEST_CASE("rc rdma: READ with a bad rkey, and a READ out of the MR's bounds, fai
     const std::uint32_t rkey = pr.b.reg(remote.data(), remote.size(), variant != 2, true, true);
     const std::uint32_t lkey = pr.a.reg(local.data(), local.size());
     Sge s{reinterpret_cast<std::uint64_t>(local.data()), 512, lkey};
-    const std::uint32_t key = variant == 0 ? rkey + 1 : rkey;            // 0: wrong key
-    const std::uint32_t len_ok = variant == 1 ? 512 : 256;               // 1: past the end
+    const std::uint32_t key = variant == 0 ? rkey + 1 : rkey; // 0: wrong key
+    const std::uint32_t len_ok = variant == 1 ? 512 : 256;    // 1: past the end
     s.length = len_ok;
     REQUIRE(pr.a.qp->post_send(rdma(1, SendOp::read, remote.data(), key), test::one_sge(s),
                                pr.now) == 0);

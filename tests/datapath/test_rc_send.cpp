@@ -41,7 +41,8 @@ TEST_CASE("rc send: a 3000-byte SEND goes as FIRST, MIDDLE, LAST and completes o
           "[datapath][roce][rc]") {
     RocePair pr;
     std::vector<std::uint8_t> src(3000), dst(4096, 0xee);
-    for (std::uint32_t j = 0; j < src.size(); ++j) src[j] = pattern(1, j);
+    for (std::uint32_t j = 0; j < src.size(); ++j)
+        src[j] = pattern(1, j);
     Sge s{reinterpret_cast<std::uint64_t>(src.data()), 3000, pr.a.reg(src.data(), src.size())};
     pr.b.post_recv(77, dst.data(), 4096, pr.b.reg(dst.data(), dst.size()));
     REQUIRE(pr.a.qp->post_send(send_wr(5), test::one_sge(s), pr.now) == 0);
@@ -83,7 +84,8 @@ TEST_CASE("rc send: SEND with immediate, unsignalled sends, zero-length and inli
     RocePair pr;
     std::vector<std::uint8_t> dst(4 * 256, 0);
     const std::uint32_t lk = pr.b.reg(dst.data(), dst.size());
-    for (int i = 0; i < 4; ++i) pr.b.post_recv(100 + i, dst.data() + 256 * i, 256, lk);
+    for (int i = 0; i < 4; ++i)
+        pr.b.post_recv(100 + i, dst.data() + 256 * i, 256, lk);
 
     char text[] = "inline payload";
     SendWr w = send_wr(1, SendOp::send_imm);
@@ -148,7 +150,8 @@ TEST_CASE("rc send: 10,000 SENDs arrive exactly once and in order through drop, 
     std::vector<std::uint8_t> sbuf(64 * kSlot), rbuf(kRecv * kSlot);
     const std::uint32_t slk = pr.a.reg(sbuf.data(), sbuf.size());
     const std::uint32_t rlk = pr.b.reg(rbuf.data(), rbuf.size());
-    for (std::uint32_t i = 0; i < kRecv; ++i) pr.b.post_recv(i, rbuf.data() + i * kSlot, kSlot, rlk);
+    for (std::uint32_t i = 0; i < kRecv; ++i)
+        pr.b.post_recv(i, rbuf.data() + i * kSlot, kSlot, rlk);
     auto size_of = [](std::uint32_t m) { return 4 + (m * 997) % 3000; };
 
     std::uint32_t posted = 0, received = 0;
@@ -159,7 +162,8 @@ TEST_CASE("rc send: 10,000 SENDs arrive exactly once and in order through drop, 
             const std::uint32_t len = size_of(posted);
             std::uint8_t* p = sbuf.data() + (posted % 64) * kSlot;
             std::memcpy(p, &posted, 4);
-            for (std::uint32_t j = 4; j < len; ++j) p[j] = pattern(posted, j);
+            for (std::uint32_t j = 4; j < len; ++j)
+                p[j] = pattern(posted, j);
             Sge s{reinterpret_cast<std::uint64_t>(p), len, slk};
             REQUIRE(pr.a.qp->post_send(send_wr(posted), test::one_sge(s), pr.now) == 0);
             ++posted;
@@ -170,12 +174,17 @@ TEST_CASE("rc send: 10,000 SENDs arrive exactly once and in order through drop, 
             const std::uint8_t* p = rbuf.data() + c.wr_id * kSlot;
             std::uint32_t msg;
             std::memcpy(&msg, p, 4);
-            bool good = c.status == IBV_WC_SUCCESS && msg == received &&
-                        c.byte_len == size_of(received);
-            for (std::uint32_t j = 4; good && j < c.byte_len; ++j) good = p[j] == pattern(msg, j);
+            bool good =
+                c.status == IBV_WC_SUCCESS && msg == received && c.byte_len == size_of(received);
+            for (std::uint32_t j = 4; good && j < c.byte_len; ++j)
+                good = p[j] == pattern(msg, j);
             if (!good) {
-                std::fprintf(stderr, "%s\n", (std::ostringstream{} << "message " << received << " wr_id " << c.wr_id << " status " << int(c.status)
-                                << " carried " << msg << " len " << c.byte_len).str().c_str());
+                std::fprintf(stderr, "%s\n",
+                             (std::ostringstream{} << "message " << received << " wr_id " << c.wr_id
+                                                   << " status " << int(c.status) << " carried "
+                                                   << msg << " len " << c.byte_len)
+                                 .str()
+                                 .c_str());
                 ok = false;
                 break;
             }
@@ -202,7 +211,8 @@ TEST_CASE("rc send: 10,000 SENDs arrive exactly once and in order through drop, 
     CHECK(cb.get(RoceRx::sequence_error) > 0);
     // Every frame handed to a transport ended in exactly one outcome.
     std::uint64_t sum = 0;
-    for (const auto& c : cb.rx) sum += c.get();
+    for (const auto& c : cb.rx)
+        sum += c.get();
     CHECK(sum == cb.rx_frames.get());
     CHECK(pr.a.qp->state() == datapath::TransportState::rts);
     CHECK(pr.b.qp->state() == datapath::TransportState::rts);

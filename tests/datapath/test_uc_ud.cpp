@@ -25,7 +25,8 @@ TEST_CASE("uc: SEND and WRITE complete on send, no ACKs; a lost packet drops the
           "[datapath][roce][uc]") {
     RocePair pr(QpTransport::uc);
     std::vector<std::uint8_t> src(3000), rb(4096, 0), dst(4096, 0);
-    for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::uint8_t>(i * 7);
+    for (std::size_t i = 0; i < src.size(); ++i)
+        src[i] = static_cast<std::uint8_t>(i * 7);
     Sge s{reinterpret_cast<std::uint64_t>(src.data()), 3000, pr.a.reg(src.data(), src.size())};
     pr.b.post_recv(1, rb.data(), 4096, pr.b.reg(rb.data(), rb.size()));
     const std::uint32_t rkey = pr.b.reg(dst.data(), dst.size());
@@ -84,7 +85,8 @@ TEST_CASE("uc: under loss every message is delivered whole or not at all", "[dat
     std::vector<std::uint8_t> src(2500), rb(kMsgs * 4096, 0);
     const std::uint32_t slk = pr.a.reg(src.data(), src.size());
     const std::uint32_t rlk = pr.b.reg(rb.data(), rb.size());
-    for (std::uint32_t i = 0; i < kMsgs; ++i) pr.b.post_recv(i, rb.data() + i * 4096, 4096, rlk);
+    for (std::uint32_t i = 0; i < kMsgs; ++i)
+        pr.b.post_recv(i, rb.data() + i * 4096, 4096, rlk);
     for (std::uint32_t m = 0; m < kMsgs; ++m) {
         std::memset(src.data(), static_cast<int>(m & 0xff), src.size());
         Sge s{reinterpret_cast<std::uint64_t>(src.data()), 2500, slk};
@@ -98,7 +100,8 @@ TEST_CASE("uc: under loss every message is delivered whole or not at all", "[dat
         REQUIRE(c.status == IBV_WC_SUCCESS);
         REQUIRE(c.byte_len == 2500);
         const std::uint8_t* p = rb.data() + c.wr_id * 4096;
-        for (int j = 1; j < 2500; ++j) REQUIRE(p[j] == p[0]);
+        for (int j = 1; j < 2500; ++j)
+            REQUIRE(p[j] == p[0]);
         ++whole;
     }
     CHECK(whole > kMsgs * 8 / 10);
@@ -133,7 +136,8 @@ TEST_CASE("ud: SEND with the GRH in the first 40 bytes, src_qp, immediate; a wro
     REQUIRE(pr.a.qp->post_send(w, test::one_sge(s), pr.now) == 0);
     pr.run_idle();
     REQUIRE(pr.a.send_cqes.size() == 3);
-    for (const auto& c : pr.a.send_cqes) CHECK(c.status == IBV_WC_SUCCESS);
+    for (const auto& c : pr.a.send_cqes)
+        CHECK(c.status == IBV_WC_SUCCESS);
     CHECK(pr.log_a_to_b[0].second == 0x65); // UD SEND_ONLY_WITH_IMMEDIATE
     REQUIRE(pr.b.recv_cqes.size() == 2);
     const auto& c = pr.b.recv_cqes[0];
@@ -142,7 +146,8 @@ TEST_CASE("ud: SEND with the GRH in the first 40 bytes, src_qp, immediate; a wro
     CHECK(c.wc_flags == (IBV_WC_GRH | IBV_WC_WITH_IMM));
     CHECK(c.src_qp == 0x11);
     // IPv4: 20 zero bytes, then the IPv4 header (version 4, IHL 5; source 192.0.2.17).
-    for (int i = 0; i < 20; ++i) CHECK(rb[i] == 0);
+    for (int i = 0; i < 20; ++i)
+        CHECK(rb[i] == 0);
     CHECK(rb[20] == 0x45);
     CHECK(rb[32] == 192);
     CHECK(rb[35] == 0x11);

@@ -60,7 +60,9 @@ struct RoceEndpoint final : datapath::TransportHost {
         rq.publish();
     }
 
-    void transmit(std::span<const std::uint8_t> f, std::uint64_t now) noexcept override { out(f, now); }
+    void transmit(std::span<const std::uint8_t> f, std::uint64_t now) noexcept override {
+        out(f, now);
+    }
     void deadline_changed(std::uint64_t) noexcept override { ++deadline_calls; }
     bool peek_recv(datapath::RecvView& v) noexcept override {
         if (rq.empty()) return false;
@@ -161,7 +163,7 @@ public:
     RoceEndpoint a, b;
     datapath::TransportAttrs attrs_a, attrs_b;
     std::uint64_t now = 0;
-    bool peer_gone = false;  // frames to B vanish
+    bool peer_gone = false;                                         // frames to B vanish
     std::vector<std::pair<std::uint64_t, std::uint8_t>> log_a_to_b; // (time, opcode) sent by A
     std::uint64_t frames = 0;
 
@@ -179,7 +181,8 @@ private:
         const int copies = u(rng_) < faults_.dup ? 2 : 1;
         for (int i = 0; i < copies; ++i) {
             std::uint64_t at = t + kLatencyNs;
-            if (u(rng_) < faults_.reorder) at += std::uniform_int_distribution<std::uint64_t>(1, 20000)(rng_);
+            if (u(rng_) < faults_.reorder)
+                at += std::uniform_int_distribution<std::uint64_t>(1, 20000)(rng_);
             wire_.emplace(std::make_pair(at, seq_++), InFlight{to, {f.begin(), f.end()}});
         }
     }
@@ -198,6 +201,8 @@ private:
     std::map<std::pair<std::uint64_t, std::uint64_t>, InFlight> wire_;
 };
 
-inline std::span<const datapath::Sge> one_sge(datapath::Sge& s) { return {&s, 1}; }
+inline std::span<const datapath::Sge> one_sge(datapath::Sge& s) {
+    return {&s, 1};
+}
 
 } // namespace rdmasim::test
