@@ -147,15 +147,11 @@ RoceRx RoceQp::on_ack(const net::RocePacket& p, std::uint64_t now_ns) noexcept {
         ack_through(before, now_ns);
         const auto code = static_cast<net::NakCode>(a.value());
         if (code == net::NakCode::psn_sequence_error) {
+            // Resend from its PSN. It does not use up retry_cnt (a NAK shows
+            // the responder is there; as Linux's rxe): packets that follow an
+            // RNR-NAKed one draw a sequence NAK on every RNR round.
             counters_.seq_naks_received.add();
             if (port_counters_) port_counters_->seq_naks_received.add();
-            if (retry_left_ == 0) {
-                retire();
-                fail_send(sq_tail_, IBV_WC_RETRY_EXC_ERR);
-                enter_error();
-                return RoceRx::consumed;
-            }
-            --retry_left_;
             go_back(psn);
             break;
         }
