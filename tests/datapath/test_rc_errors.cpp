@@ -238,15 +238,19 @@ TEST_CASE("rc errors: a slow receiver RNR-NAKs a stream for many rounds; with rn
     std::vector<std::uint8_t> rb(16 * 64);
     const std::uint32_t lk = pr.b.reg(rb.data(), rb.size());
     pr.b.post_recv(0, rb.data(), 64, lk);
-    for (int i = 0; i < 16; ++i) REQUIRE(pr.a.qp->post_send(send_wr(i), {}, pr.now) == 0);
+    for (int i = 0; i < 16; ++i)
+        REQUIRE(pr.a.qp->post_send(send_wr(i), {}, pr.now) == 0);
     pr.run_until([&] { return pr.a.qp->counters().rnr_naks_received.get() >= 20; });
     CHECK(pr.a.send_cqes.size() == 1);
     CHECK(pr.a.qp->counters().seq_naks_received.get() > 0);
-    for (int i = 1; i < 16; ++i) pr.b.post_recv(i, rb.data() + 64 * i, 64, lk);
+    for (int i = 1; i < 16; ++i)
+        pr.b.post_recv(i, rb.data() + 64 * i, 64, lk);
     pr.run_idle();
     REQUIRE(pr.a.send_cqes.size() == 16);
-    for (const auto& c : pr.a.send_cqes) CHECK(c.status == IBV_WC_SUCCESS);
+    for (const auto& c : pr.a.send_cqes)
+        CHECK(c.status == IBV_WC_SUCCESS);
     REQUIRE(pr.b.recv_cqes.size() == 16);
-    for (int i = 0; i < 16; ++i) CHECK(pr.b.recv_cqes[i].wr_id == static_cast<std::uint64_t>(i));
+    for (int i = 0; i < 16; ++i)
+        CHECK(pr.b.recv_cqes[i].wr_id == static_cast<std::uint64_t>(i));
     CHECK(pr.a.qp->state() == TransportState::rts);
 }

@@ -29,7 +29,9 @@ struct Op {
     std::uint64_t expect_orig = 0;
 };
 
-std::uint8_t pat(std::uint32_t i, std::uint32_t j) { return static_cast<std::uint8_t>(i * 131 + j * 7); }
+std::uint8_t pat(std::uint32_t i, std::uint32_t j) {
+    return static_cast<std::uint8_t>(i * 131 + j * 7);
+}
 
 } // namespace
 
@@ -53,13 +55,15 @@ TEST_CASE("rc mixed: SEND, WRITE, READ, atomics under drop, duplicate and reorde
     alignas(8) static std::uint64_t counter;
     counter = 1000;
     std::mt19937 rng(static_cast<std::uint32_t>(seed));
-    for (auto& x : b_read) x = static_cast<std::uint8_t>(rng());
+    for (auto& x : b_read)
+        x = static_cast<std::uint8_t>(rng());
     const std::uint32_t alk = pr.a.reg(a_arena.data(), a_arena.size());
     const std::uint32_t rlk = pr.b.reg(b_recv.data(), b_recv.size());
     const std::uint32_t wkey = pr.b.reg(b_write.data(), b_write.size());
     const std::uint32_t rkey = pr.b.reg(b_read.data(), b_read.size());
     const std::uint32_t ckey = pr.b.reg(&counter, 8);
-    for (std::uint32_t i = 0; i < 64; ++i) pr.b.post_recv(i, b_recv.data() + i * kSlot, kSlot, rlk);
+    for (std::uint32_t i = 0; i < 64; ++i)
+        pr.b.post_recv(i, b_recv.data() + i * kSlot, kSlot, rlk);
 
     // The program of operations and the model's expectations.
     std::vector<Op> ops(kOps);
@@ -68,17 +72,21 @@ TEST_CASE("rc mixed: SEND, WRITE, READ, atomics under drop, duplicate and reorde
     for (std::uint32_t i = 0; i < kOps; ++i) {
         Op& o = ops[i];
         const int k = static_cast<int>(rng() % 10);
-        o.op = k < 4 ? SendOp::send : k < 6 ? SendOp::write : k < 8 ? SendOp::read
-               : k == 8                     ? SendOp::fetch_add
-                                            : SendOp::cmp_swp;
+        o.op = k < 4    ? SendOp::send
+               : k < 6  ? SendOp::write
+               : k < 8  ? SendOp::read
+               : k == 8 ? SendOp::fetch_add
+                        : SendOp::cmp_swp;
         o.len = rng() % kSlot + 1;
         o.remote_off = rng() % (kRegion - kSlot);
         std::uint8_t* p = a_arena.data() + i * kSlot;
         if (o.op == SendOp::send || o.op == SendOp::write)
-            for (std::uint32_t j = 0; j < o.len; ++j) p[j] = pat(i, j);
+            for (std::uint32_t j = 0; j < o.len; ++j)
+                p[j] = pat(i, j);
         if (o.op == SendOp::send) sends.push_back(i);
         if (o.op == SendOp::write)
-            for (std::uint32_t j = 0; j < o.len; ++j) model_write[o.remote_off + j] = pat(i, j);
+            for (std::uint32_t j = 0; j < o.len; ++j)
+                model_write[o.remote_off + j] = pat(i, j);
         if (o.op == SendOp::fetch_add) {
             o.add = rng() % 100;
             o.expect_orig = model_counter;
@@ -119,7 +127,8 @@ TEST_CASE("rc mixed: SEND, WRITE, READ, atomics under drop, duplicate and reorde
                 w.swap = o.swap;
                 s.length = 8;
                 break;
-            default: break;
+            default:
+                break;
             }
             REQUIRE(pr.a.qp->post_send(w, test::one_sge(s), pr.now) == 0);
             ++posted;

@@ -116,6 +116,47 @@ TEST_CASE("rc send: SEND with immediate, unsignalled sends, zero-length and inli
     CHECK(pr.log_a_to_b[0].second == 0x05); // SEND_ONLY_WITH_IMMEDIATE
 }
 
+TEST_CASE("rc send: a SEND is scattered over the receive WQE's SGEs; a receive SGE failing the MR "
+          "check is LOC_PROT_ERR there and REM_OP_ERR at the requester",
+          "[datapath][roce][rc]") {
+    RocePair pr;
+    std::vector<std::uint8_t> src(2500), dst(4096, 0xee);
+    for (std::uint32_t j = 0; j < src.size(); ++j)
+        src[j] = pattern(2, j);
+    Sge s{reinterpret_cast<std::uint64_t>(src.data()), 2500, pr.a.reg(src.data(), src.size())};
+    const std::uint32_t lk = pr.b.reg(dst.data(), dst.size());
+    datapath::Wqe& w = pr.b.rq.next_wqe();
+    w.wr_id = 1;
+    w.num_sge = 3;
+    w.total_len = 100 + 1000 + 2000;
+    Sge* g = pr.b.rq.next_sges();
+    g[0] = {reinterpret_cast<std::uint64_t>(dst.data() + 3000), 100, lk};
+    g[1] = {reinterpret_cast<std::uint64_t>(dst.data()), 1000, lk};
+    g[2] = {reinterpret_cast<std::uint64_t>(dst.data() + 1100), 2000, lk};
+    pr.b.rq.publish();
+    REQUIRE(pr.a.qp->post_send(send_wr(1), test::one_sge(s), pr.now) == 0);
+    pr.run_idle();
+    REQUIRE(pr.b.recv_cqes.size() == 1);
+    CHECK(pr.b.recv_cqes[0].byte_len == 2500);
+    CHECK(std::memcmp(dst.data() + 3000, src.data(), 100) == 0);
+    CHECK(std::memcmp(dst.data(), src.data() + 100, 1000) == 0);
+    CHECK(dst[1000] == 0xee);
+    CHECK(std::memcmp(dst.data() + 1100, src.data() + 1100, 1400) == 0);
+    CHECK(dst[2500] == 0xee);
+
+    // A receive WQE whose SGE names a key that is not the MR's.
+    pr.b.post_recv(2, dst.data(), 4096, lk + 1);
+    REQUIRE(pr.a.qp->post_send(send_wr(2), test::one_sge(s), pr.now) == 0);
+    pr.run_idle();
+    REQUIRE(pr.b.recv_cqes.size() == 2);
+    CHECK(pr.b.recv_cqes[1].status == IBV_WC_LOC_PROT_ERR);
+    REQUIRE(pr.a.send_cqes.size() == 2);
+    CHECK(pr.a.send_cqes[1].status == IBV_WC_REM_OP_ERR);
+    CHECK(pr.b.qp->state() == datapath::TransportState::error);
+    REQUIRE(!pr.b.events.empty());
+    CHECK(pr.b.events[0] == datapath::TransportEvent::qp_fatal);
+}
+
 TEST_CASE("rc send: post_send refuses what the QP cannot take", "[datapath][roce][rc]") {
     datapath::TransportLimits lim;
     lim.max_send_wr = 2;

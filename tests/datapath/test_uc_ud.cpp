@@ -182,3 +182,33 @@ TEST_CASE("ud: a receive buffer without room for GRH + payload is LOC_LEN_ERR; n
     CHECK(pr.a.send_cqes[2].status == IBV_WC_LOC_LEN_ERR);
     CHECK(pr.a.qp->state() == TransportState::error);
 }
+
+TEST_CASE("ud: over IPv6 the GRH is the IPv6 header", "[datapath][roce][ud]") {
+    RocePair pr(QpTransport::ud, {}, {}, [](auto& a, auto& b) {
+        for (auto* t : {&a, &b}) {
+            t->path.sgid = {0xfe, 0x80, 0, 0, 0, 0, 0, 0,
+                            0,    0,    0, 0, 0, 0, 0, static_cast<std::uint8_t>(t->qpn)};
+            t->path.dgid = t->path.sgid;
+            t->path.dgid[15] = static_cast<std::uint8_t>(t->dest_qpn);
+            t->path.flow_label = 0x12345;
+        }
+    });
+    std::vector<std::uint8_t> rb(256, 0);
+    pr.b.post_recv(1, rb.data(), 256, pr.b.reg(rb.data(), rb.size()));
+    SendWr w;
+    w.ud_path = pr.attrs_a.path;
+    w.remote_qpn = 0x22;
+    w.remote_qkey = 0x80000000;
+    REQUIRE(pr.a.qp->post_send(w, {}, pr.now) == 0);
+    // The harness logs the opcode at the IPv4 offset; parse the GRH instead.
+    pr.run_idle();
+    REQUIRE(pr.b.recv_cqes.size() == 1);
+    CHECK(pr.b.recv_cqes[0].byte_len == 40);
+    CHECK(pr.b.recv_cqes[0].wc_flags == IBV_WC_GRH);
+    CHECK(rb[0] >> 4 == 6);                                        // version 6
+    CHECK(((rb[1] & 0x0f) << 16 | rb[2] << 8 | rb[3]) == 0x12345); // flow label
+    CHECK(rb[6] == 17);                                            // next header UDP
+    CHECK(rb[8] == 0xfe);                                          // source fe80::11
+    CHECK(rb[23] == 0x11);
+    CHECK(rb[39] == 0x22); // destination fe80::22
+}
