@@ -55,7 +55,7 @@ struct TransportLimits {
     std::uint32_t max_send_wr = 64; // rounded up to a power of two
     std::uint32_t max_send_sge = 4;
     std::uint32_t max_inline = 256;
-    std::uint32_t max_recv_sge = 4;
+    std::uint32_t max_recv_sge = 4; // at least the RQ's or SRQ's max_sge (a WQE is copied whole)
     std::uint32_t window = 512;   // request PSNs in flight before the requester waits for ACKs
     std::uint32_t ack_every = 32; // the responder ACKs at least every this many packets
 };
@@ -121,14 +121,16 @@ public:
     RoceQp(TransportHost& host, const MrTable& mrs, const TransportLimits& limits,
            RoceCounters* port_counters = nullptr);
 
-    // Applies attributes and moves to `state` (the device validated both).
+    // Applies attributes and moves to `state` (the device validated both;
+    // `attrs` is the QP's whole current set, not only what this call changes).
     // Into RTR: the responder starts at rq_psn. Into RTS (from RTR): the
     // requester starts at sq_psn. Into RESET: everything is forgotten. Into
     // ERROR: posted work is flushed (IBV_WC_WR_FLUSH_ERR).
     void modify(const TransportAttrs& attrs, TransportState state, std::uint64_t now_ns) noexcept;
 
     // 0, ENOMEM (send queue full) or EINVAL (more SGEs than max_send_sge,
-    // inline data over max_inline, an operation the QP type lacks). In ERROR
+    // inline data over max_inline, an operation the QP type lacks, a
+    // message over 1 GiB, mlx5's max_msg_sz). Before RTS the WQE waits. In ERROR
     // the WQE completes at once with IBV_WC_WR_FLUSH_ERR.
     [[nodiscard]] int post_send(const SendWr& wr, std::span<const Sge> sges,
                                 std::uint64_t now_ns) noexcept;
