@@ -15,6 +15,8 @@ using net::RoceOpcode;
 
 namespace {
 
+// mlx5's max_msg_sz; its PSNs stay within half the PSN space even at MTU 256.
+constexpr std::uint64_t kMaxMessage = 1ull << 30;
 constexpr std::size_t kMaxHeaders =
     128; // Ethernet + tag + IPv6 + UDP + BTH + ext + ICRC, rounded up
 
@@ -152,7 +154,7 @@ int RoceQp::post_send(const SendWr& wr, std::span<const Sge> sges, std::uint64_t
         total += g.length;
     if (wr.inline_data && (total > limits_.max_inline || is_read_or_atomic(wr.op))) return EINVAL;
     if (is_atomic(wr.op) && (sges.empty() || sges[0].length < 8)) return EINVAL;
-    if (total > 0x80000000ull) return EINVAL; // a message is at most 2 GiB (IBA)
+    if (total > kMaxMessage) return EINVAL;
     if (sq_head_ - sq_tail_ > sq_mask_) return ENOMEM;
 
     SendSlot& s = slot(sq_head_);
