@@ -171,6 +171,8 @@ TEST_CASE("rc send: post_send refuses what the QP cannot take", "[datapath][roce
     SendWr w = send_wr(1);
     w.inline_data = true;
     CHECK(pr.a.qp->post_send(w, test::one_sge(s), pr.now) == EINVAL);
+    Sge huge{0x1000, (1u << 30) + 1, 1}; // over mlx5's max_msg_sz
+    CHECK(pr.a.qp->post_send(send_wr(1), test::one_sge(huge), pr.now) == EINVAL);
     CHECK(pr.a.qp->post_send(send_wr(1), {}, pr.now) == 0);
     CHECK(pr.a.qp->post_send(send_wr(2), {}, pr.now) == 0);
     CHECK(pr.a.qp->post_send(send_wr(3), {}, pr.now) == ENOMEM);
