@@ -85,12 +85,14 @@ RoceRx RoceQp::receive(const net::RocePacket& p, std::uint64_t now_ns) noexcept 
 }
 
 // Acknowledges every PSN up to and including `psn`. A READ or atomic the
-// ACK passes whose response never came is re-requested (its response was
-// lost: IBA 9.7.5.1.1, an implicit NAK). True when una_ moved.
+// ACK passes whose response never came is asked for again (its response
+// was lost: an implicit NAK). True when una_ moved or a request goes again;
+// the retry counters and the timer restart only when una_ moved.
 bool RoceQp::ack_through(std::uint32_t psn, std::uint64_t now_ns) noexcept {
     if (net::psn_before(psn, una_) || !net::psn_before(psn, next_psn_)) return false;
     const std::uint32_t mtu = net::mtu_bytes(attrs_.mtu);
     std::uint32_t new_una = net::psn_add(psn, 1);
+    bool again = false;
     for (std::uint32_t i = sq_tail_; i != assigned_; ++i) {
         SendSlot& s = slot(i);
         if (s.done) continue;
@@ -98,17 +100,20 @@ bool RoceQp::ack_through(std::uint32_t psn, std::uint64_t now_ns) noexcept {
         if (net::psn_before(psn, last)) break; // partly acknowledged at most
         if (is_read_or_atomic(s.wr.op)) {
             new_una = net::psn_add(s.first_psn, s.wr.op == SendOp::read ? s.read_done / mtu : 0);
-            una_ = new_una;
             go_back(new_una);
+            again = true;
             break;
         }
         s.done = true;
     }
+    const bool moved = new_una != una_;
     una_ = new_una;
-    retry_left_ = attrs_.retry_cnt;
-    rnr_left_ = attrs_.rnr_retry;
-    arm_ack_timer(now_ns, true);
-    return true;
+    if (moved) {
+        retry_left_ = attrs_.retry_cnt;
+        rnr_left_ = attrs_.rnr_retry;
+        arm_ack_timer(now_ns, true);
+    }
+    return moved || again;
 }
 
 RoceRx RoceQp::on_ack(const net::RocePacket& p, std::uint64_t now_ns) noexcept {
@@ -134,7 +139,7 @@ RoceRx RoceQp::on_ack(const net::RocePacket& p, std::uint64_t now_ns) noexcept {
             }
             --rnr_left_;
         }
-        go_back(psn);
+        go_back(net::psn_before(una_, psn) ? una_ : psn); // a READ before it may need asking again
         ack_deadline_ = kNoDeadline;
         rnr_deadline_ = now_ns + rnr_timer_ns(a.value());
         host_.deadline_changed(rnr_deadline_);
@@ -152,7 +157,7 @@ RoceRx RoceQp::on_ack(const net::RocePacket& p, std::uint64_t now_ns) noexcept {
             // RNR-NAKed one draw a sequence NAK on every RNR round.
             counters_.seq_naks_received.add();
             if (port_counters_) port_counters_->seq_naks_received.add();
-            go_back(psn);
+            go_back(net::psn_before(una_, psn) ? una_ : psn);
             break;
         }
         // A fatal NAK: the WQE the PSN belongs to fails, the QP goes to error.
@@ -251,7 +256,15 @@ RoceRx RoceQp::on_atomic_ack(const net::RocePacket& p, std::uint64_t now_ns) noe
         }
     if (idx == assigned_ || slot(idx).wr.op == SendOp::read) return RoceRx::stale_ack;
     SendSlot& s = slot(idx);
-    if (p.headers.bth.psn != s.first_psn) return RoceRx::duplicate;
+    const std::int32_t d = net::psn_diff(p.headers.bth.psn, s.first_psn);
+    if (d < 0) return RoceRx::duplicate;
+    if (d > 0) { // a later request's answer: this one's was lost, ask again
+        if (ack_through(net::psn_add(p.headers.bth.psn, net::kPsnMask), now_ns)) {
+            retire();
+            pump(now_ns);
+        }
+        return RoceRx::sequence_error;
+    }
     ack_through(net::psn_add(s.first_psn, net::kPsnMask), now_ns);
     std::uint8_t orig[8];
     const std::uint64_t v = p.headers.atomic_ack_eth.orig;
