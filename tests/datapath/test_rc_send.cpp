@@ -185,7 +185,7 @@ TEST_CASE("rc send: 10,000 SENDs arrive exactly once and in order through drop, 
     f.drop = 0.03;
     f.dup = 0.03;
     f.reorder = 0.05;
-    f.seed = GENERATE(1, 2);
+    f.seed = GENERATE(1, 2, 3);
     datapath::TransportLimits lim;
     lim.max_send_wr = 64;
     RocePair pr(QpTransport::rc, f, lim);
