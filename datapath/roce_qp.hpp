@@ -56,8 +56,8 @@ struct TransportLimits {
     std::uint32_t max_send_sge = 4;
     std::uint32_t max_inline = 256;
     std::uint32_t max_recv_sge = 4; // at least the RQ's or SRQ's max_sge (a WQE is copied whole)
-    std::uint32_t window = 512;   // request PSNs in flight before the requester waits for ACKs
-    std::uint32_t ack_every = 32; // the responder ACKs at least every this many packets
+    std::uint32_t window = 512;     // request PSNs in flight before the requester waits for ACKs
+    std::uint32_t ack_every = 32;   // the responder ACKs at least every this many packets
 };
 
 enum class SendOp : std::uint8_t { send, send_imm, write, write_imm, read, cmp_swp, fetch_add };
@@ -219,8 +219,8 @@ private:
     bool take_recv_wqe() noexcept; // copies the front receive WQE and consumes it
     bool place(std::uint32_t offset, std::span<const std::uint8_t> data) noexcept;
     void complete_recv(std::uint8_t status, std::uint8_t opcode, std::uint32_t byte_len,
-                       std::uint32_t wc_flags, std::uint32_t imm_host,
-                       std::uint32_t src_qp) noexcept;
+                       std::uint32_t wc_flags, std::uint32_t imm_host, std::uint32_t src_qp,
+                       bool solicited = false) noexcept;
     void reset_responder() noexcept;
 
     void transmit(const net::RocePath& path, const net::RoceHeaders& h,

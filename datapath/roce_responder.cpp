@@ -56,8 +56,8 @@ bool RoceQp::place(std::uint32_t offset, std::span<const std::uint8_t> data) noe
 }
 
 void RoceQp::complete_recv(std::uint8_t status, std::uint8_t opcode, std::uint32_t byte_len,
-                           std::uint32_t wc_flags, std::uint32_t imm_host,
-                           std::uint32_t src_qp) noexcept {
+                           std::uint32_t wc_flags, std::uint32_t imm_host, std::uint32_t src_qp,
+                           bool solicited) noexcept {
     Cqe c;
     c.wr_id = rwqe_id_;
     c.timestamp_ns = now_ns_;
@@ -68,6 +68,7 @@ void RoceQp::complete_recv(std::uint8_t status, std::uint8_t opcode, std::uint32
     c.wc_flags = status == IBV_WC_SUCCESS ? wc_flags : 0;
     c.imm_data = (wc_flags & IBV_WC_WITH_IMM) ? be32(imm_host) : 0;
     c.src_qp = src_qp;
+    c.solicited = solicited;
     have_wqe_ = false;
     host_.complete_recv(c);
 }
@@ -226,7 +227,7 @@ RoceRx RoceQp::rc_send(const net::RocePacket& p, std::uint64_t now_ns) noexcept 
         in_msg_ = InMsg::none;
         const bool imm = p.info->immediate();
         complete_recv(IBV_WC_SUCCESS, IBV_WC_RECV, msg_off_, imm ? IBV_WC_WITH_IMM : 0,
-                      p.headers.imm.value, 0);
+                      p.headers.imm.value, 0, p.headers.bth.solicited);
     } else {
         in_msg_ = InMsg::send;
     }
@@ -270,7 +271,7 @@ RoceRx RoceQp::rc_write(const net::RocePacket& p, std::uint64_t now_ns) noexcept
         if (imm) {
             (void)take_recv_wqe();
             complete_recv(IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, write_len_, IBV_WC_WITH_IMM,
-                          p.headers.imm.value, 0);
+                          p.headers.imm.value, 0, p.headers.bth.solicited);
         }
     } else {
         in_msg_ = InMsg::write;

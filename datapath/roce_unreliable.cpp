@@ -56,7 +56,7 @@ RoceRx RoceQp::uc_request(const net::RocePacket& p, std::uint64_t) noexcept {
             in_msg_ = InMsg::none;
             const bool imm = p.info->immediate();
             complete_recv(IBV_WC_SUCCESS, IBV_WC_RECV, msg_off_, imm ? IBV_WC_WITH_IMM : 0,
-                          p.headers.imm.value, 0);
+                          p.headers.imm.value, 0, p.headers.bth.solicited);
         } else {
             in_msg_ = InMsg::send;
         }
@@ -84,7 +84,7 @@ RoceRx RoceQp::uc_request(const net::RocePacket& p, std::uint64_t) noexcept {
         in_msg_ = InMsg::none;
         if (imm)
             complete_recv(IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, write_len_, IBV_WC_WITH_IMM,
-                          p.headers.imm.value, 0);
+                          p.headers.imm.value, 0, p.headers.bth.solicited);
     } else {
         in_msg_ = InMsg::write;
     }
@@ -108,7 +108,7 @@ RoceRx RoceQp::ud_request(const net::RocePacket& p, std::uint64_t) noexcept {
         return RoceRx::remote_operation;
     }
     complete_recv(IBV_WC_SUCCESS, IBV_WC_RECV, len + 40, IBV_WC_GRH | (imm ? IBV_WC_WITH_IMM : 0),
-                  p.headers.imm.value, p.headers.deth.src_qp);
+                  p.headers.imm.value, p.headers.deth.src_qp, p.headers.bth.solicited);
     return RoceRx::consumed;
 }
 

@@ -96,6 +96,7 @@ TEST_CASE("rc send: SEND with immediate, unsignalled sends, zero-length and inli
     std::memset(text, 'x', sizeof text - 1); // inline data was copied at post
     SendWr u = send_wr(2);
     u.signaled = false;
+    u.solicited = true;
     REQUIRE(pr.a.qp->post_send(u, {}, pr.now) == 0); // zero-length, unsignalled
     REQUIRE(pr.a.qp->post_send(send_wr(3), {}, pr.now) == 0);
     pr.run_idle();
@@ -109,6 +110,8 @@ TEST_CASE("rc send: SEND with immediate, unsignalled sends, zero-length and inli
     CHECK(pr.b.recv_cqes[0].byte_len == sizeof text);
     CHECK(std::memcmp(dst.data(), "inline payload", sizeof text) == 0);
     CHECK(pr.b.recv_cqes[1].byte_len == 0);
+    CHECK(pr.b.recv_cqes[1].solicited); // the SE bit, for solicited-only notification
+    CHECK_FALSE(pr.b.recv_cqes[0].solicited);
     CHECK(pr.b.recv_cqes[2].wr_id == 102);
     REQUIRE(pr.a.send_cqes.size() == 2); // the unsignalled one completes silently
     CHECK(pr.a.send_cqes[0].wr_id == 1);
