@@ -23,7 +23,7 @@ struct Cqe {
     std::uint16_t cvlan = 0;  // stripped TCI, host order; 0 when nothing was stripped
     std::uint8_t status = 0;  // enum ibv_wc_status
     std::uint8_t opcode = 0;  // enum ibv_wc_opcode
-    bool solicited = false;   // a RoCE receive whose last packet had the BTH SE bit (solicited-only notification)
+    bool solicited = false;   // RoCE receive: its last packet had the SE bit (solicited notify)
 };
 
 class CqRing {
