@@ -41,7 +41,7 @@ struct TransportAttrs {
     std::uint8_t rnr_retry = 7;          // retries after an RNR NAK; 7 = for ever
     std::uint8_t min_rnr_timer = 12;     // the code the responder's RNR NAKs carry
     std::uint8_t max_rd_atomic = 1;      // READs / atomics in flight as requester
-    std::uint8_t max_dest_rd_atomic = 1; // READs / atomics kept for duplicates as responder
+    std::uint8_t max_dest_rd_atomic = 1; // READs / atomics kept for duplicates (at most 16)
     std::uint32_t qkey = 0;              // UD
     std::uint32_t access = 0;            // IBV_ACCESS_REMOTE_WRITE / _READ / _ATOMIC the QP allows
     const void* pd = nullptr;            // MRs must belong to it
