@@ -38,17 +38,29 @@ std::uint8_t pat(std::uint32_t i, std::uint32_t j) {
 TEST_CASE("rc mixed: SEND, WRITE, READ, atomics under drop, duplicate and reorder (4% to 30%), "
           "PSNs wrapping: each executed once, in order",
           "[datapath][roce][rc][faults]") {
+    // Seeds 1 to 40 pass; six keep the suite quick. Heavy: 10% (narrow) or
+    // 20% loss, 20% duplicates, 30% reordered. (At 20% loss the narrow set-up
+    // sends four times the packets, and four runs in eighteen met eight
+    // timeouts in a row somewhere: IBV_WC_RETRY_EXC_ERR, as retry_cnt 7 says.)
     const std::uint64_t seed = GENERATE(range(1, 7));
-    const bool heavy = seed > 3; // (seeds 1 to 40 of both kinds pass; six keep the suite quick)
+    const bool heavy = seed > 3;
+    const bool narrow = seed % 2 == 1;
     test::Faults f;
-    f.drop = heavy ? 0.2 : 0.04;
+    f.drop = heavy ? (narrow ? 0.1 : 0.2) : 0.04;
     f.dup = heavy ? 0.2 : 0.04;
     f.reorder = heavy ? 0.3 : 0.05;
     f.seed = seed;
     datapath::TransportLimits lim;
     lim.max_send_wr = 32;
-    RocePair pr(QpTransport::rc, f, lim, [](auto& a, auto& b) {
+    // Odd seeds: MTU 256, a window of 8 PSNs and an ACK at least every 2
+    // packets (messages of up to 16 packets, acknowledged piecemeal).
+    if (narrow) {
+        lim.window = 8;
+        lim.ack_every = 2;
+    }
+    RocePair pr(QpTransport::rc, f, lim, [&](auto& a, auto& b) {
         a.sq_psn = b.rq_psn = 0xffffff - 300; // wraps a few hundred packets in
+        if (narrow) a.mtu = b.mtu = net::PathMtu::mtu256;
     });
     constexpr std::uint32_t kOps = 3000, kSlot = 4096, kRegion = 64 * 1024;
     std::vector<std::uint8_t> a_arena(kOps * kSlot), b_recv(64 * kSlot), b_write(kRegion, 0),
