@@ -1,7 +1,7 @@
 // The two RC timers of IBA vol. 1 (datapath/README.md, "RoCE transport"):
 // the local ACK timeout, 4.096 us * 2^timeout (timeout 0: infinite), and
-// the RNR NAK timer, whose 5-bit code indexes a table (IBA table 45; code 0
-// is the longest, 655.36 ms).
+// the RNR NAK timer, whose 5-bit code indexes the IBA's table of timer
+// encodings (code 0 is the longest, 655.36 ms).
 #pragma once
 
 #include <array>
