@@ -18,9 +18,12 @@ struct Cqe {
     std::uint32_t qp_num = 0; // WQ number for WQ completions
     std::uint32_t wc_flags = 0;
     std::uint32_t vendor_err = 0;
+    std::uint32_t imm_data = 0; // as ibv_wc.imm_data: network byte order (IBV_WC_WITH_IMM)
+    std::uint32_t src_qp = 0;   // UD receives: the sender's QPN (from the DETH)
     std::uint16_t cvlan = 0;  // stripped TCI, host order; 0 when nothing was stripped
     std::uint8_t status = 0;  // enum ibv_wc_status
     std::uint8_t opcode = 0;  // enum ibv_wc_opcode
+    bool solicited = false;   // RoCE receive: its last packet had the SE bit (solicited notify)
 };
 
 class CqRing {

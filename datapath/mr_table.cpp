@@ -34,17 +34,37 @@ void MrTable::remove(std::uint32_t lkey) noexcept {
     slots_[i].lkey.compare_exchange_strong(expected, 0, std::memory_order_acq_rel);
 }
 
+const MrEntry* MrTable::live(std::uint32_t key) const noexcept {
+    const std::uint32_t i = (key >> 8) - 1;
+    if ((key >> 8) == 0 || i >= capacity_) return nullptr;
+    const Slot& s = slots_[i];
+    if (s.lkey.load(std::memory_order_acquire) != key) return nullptr;
+    return &s.entry;
+}
+
+namespace {
+bool covers(const MrEntry& e, std::uint64_t addr, std::uint32_t length) noexcept {
+    return addr >= e.addr && length <= e.length && addr - e.addr <= e.length - length;
+}
+} // namespace
+
 std::uint8_t* MrTable::translate(std::uint32_t lkey, const void* pd, std::uint64_t addr,
                                  std::uint32_t length, bool write) const noexcept {
-    const std::uint32_t i = (lkey >> 8) - 1;
-    if ((lkey >> 8) == 0 || i >= capacity_) return nullptr;
-    const Slot& s = slots_[i];
-    if (s.lkey.load(std::memory_order_acquire) != lkey) return nullptr;
-    const MrEntry& e = s.entry;
-    if (e.pd != pd || (write && !e.local_write) || addr < e.addr || length > e.length ||
-        addr - e.addr > e.length - length)
+    const MrEntry* e = live(lkey);
+    if (e == nullptr || e->pd != pd || (write && !e->local_write) || !covers(*e, addr, length))
         return nullptr;
-    return reinterpret_cast<std::uint8_t*>(e.host + (addr - e.addr));
+    return reinterpret_cast<std::uint8_t*>(e->host + (addr - e->addr));
+}
+
+std::uint8_t* MrTable::translate_remote(std::uint32_t rkey, const void* pd, std::uint64_t addr,
+                                        std::uint32_t length, std::uint8_t access) const noexcept {
+    const MrEntry* e = live(rkey);
+    if (e == nullptr || e->pd != pd) return nullptr;
+    if (((access & kRemoteRead) && !e->remote_read) ||
+        ((access & kRemoteWrite) && !e->remote_write) ||
+        ((access & kRemoteAtomic) && !e->remote_atomic) || !covers(*e, addr, length))
+        return nullptr;
+    return reinterpret_cast<std::uint8_t*>(e->host + (addr - e->addr));
 }
 
 } // namespace rdmasim::datapath

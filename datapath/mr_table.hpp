@@ -17,6 +17,18 @@ struct MrEntry {
     std::uint64_t host = 0;   // where addr lives in this process
     const void* pd = nullptr; // owner identity, compared by address
     bool local_write = false;
+    // Remote access (IBV_ACCESS_REMOTE_READ / _WRITE / _ATOMIC), checked by
+    // translate_remote for the RoCE responder. The rkey is the lkey (as mlx5).
+    bool remote_read = false;
+    bool remote_write = false;
+    bool remote_atomic = false;
+};
+
+// What a remote request needs of an MR (bits, one per request kind).
+enum RemoteAccess : std::uint8_t {
+    kRemoteRead = 1u << 0,
+    kRemoteWrite = 1u << 1,
+    kRemoteAtomic = 1u << 2,
 };
 
 class MrTable {
@@ -35,9 +47,17 @@ public:
     // Returns the host address of `addr`, or nullptr when the check fails.
     [[nodiscard]] std::uint8_t* translate(std::uint32_t lkey, const void* pd, std::uint64_t addr,
                                           std::uint32_t length, bool write) const noexcept;
+    // The rkey check of a remote READ, WRITE or atomic (datapath/README.md,
+    // "RoCE transport"): rkey names a live MR of `pd` granting every bit of
+    // `access` that covers [addr, addr + length). Host address or nullptr.
+    // A zero-length request still needs a live key of the PD with the access.
+    [[nodiscard]] std::uint8_t* translate_remote(std::uint32_t rkey, const void* pd,
+                                                 std::uint64_t addr, std::uint32_t length,
+                                                 std::uint8_t access) const noexcept;
     [[nodiscard]] std::uint32_t capacity() const noexcept { return capacity_; }
 
 private:
+    [[nodiscard]] const MrEntry* live(std::uint32_t key) const noexcept;
     struct Slot {
         MrEntry entry;
         std::atomic<std::uint32_t> lkey{0}; // 0 = free

@@ -75,6 +75,31 @@ TEST_CASE("mr table: write needs LOCAL_WRITE, reads do not", "[datapath][mr]") {
     CHECK(t.translate(ro, &kPdA, kIova, 64, false) == host(kHost));
 }
 
+TEST_CASE("mr table: translate_remote needs each access asked for, the PD and the range",
+          "[datapath][mr]") {
+    MrTable t(4);
+    MrEntry e = entry(&kPdA);
+    e.remote_read = true; // read only from the wire
+    const std::uint32_t rkey = t.add(e);
+    e.remote_write = e.remote_atomic = true;
+    const std::uint32_t all = t.add(e);
+    using datapath::kRemoteAtomic;
+    using datapath::kRemoteRead;
+    using datapath::kRemoteWrite;
+    CHECK(t.translate_remote(rkey, &kPdA, kIova + 8, 8, kRemoteRead) == host(kHost + 8));
+    CHECK(t.translate_remote(rkey, &kPdA, kIova, 8, kRemoteWrite) == nullptr);
+    CHECK(t.translate_remote(rkey, &kPdA, kIova, 8, kRemoteAtomic) == nullptr);
+    CHECK(t.translate_remote(rkey, &kPdA, kIova, 8, kRemoteRead | kRemoteWrite) == nullptr);
+    CHECK(t.translate_remote(all, &kPdA, kIova, 8, kRemoteRead | kRemoteWrite | kRemoteAtomic) ==
+          host(kHost));
+    CHECK(t.translate_remote(all, &kPdB, kIova, 8, kRemoteRead) == nullptr);
+    CHECK(t.translate_remote(all, &kPdA, kIova + kLen - 4, 8, kRemoteWrite) == nullptr);
+    CHECK(t.translate_remote(all, &kPdA, kIova - 1, 1, kRemoteWrite) == nullptr);
+    CHECK(t.translate_remote(all + 1, &kPdA, kIova, 8, kRemoteRead) == nullptr);
+    // Local write access is not remote write access, nor the reverse.
+    CHECK(t.translate(rkey, &kPdA, kIova, 8, true) == host(kHost));
+}
+
 TEST_CASE("mr table: keys are unique, die with their MR, and a full table says 0",
           "[datapath][mr]") {
     MrTable t(4);

@@ -1,0 +1,101 @@
+#include "datapath/roce_port.hpp"
+
+#include <algorithm>
+#include <bit>
+
+namespace rdmasim::datapath {
+
+RocePort::RocePort(std::size_t loopback_bytes, std::uint32_t loopback_frames)
+    : lb_bytes_(loopback_bytes), lb_entries_(std::bit_ceil(std::max(1u, loopback_frames))) {}
+
+bool RocePort::queue_loopback(std::span<const std::uint8_t> frame) noexcept {
+    const std::size_t len = frame.size();
+    const std::size_t cap = lb_bytes_.size();
+    std::size_t off = 0;
+    bool room = lb_head_ - lb_tail_ < lb_entries_.size();
+    if (room && lb_head_ == lb_tail_) {
+        lb_write_ = 0; // empty: start over
+        room = len <= cap;
+    } else if (room) {
+        // The oldest frame's bytes start at `rd`; the writer never catches up
+        // with it (strict <), so lb_write_ == rd only when the queue is empty.
+        const std::size_t rd = lb_entries_[lb_tail_ & (lb_entries_.size() - 1)].off;
+        if (lb_write_ >= rd) {
+            if (cap - lb_write_ >= len)
+                off = lb_write_;
+            else
+                room = len < rd; // wrap to the start
+        } else {
+            off = lb_write_;
+            room = lb_write_ + len < rd;
+        }
+    }
+    if (!room) [[unlikely]] {
+        counters_.loopback_overflow.add();
+        return false;
+    }
+    std::copy(frame.begin(), frame.end(), lb_bytes_.begin() + static_cast<std::ptrdiff_t>(off));
+    lb_entries_[lb_head_ & (lb_entries_.size() - 1)] = {static_cast<std::uint32_t>(off),
+                                                        static_cast<std::uint32_t>(len)};
+    ++lb_head_;
+    lb_write_ = off + len;
+    counters_.loopback_frames.add();
+    return true;
+}
+
+void RocePort::drain_loopback(std::uint64_t now_ns) noexcept {
+    if (draining_) return;
+    draining_ = true;
+    while (lb_head_ != lb_tail_) {
+        const LoopbackEntry e = lb_entries_[lb_tail_ & (lb_entries_.size() - 1)];
+        // The entry stays queued while it is processed, so frames it causes
+        // are placed around its bytes, never over them.
+        (void)ingress({lb_bytes_.data() + e.off, e.len}, now_ns);
+        ++lb_tail_;
+    }
+    draining_ = false;
+}
+
+bool RocePort::attach(RoceQp& qp) {
+    return qps_.emplace(qp.attrs().qpn, &qp).second;
+}
+
+void RocePort::detach(std::uint32_t qpn) noexcept {
+    qps_.erase(qpn);
+}
+
+RoceQp* RocePort::find(std::uint32_t qpn) const noexcept {
+    const auto it = qps_.find(qpn);
+    return it == qps_.end() ? nullptr : it->second;
+}
+
+std::optional<RoceRx> RocePort::ingress(std::span<const std::uint8_t> frame,
+                                        std::uint64_t now_ns) noexcept {
+    counters_.frames.add();
+    net::RocePacket p;
+    const net::RoceDrop d = net::parse_roce_frame(frame, p);
+    if (d != net::RoceDrop::none) [[unlikely]] {
+        counters_.parse_drops[static_cast<std::size_t>(d)].add();
+        return std::nullopt;
+    }
+    RoceQp* qp = find(p.headers.bth.dest_qp);
+    if (qp == nullptr) [[unlikely]] {
+        counters_.unknown_qp.add();
+        return std::nullopt;
+    }
+    return qp->receive(p, now_ns);
+}
+
+void RocePort::service(std::uint64_t now_ns) noexcept {
+    for (auto& [qpn, qp] : qps_)
+        if (qp->next_deadline_ns() <= now_ns) qp->service(now_ns);
+}
+
+std::uint64_t RocePort::next_deadline_ns() const noexcept {
+    std::uint64_t t = kNoDeadline;
+    for (const auto& [qpn, qp] : qps_)
+        t = std::min(t, qp->next_deadline_ns());
+    return t;
+}
+
+} // namespace rdmasim::datapath

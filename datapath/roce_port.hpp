@@ -1,0 +1,85 @@
+// A port's RoCE side (datapath/README.md, "RoCE transport"): the QPs by
+// number, the frame -> QP demultiplexing, their timers, and the port's
+// RoCE counters. A RoCE frame the port hands over ends here in exactly one
+// outcome: a parse drop (net::RoceDrop), `unknown_qp`, or the QP's RoceRx.
+// Same threading as RoceQp: every call under the port lock.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "datapath/roce_qp.hpp"
+#include "net/roce_frame.hpp"
+
+namespace rdmasim::datapath {
+
+struct RocePortCounters {
+    RoceCounters qps; // the sum of every attached QP's counters (each QP adds as it counts)
+    Counter frames;   // RoCE frames offered: = parse drops + unknown_qp + qps.rx_frames
+    std::array<Counter, net::kRoceDropCount> parse_drops; // by net::RoceDrop (index 0 unused)
+    Counter unknown_qp; // BTH DestQP names no attached QP (the port answers nothing)
+    // Loopback (observations: a looped frame is counted again in `frames` when drained).
+    Counter loopback_frames;   // frames queued for a QP of this port
+    Counter loopback_overflow; // frames lost because the loopback queue was full
+};
+
+class RocePort {
+public:
+    // The loopback queue's storage (allocated here, once): `bytes` of frame
+    // data and at most `frames` frames.
+    explicit RocePort(std::size_t loopback_bytes = 8u << 20, std::uint32_t loopback_frames = 16384);
+
+    // The counters a QP of this port must be constructed with (RoceQp's port_counters).
+    [[nodiscard]] RoceCounters* qp_counters() noexcept { return &counters_.qps; }
+
+    // Attaching allocates (set-up only); false when the QPN is taken.
+    bool attach(RoceQp& qp);
+    void detach(std::uint32_t qpn) noexcept;
+
+    // One frame (no FCS) the port classified as RoCE v2 (UDP 4791): parsed,
+    // handed to the QP its BTH names. Returns the QP's outcome, or nullopt
+    // for a parse drop or an unknown QP (counted here).
+    std::optional<RoceRx> ingress(std::span<const std::uint8_t> frame,
+                                  std::uint64_t now_ns) noexcept;
+
+    // Fires every attached QP's timers due at `now_ns`.
+    void service(std::uint64_t now_ns) noexcept;
+    // The earliest deadline over the attached QPs (a scan), or kNoDeadline.
+    [[nodiscard]] std::uint64_t next_deadline_ns() const noexcept;
+
+    // A frame a QP of this port sends to a QP of this port (the caller
+    // decides from its addresses). A transport may not be re-entered from
+    // its own transmit, so the frame waits here, copied, until
+    // drain_loopback. False (counted in loopback_overflow: RC recovers as
+    // from any loss) when the queue is full.
+    bool queue_loopback(std::span<const std::uint8_t> frame) noexcept;
+    // Ingresses the queued frames in order, and those they cause, until the
+    // queue is empty. Call it after every call into a transport of this
+    // port (post_send, service, ingress, modify) once it has returned; a
+    // call made while draining returns at once.
+    void drain_loopback(std::uint64_t now_ns) noexcept;
+    [[nodiscard]] bool loopback_empty() const noexcept { return lb_head_ == lb_tail_; }
+
+    [[nodiscard]] const RocePortCounters& counters() const noexcept { return counters_; }
+    [[nodiscard]] RoceQp* find(std::uint32_t qpn) const noexcept;
+
+private:
+    std::unordered_map<std::uint32_t, RoceQp*> qps_;
+    RocePortCounters counters_;
+    // Loopback: a byte ring of frames (each contiguous) and a ring of (offset, length).
+    struct LoopbackEntry {
+        std::uint32_t off = 0;
+        std::uint32_t len = 0;
+    };
+    std::vector<std::uint8_t> lb_bytes_;
+    std::vector<LoopbackEntry> lb_entries_;   // power of two
+    std::uint32_t lb_head_ = 0, lb_tail_ = 0; // free-running entry indices
+    std::size_t lb_write_ = 0;                // where the next frame's bytes go
+    bool draining_ = false;
+};
+
+} // namespace rdmasim::datapath

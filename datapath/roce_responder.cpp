@@ -1,0 +1,370 @@
+// The RC responder: the expected PSN, duplicates, NAKs, SEND placement into
+// receive WQEs, RDMA WRITE / READ / atomics against rkeys, ACK coalescing.
+// (datapath/README.md, "RoCE transport")
+#include <infiniband/verbs.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+#include "datapath/roce_qp.hpp"
+#include "datapath/roce_sge.hpp"
+
+namespace rdmasim::datapath {
+
+using net::RoceOpcode;
+using net::SegmentPosition;
+
+namespace {
+bool message_end(SegmentPosition pos) noexcept {
+    return pos == SegmentPosition::last || pos == SegmentPosition::only;
+}
+std::uint32_t be32(std::uint32_t v) noexcept {
+    const std::uint8_t b[4] = {static_cast<std::uint8_t>(v >> 24),
+                               static_cast<std::uint8_t>(v >> 16),
+                               static_cast<std::uint8_t>(v >> 8), static_cast<std::uint8_t>(v)};
+    std::uint32_t r;
+    std::memcpy(&r, b, 4);
+    return r;
+}
+} // namespace
+
+void RoceQp::reset_responder() noexcept {
+    in_msg_ = InMsg::none;
+    uc_drop_ = false;
+    have_wqe_ = false;
+    msg_off_ = 0;
+    write_dst_ = nullptr;
+    write_len_ = 0;
+    unacked_ = 0;
+}
+
+bool RoceQp::take_recv_wqe() noexcept {
+    RecvView v;
+    if (!host_.peek_recv(v)) return false;
+    rwqe_id_ = v.wqe->wr_id;
+    rwqe_len_ = v.wqe->total_len;
+    rwqe_nsge_ = std::min(v.wqe->num_sge, limits_.max_recv_sge);
+    std::copy(v.sges, v.sges + rwqe_nsge_, rwqe_sges_.begin());
+    host_.pop_recv();
+    have_wqe_ = true;
+    return true;
+}
+
+bool RoceQp::place(std::uint32_t offset, std::span<const std::uint8_t> data) noexcept {
+    return data.empty() || place_at(mrs_, attrs_.pd, rwqe_sges_.data(), rwqe_nsge_, offset, data);
+}
+
+void RoceQp::complete_recv(std::uint8_t status, std::uint8_t opcode, std::uint32_t byte_len,
+                           std::uint32_t wc_flags, std::uint32_t imm_host, std::uint32_t src_qp,
+                           bool solicited) noexcept {
+    Cqe c;
+    c.wr_id = rwqe_id_;
+    c.timestamp_ns = now_ns_;
+    c.qp_num = attrs_.qpn;
+    c.status = status;
+    c.opcode = opcode;
+    c.byte_len = status == IBV_WC_SUCCESS ? byte_len : 0;
+    c.wc_flags = status == IBV_WC_SUCCESS ? wc_flags : 0;
+    c.imm_data = (wc_flags & IBV_WC_WITH_IMM) ? be32(imm_host) : 0;
+    c.src_qp = src_qp;
+    c.solicited = solicited;
+    have_wqe_ = false;
+    host_.complete_recv(c);
+}
+
+void RoceQp::send_aeth(std::uint8_t opcode, std::uint8_t syndrome, std::uint32_t psn,
+                       std::uint64_t now_ns, const std::uint64_t* atomic_orig) noexcept {
+    net::RoceHeaders h;
+    h.bth.opcode = opcode;
+    h.bth.pkey = attrs_.pkey;
+    h.bth.dest_qp = attrs_.dest_qpn;
+    h.bth.psn = psn;
+    h.aeth.syndrome = syndrome;
+    h.aeth.msn = msn_;
+    if (atomic_orig) h.atomic_ack_eth.orig = *atomic_orig;
+    transmit(attrs_.path, h, {}, now_ns);
+    const bool ack = (syndrome >> 5) == 0;
+    Counter& c = ack ? counters_.acks_sent : counters_.naks_sent;
+    c.add();
+    if (port_counters_) (ack ? port_counters_->acks_sent : port_counters_->naks_sent).add();
+}
+
+void RoceQp::ack_now(std::uint32_t psn, std::uint64_t now_ns) noexcept {
+    send_aeth(static_cast<std::uint8_t>(RoceOpcode::rc_ack),
+              net::Aeth::make_syndrome(net::AckKind::ack, net::kCreditsInvalid), psn, now_ns);
+    unacked_ = 0;
+}
+
+// The packet at ePSN was accepted: ePSN moves on; an ACK goes when the
+// requester asked (AckReq), at the end of a message, or every ack_every packets.
+void RoceQp::after_accept(const net::RocePacket& p, bool end, std::uint64_t now_ns) noexcept {
+    epsn_ = net::psn_add(p.headers.bth.psn, 1);
+    seq_nak_sent_ = false;
+    ++unacked_;
+    if (p.headers.bth.ack_req || end || unacked_ >= limits_.ack_every)
+        ack_now(p.headers.bth.psn, now_ns);
+}
+
+// A class of error the requester is told by a NAK and that moves the
+// responder's QP to ERR (IBA 9.9.3.1: invalid request, remote access,
+// remote operational errors), with the async event the spec pairs with it.
+RoceRx RoceQp::responder_fail(RoceRx why, net::NakCode code, std::uint32_t psn,
+                              std::uint64_t now_ns) noexcept {
+    send_aeth(static_cast<std::uint8_t>(RoceOpcode::rc_ack),
+              net::Aeth::make_syndrome(net::AckKind::nak, static_cast<std::uint8_t>(code)), psn,
+              now_ns);
+    host_.event(code == net::NakCode::remote_access_error        ? TransportEvent::qp_access_err
+                : code == net::NakCode::remote_operational_error ? TransportEvent::qp_fatal
+                                                                 : TransportEvent::qp_req_err);
+    enter_error();
+    return why;
+}
+
+RoceRx RoceQp::rc_request(const net::RocePacket& p, std::uint64_t now_ns) noexcept {
+    const std::uint32_t psn = p.headers.bth.psn;
+    const std::int32_t d = net::psn_diff(psn, epsn_);
+    if (d < 0) return rc_duplicate(p, now_ns);
+    if (d > 0) {
+        if (!seq_nak_sent_) {
+            seq_nak_sent_ = true;
+            send_aeth(static_cast<std::uint8_t>(RoceOpcode::rc_ack),
+                      net::Aeth::make_syndrome(net::AckKind::nak, 0), epsn_, now_ns);
+        }
+        return RoceRx::sequence_error;
+    }
+    const net::RoceOp op = p.info->op;
+    const bool cont =
+        p.info->position == SegmentPosition::middle || p.info->position == SegmentPosition::last;
+    const bool in_order = in_msg_ == InMsg::send    ? op == net::RoceOp::send && cont
+                          : in_msg_ == InMsg::write ? op == net::RoceOp::rdma_write && cont
+                                                    : !cont;
+    if (!in_order || !net::payload_length_ok(*p.info, static_cast<std::uint32_t>(p.payload.size()),
+                                             net::mtu_bytes(attrs_.mtu)))
+        return responder_fail(RoceRx::invalid_request, net::NakCode::invalid_request, psn, now_ns);
+    switch (op) {
+    case net::RoceOp::send:
+        return rc_send(p, now_ns);
+    case net::RoceOp::rdma_write:
+        return rc_write(p, now_ns);
+    case net::RoceOp::rdma_read_request:
+        return rc_read(p, now_ns);
+    case net::RoceOp::compare_swap:
+    case net::RoceOp::fetch_add:
+        return rc_atomic(p, now_ns);
+    default:
+        return RoceRx::stale_ack;
+    }
+}
+
+RoceRx RoceQp::rc_duplicate(const net::RocePacket& p, std::uint64_t now_ns) noexcept {
+    const std::uint32_t psn = p.headers.bth.psn;
+    const std::uint32_t n = std::clamp<std::uint32_t>(attrs_.max_dest_rd_atomic, 1,
+                                                      static_cast<std::uint32_t>(rd_slots_.size()));
+    switch (p.info->op) {
+    case net::RoceOp::rdma_read_request:
+        // Answered again from the saved request (IBA 9.7.5.1.2): only a
+        // READ still remembered; its new RETH (a re-request from a later
+        // PSN carries an adjusted VA and length) is checked again.
+        for (std::uint32_t i = 0; i < n; ++i) {
+            const RdAtomicSlot& s = rd_slots_[i];
+            const std::int32_t k = net::psn_diff(psn, s.psn);
+            if (!s.valid || s.atomic || k < 0 || k >= static_cast<std::int32_t>(s.npkts)) continue;
+            const net::Reth& r = p.headers.reth;
+            const std::uint8_t* src =
+                (attrs_.access & IBV_ACCESS_REMOTE_READ)
+                    ? mrs_.translate_remote(r.rkey, attrs_.pd, r.va, r.dma_len, kRemoteRead)
+                    : nullptr;
+            if (src != nullptr || r.dma_len == 0) send_read_responses(psn, src, r.dma_len, now_ns);
+            break;
+        }
+        return RoceRx::duplicate;
+    case net::RoceOp::compare_swap:
+    case net::RoceOp::fetch_add:
+        for (std::uint32_t i = 0; i < n; ++i) {
+            const RdAtomicSlot& s = rd_slots_[i];
+            if (s.valid && s.atomic && s.psn == psn) {
+                send_aeth(static_cast<std::uint8_t>(RoceOpcode::rc_atomic_ack),
+                          net::Aeth::make_syndrome(net::AckKind::ack, net::kCreditsInvalid), psn,
+                          now_ns, &s.orig);
+                break;
+            }
+        }
+        return RoceRx::duplicate;
+    default:
+        // SEND / WRITE already placed: acknowledge again, up to the last PSN taken.
+        if (p.headers.bth.ack_req) ack_now(net::psn_add(epsn_, net::kPsnMask), now_ns);
+        return RoceRx::duplicate;
+    }
+}
+
+RoceRx RoceQp::rc_send(const net::RocePacket& p, std::uint64_t now_ns) noexcept {
+    const auto pos = p.info->position;
+    const std::uint32_t psn = p.headers.bth.psn;
+    if (pos == SegmentPosition::first || pos == SegmentPosition::only) {
+        if (!take_recv_wqe()) {
+            send_aeth(static_cast<std::uint8_t>(RoceOpcode::rc_ack),
+                      net::Aeth::make_syndrome(net::AckKind::rnr_nak, attrs_.min_rnr_timer), psn,
+                      now_ns);
+            return RoceRx::rnr;
+        }
+        msg_off_ = 0;
+    }
+    const auto len = static_cast<std::uint32_t>(p.payload.size());
+    if (len > rwqe_len_ - std::min(rwqe_len_, msg_off_)) {
+        complete_recv(IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, 0, 0, 0);
+        return responder_fail(RoceRx::length_error, net::NakCode::invalid_request, psn, now_ns);
+    }
+    if (!place(msg_off_, p.payload)) {
+        complete_recv(IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, 0, 0, 0);
+        return responder_fail(RoceRx::remote_operation, net::NakCode::remote_operational_error, psn,
+                              now_ns);
+    }
+    msg_off_ += len;
+    const bool end = message_end(pos);
+    if (end) {
+        msn_ = net::psn_add(msn_, 1);
+        in_msg_ = InMsg::none;
+        const bool imm = p.info->immediate();
+        complete_recv(IBV_WC_SUCCESS, IBV_WC_RECV, msg_off_, imm ? IBV_WC_WITH_IMM : 0,
+                      p.headers.imm.value, 0, p.headers.bth.solicited);
+    } else {
+        in_msg_ = InMsg::send;
+    }
+    after_accept(p, end, now_ns);
+    return RoceRx::consumed;
+}
+
+RoceRx RoceQp::rc_write(const net::RocePacket& p, std::uint64_t now_ns) noexcept {
+    const auto pos = p.info->position;
+    const std::uint32_t psn = p.headers.bth.psn;
+    const auto len = static_cast<std::uint32_t>(p.payload.size());
+    if (pos == SegmentPosition::first || pos == SegmentPosition::only) {
+        const net::Reth& r = p.headers.reth;
+        std::uint8_t* dst = nullptr;
+        if ((attrs_.access & IBV_ACCESS_REMOTE_WRITE) && r.dma_len > 0)
+            dst = mrs_.translate_remote(r.rkey, attrs_.pd, r.va, r.dma_len, kRemoteWrite);
+        if (!(attrs_.access & IBV_ACCESS_REMOTE_WRITE) || (dst == nullptr && r.dma_len > 0))
+            return responder_fail(RoceRx::remote_access, net::NakCode::remote_access_error, psn,
+                                  now_ns);
+        write_dst_ = dst;
+        write_len_ = r.dma_len;
+        msg_off_ = 0;
+    }
+    const bool end = message_end(pos);
+    // More than the RETH announced, or a last packet short of it: invalid request.
+    if (len > write_len_ - msg_off_ || (end && msg_off_ + len != write_len_))
+        return responder_fail(RoceRx::invalid_request, net::NakCode::invalid_request, psn, now_ns);
+    const bool imm = p.info->immediate();
+    RecvView v;
+    if (imm && !host_.peek_recv(v)) {
+        send_aeth(static_cast<std::uint8_t>(RoceOpcode::rc_ack),
+                  net::Aeth::make_syndrome(net::AckKind::rnr_nak, attrs_.min_rnr_timer), psn,
+                  now_ns);
+        return RoceRx::rnr;
+    }
+    if (len) std::memcpy(write_dst_ + msg_off_, p.payload.data(), len);
+    msg_off_ += len;
+    if (end) {
+        msn_ = net::psn_add(msn_, 1);
+        in_msg_ = InMsg::none;
+        if (imm) {
+            (void)take_recv_wqe();
+            complete_recv(IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, write_len_, IBV_WC_WITH_IMM,
+                          p.headers.imm.value, 0, p.headers.bth.solicited);
+        }
+    } else {
+        in_msg_ = InMsg::write;
+    }
+    after_accept(p, end, now_ns);
+    return RoceRx::consumed;
+}
+
+void RoceQp::send_read_responses(std::uint32_t psn, const std::uint8_t* src, std::uint32_t len,
+                                 std::uint64_t now_ns) noexcept {
+    const std::uint32_t mtu = net::mtu_bytes(attrs_.mtu);
+    const std::uint32_t npkts = std::max(1u, (len + mtu - 1) / mtu);
+    for (std::uint32_t k = 0; k < npkts; ++k) {
+        net::RoceHeaders h;
+        h.bth.opcode =
+            static_cast<std::uint8_t>(npkts == 1       ? RoceOpcode::rc_read_response_only
+                                      : k == 0         ? RoceOpcode::rc_read_response_first
+                                      : k + 1 == npkts ? RoceOpcode::rc_read_response_last
+                                                       : RoceOpcode::rc_read_response_middle);
+        h.bth.pkey = attrs_.pkey;
+        h.bth.dest_qp = attrs_.dest_qpn;
+        h.bth.psn = net::psn_add(psn, k);
+        h.aeth.syndrome = net::Aeth::make_syndrome(net::AckKind::ack, net::kCreditsInvalid);
+        h.aeth.msn = msn_;
+        const std::uint32_t n = std::min(mtu, len - k * mtu);
+        const std::span<const std::uint8_t> piece(src ? src + k * mtu : nullptr, src ? n : 0);
+        transmit(attrs_.path, h, {&piece, 1}, now_ns);
+        counters_.read_responses_sent.add();
+        if (port_counters_) port_counters_->read_responses_sent.add();
+    }
+}
+
+RoceRx RoceQp::rc_read(const net::RocePacket& p, std::uint64_t now_ns) noexcept {
+    const std::uint32_t psn = p.headers.bth.psn;
+    const net::Reth& r = p.headers.reth;
+    const std::uint8_t* src = nullptr;
+    if (attrs_.access & IBV_ACCESS_REMOTE_READ)
+        src = r.dma_len ? mrs_.translate_remote(r.rkey, attrs_.pd, r.va, r.dma_len, kRemoteRead)
+                        : nullptr;
+    if (!(attrs_.access & IBV_ACCESS_REMOTE_READ) || (src == nullptr && r.dma_len > 0))
+        return responder_fail(RoceRx::remote_access, net::NakCode::remote_access_error, psn,
+                              now_ns);
+    const std::uint32_t mtu = net::mtu_bytes(attrs_.mtu);
+    const std::uint32_t npkts = std::max(1u, (r.dma_len + mtu - 1) / mtu);
+    const std::uint32_t n = std::clamp<std::uint32_t>(attrs_.max_dest_rd_atomic, 1,
+                                                      static_cast<std::uint32_t>(rd_slots_.size()));
+    rd_slots_[rd_next_++ % n] = {true, false, psn, npkts, 0};
+    msn_ = net::psn_add(msn_, 1);
+    epsn_ = net::psn_add(psn, npkts);
+    seq_nak_sent_ = false;
+    unacked_ = 0;
+    send_read_responses(psn, src, r.dma_len, now_ns);
+    return RoceRx::consumed;
+}
+
+RoceRx RoceQp::rc_atomic(const net::RocePacket& p, std::uint64_t now_ns) noexcept {
+    const std::uint32_t psn = p.headers.bth.psn;
+    const net::AtomicEth& a = p.headers.atomic_eth;
+    if (a.va % 8 != 0)
+        return responder_fail(RoceRx::invalid_request, net::NakCode::invalid_request, psn, now_ns);
+    std::uint8_t* dst = (attrs_.access & IBV_ACCESS_REMOTE_ATOMIC)
+                            ? mrs_.translate_remote(a.rkey, attrs_.pd, a.va, 8, kRemoteAtomic)
+                            : nullptr;
+    if (dst == nullptr)
+        return responder_fail(RoceRx::remote_access, net::NakCode::remote_access_error, psn,
+                              now_ns);
+    std::uint64_t orig;
+    if (reinterpret_cast<std::uintptr_t>(dst) % 8 == 0) {
+        std::atomic_ref<std::uint64_t> ref(*reinterpret_cast<std::uint64_t*>(dst));
+        if (p.info->op == net::RoceOp::compare_swap) {
+            orig = a.compare;
+            ref.compare_exchange_strong(orig, a.swap_add); // orig: the value found either way
+        } else {
+            orig = ref.fetch_add(a.swap_add);
+        }
+    } else { // an MR whose host mapping is not 8-aligned where the iova is: no atomicity to offer
+        std::memcpy(&orig, dst, 8);
+        const std::uint64_t v = p.info->op == net::RoceOp::compare_swap
+                                    ? (orig == a.compare ? a.swap_add : orig)
+                                    : orig + a.swap_add;
+        std::memcpy(dst, &v, 8);
+    }
+    const std::uint32_t n = std::clamp<std::uint32_t>(attrs_.max_dest_rd_atomic, 1,
+                                                      static_cast<std::uint32_t>(rd_slots_.size()));
+    rd_slots_[rd_next_++ % n] = {true, true, psn, 1, orig};
+    msn_ = net::psn_add(msn_, 1);
+    epsn_ = net::psn_add(psn, 1);
+    seq_nak_sent_ = false;
+    unacked_ = 0;
+    send_aeth(static_cast<std::uint8_t>(RoceOpcode::rc_atomic_ack),
+              net::Aeth::make_syndrome(net::AckKind::ack, net::kCreditsInvalid), psn, now_ns,
+              &orig);
+    return RoceRx::consumed;
+}
+
+} // namespace rdmasim::datapath

@@ -1,0 +1,147 @@
+// RoCE transport cost (datapath/README.md, "RoCE transport"): two RC QPs
+// back to back in one thread, frames handed over through a FIFO (build,
+// ICRC, parse, transport, placement, ACKs; no port, no engine). Prints, per
+// message size and path MTU, messages/s, request packets/s, payload Gbit/s
+// and ns per request packet (both ends' work included).
+// Usage: roce_transport_bench [messages]
+#include <infiniband/verbs.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <vector>
+
+#include "datapath/roce_qp.hpp"
+
+using namespace rdmasim;
+
+namespace {
+
+struct Host final : datapath::TransportHost {
+    int pd_token = 0;
+    datapath::MrTable mrs{8};
+    datapath::RecvRing rq;
+    std::deque<std::vector<std::uint8_t>>* wire = nullptr;
+    std::uint64_t send_done = 0, recv_done = 0, errors = 0;
+    std::vector<std::uint8_t> buf;
+    std::uint32_t lkey = 0;
+
+    void transmit(std::span<const std::uint8_t> f, std::uint64_t) noexcept override {
+        wire->emplace_back(f.begin(), f.end());
+    }
+    void deadline_changed(std::uint64_t) noexcept override {}
+    bool peek_recv(datapath::RecvView& v) noexcept override {
+        if (rq.empty()) return false;
+        v = {&rq.front(), rq.front_sges()};
+        return true;
+    }
+    void pop_recv() noexcept override { rq.pop(); }
+    void complete_send(const datapath::Cqe& c) noexcept override {
+        ++send_done;
+        errors += c.status != IBV_WC_SUCCESS;
+    }
+    void complete_recv(const datapath::Cqe& c) noexcept override {
+        ++recv_done;
+        errors += c.status != IBV_WC_SUCCESS;
+        post(); // repost at once, as a receiver keeping up would
+    }
+    void event(datapath::TransportEvent) noexcept override {}
+    void post() {
+        datapath::Wqe& w = rq.next_wqe();
+        w.wr_id = 0;
+        w.num_sge = 1;
+        w.total_len = static_cast<std::uint32_t>(buf.size());
+        rq.next_sges()[0] = {reinterpret_cast<std::uint64_t>(buf.data()),
+                             static_cast<std::uint32_t>(buf.size()), lkey};
+        rq.publish();
+    }
+    void setup(std::size_t len) {
+        buf.assign(len, 1);
+        datapath::MrEntry e;
+        e.addr = e.host = reinterpret_cast<std::uint64_t>(buf.data());
+        e.length = len;
+        e.pd = &pd_token;
+        e.local_write = e.remote_write = e.remote_read = true;
+        lkey = mrs.add(e);
+        rq.init(256, 1);
+        for (int i = 0; i < 128; ++i)
+            post();
+    }
+};
+
+datapath::TransportAttrs attrs(std::uint32_t qpn, std::uint32_t dest, net::PathMtu mtu,
+                               const void* pd) {
+    datapath::TransportAttrs t;
+    t.qpn = qpn;
+    t.dest_qpn = dest;
+    t.sq_psn = t.rq_psn = 1;
+    t.mtu = mtu;
+    t.pd = pd;
+    t.access = IBV_ACCESS_REMOTE_WRITE;
+    const std::uint8_t a[4] = {192, 0, 2, 1}, b[4] = {192, 0, 2, 2};
+    t.path.sgid = net::ipv4_mapped_gid(qpn == 1 ? a : b);
+    t.path.dgid = net::ipv4_mapped_gid(qpn == 1 ? b : a);
+    return t;
+}
+
+void run(std::uint32_t msg_len, net::PathMtu mtu, std::uint64_t messages) {
+    std::deque<std::vector<std::uint8_t>> to_a, to_b;
+    Host a, b;
+    a.wire = &to_b;
+    b.wire = &to_a;
+    a.setup(msg_len);
+    b.setup(msg_len);
+    datapath::TransportLimits lim;
+    lim.max_send_wr = 128;
+    datapath::RoceQp qa(a, a.mrs, lim), qb(b, b.mrs, lim);
+    const auto ta = attrs(1, 2, mtu, &a.pd_token), tb = attrs(2, 1, mtu, &b.pd_token);
+    for (auto st : {datapath::TransportState::init, datapath::TransportState::rtr,
+                    datapath::TransportState::rts}) {
+        qa.modify(ta, st, 0);
+        qb.modify(tb, st, 0);
+    }
+    const datapath::Sge sge{reinterpret_cast<std::uint64_t>(a.buf.data()), msg_len, a.lkey};
+    datapath::SendWr wr;
+    wr.signaled = true;
+    std::uint64_t posted = 0, now = 0;
+    net::RocePacket p;
+    const auto t0 = std::chrono::steady_clock::now();
+    while (a.send_done < messages) {
+        while (posted < messages && qa.send_queue_size() < 128) {
+            if (qa.post_send(wr, {&sge, 1}, now) != 0) break;
+            ++posted;
+        }
+        while (!to_b.empty() || !to_a.empty()) {
+            now += 100;
+            if (!to_b.empty()) {
+                if (net::parse_roce_frame(to_b.front(), p) == net::RoceDrop::none)
+                    qb.receive(p, now);
+                to_b.pop_front();
+            }
+            if (!to_a.empty()) {
+                if (net::parse_roce_frame(to_a.front(), p) == net::RoceDrop::none)
+                    qa.receive(p, now);
+                to_a.pop_front();
+            }
+        }
+    }
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const std::uint64_t pkts = qa.counters().tx_packets.get();
+    std::printf("%8u B  mtu %4u  %9.0f msg/s  %9.0f pkt/s  %6.2f Gbit/s  %6.0f ns/pkt  acks %llu  "
+                "errors %llu\n",
+                msg_len, net::mtu_bytes(mtu), messages / s, pkts / s,
+                messages * double(msg_len) * 8 / s / 1e9, s * 1e9 / double(pkts),
+                static_cast<unsigned long long>(qb.counters().acks_sent.get()),
+                static_cast<unsigned long long>(a.errors + b.errors));
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    const std::uint64_t n = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 100000;
+    for (auto mtu : {net::PathMtu::mtu1024, net::PathMtu::mtu4096})
+        for (std::uint32_t len : {64u, 1024u, 4096u, 65536u})
+            run(len, mtu, len >= 65536 ? n / 20 : n);
+    return 0;
+}

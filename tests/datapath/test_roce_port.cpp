@@ -1,0 +1,184 @@
+// RocePort (datapath/README.md, "RoCE transport"): two QPs of one port
+// talking through it (a device's loopback), frames demultiplexed by BTH
+// DestQP, parse drops and unknown QPs counted, the port's counters the sum
+// of its QPs', timers serviced through the port.
+#include <catch2/catch.hpp>
+
+#include <infiniband/verbs.h>
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <vector>
+
+#include "datapath/roce_port.hpp"
+#include "support/roce_pair.hpp"
+
+using namespace rdmasim;
+using datapath::QpTransport;
+using datapath::RoceRx;
+using datapath::TransportState;
+
+TEST_CASE("roce port: two QPs of one port exchange SENDs through ingress; every frame is "
+          "counted once",
+          "[datapath][roce]") {
+    datapath::RocePort port;
+    test::RoceEndpoint a({}, port.qp_counters()), b({}, port.qp_counters());
+    std::deque<std::vector<std::uint8_t>> wire;
+    a.out = b.out = [&](std::span<const std::uint8_t> f, std::uint64_t) {
+        wire.emplace_back(f.begin(), f.end());
+    };
+    auto ta = test::RocePair::attrs(QpTransport::rc, 0x11, 0x22, 1, 2, a.pd());
+    auto tb = test::RocePair::attrs(QpTransport::rc, 0x22, 0x11, 2, 1, b.pd());
+    for (auto st : {TransportState::init, TransportState::rtr, TransportState::rts}) {
+        a.qp->modify(ta, st, 0);
+        b.qp->modify(tb, st, 0);
+    }
+    REQUIRE(port.attach(*a.qp));
+    REQUIRE(port.attach(*b.qp));
+    CHECK_FALSE(port.attach(*a.qp));
+    std::uint8_t rb[64];
+    b.post_recv(1, rb, sizeof rb, b.reg(rb, sizeof rb));
+    datapath::SendWr w;
+    REQUIRE(a.qp->post_send(w, {}, 0) == 0);
+    REQUIRE(wire.size() == 1);
+    // A copy with a damaged ICRC, and one for a QP nobody has.
+    std::vector<std::uint8_t> bad = wire.front();
+    bad[14 + 20 + 8 + 11] ^= 1; // the PSN (the frame ends in Ethernet padding)
+    CHECK_FALSE(port.ingress(bad, 10).has_value());
+    std::vector<std::uint8_t> stray = wire.front();
+    net::RocePacket p;
+    REQUIRE(net::parse_roce_frame(stray, p) == net::RoceDrop::none);
+    p.headers.bth.dest_qp = 0x99;
+    std::vector<std::uint8_t> out(256);
+    const auto r = net::build_roce_frame(ta.path, p.headers, p.payload, out);
+    CHECK_FALSE(port.ingress({out.data(), r.len}, 10).has_value());
+    std::uint64_t t = 10;
+    while (!wire.empty()) {
+        auto f = std::move(wire.front());
+        wire.pop_front();
+        CHECK(port.ingress(f, t += 1000) == RoceRx::consumed);
+    }
+    REQUIRE(b.recv_cqes.size() == 1);
+    REQUIRE(a.send_cqes.size() == 1);
+    const auto& c = port.counters();
+    CHECK(c.frames.get() == 4);
+    CHECK(c.parse_drops[static_cast<std::size_t>(net::RoceDrop::icrc)].get() == 1);
+    CHECK(c.unknown_qp.get() == 1);
+    CHECK(c.qps.rx_frames.get() == 2);
+    CHECK(c.qps.get(RoceRx::consumed) == 2);
+    CHECK(c.qps.tx_packets.get() == 2); // the SEND and its ACK
+    CHECK(c.qps.acks_sent.get() == 1);
+
+    // Timers through the port: B goes away, A's SEND times out.
+    port.detach(0x22);
+    REQUIRE(a.qp->post_send(w, {}, t) == 0);
+    wire.clear();
+    const std::uint64_t dl = port.next_deadline_ns();
+    CHECK(dl == t + datapath::ack_timeout_ns(ta.timeout));
+    port.service(dl - 1);
+    CHECK(wire.empty());
+    port.service(dl);
+    CHECK(wire.size() == 1); // retransmitted
+    CHECK(c.qps.retransmitted.get() == 1);
+    CHECK(port.ingress(wire.front(), dl + 1000) == std::nullopt);
+    CHECK(c.unknown_qp.get() == 2);
+}
+
+namespace {
+// Two QPs of one port whose frames go through the port's loopback queue.
+struct LoopbackPair {
+    datapath::RocePort port;
+    test::RoceEndpoint a, b;
+    datapath::TransportAttrs ta, tb;
+    std::uint64_t now = 0;
+    explicit LoopbackPair(std::size_t bytes, std::uint32_t frames = 16384)
+        : port(bytes, frames), a({}, port.qp_counters()), b({}, port.qp_counters()) {
+        a.out = b.out = [this](std::span<const std::uint8_t> f, std::uint64_t) {
+            port.queue_loopback(f);
+        };
+        ta = test::RocePair::attrs(QpTransport::rc, 0x11, 0x22, 1, 2, a.pd());
+        tb = test::RocePair::attrs(QpTransport::rc, 0x22, 0x11, 2, 1, b.pd());
+        for (auto st : {TransportState::init, TransportState::rtr, TransportState::rts}) {
+            a.qp->modify(ta, st, 0);
+            b.qp->modify(tb, st, 0);
+        }
+        REQUIRE(port.attach(*a.qp));
+        REQUIRE(port.attach(*b.qp));
+    }
+    // Time passes to the next deadline; the loopback drains after every call.
+    bool idle_step() {
+        port.drain_loopback(now);
+        const std::uint64_t dl = port.next_deadline_ns();
+        if (dl == datapath::kNoDeadline) return false;
+        now = std::max(now, dl);
+        port.service(now);
+        port.drain_loopback(now);
+        return true;
+    }
+};
+} // namespace
+
+TEST_CASE("roce port: loopback between two QPs of the port, 2,000 SENDs and a 1 MiB WRITE; "
+          "a queue too small loses frames and RC recovers",
+          "[datapath][roce]") {
+    const std::size_t bytes = GENERATE(std::size_t{8} << 20, std::size_t{64} << 10);
+    LoopbackPair lp(bytes);
+    std::vector<std::uint8_t> src(1 << 20), dst(1 << 20, 0), rb(64 * 2048);
+    for (std::size_t i = 0; i < src.size(); ++i)
+        src[i] = static_cast<std::uint8_t>(i * 5 + 1);
+    const std::uint32_t slk = lp.a.reg(src.data(), src.size());
+    const std::uint32_t rkey = lp.b.reg(dst.data(), dst.size());
+    const std::uint32_t rlk = lp.b.reg(rb.data(), rb.size());
+    for (std::uint32_t i = 0; i < 64; ++i)
+        lp.b.post_recv(i, rb.data() + i * 2048, 2048, rlk);
+    std::uint32_t sent = 0;
+    std::size_t seen = 0;
+    while (seen < 2000) {
+        const std::size_t before = seen;
+        while (sent < 2000 && lp.a.qp->send_queue_size() < 32) {
+            datapath::SendWr w;
+            w.wr_id = sent;
+            const datapath::Sge s{reinterpret_cast<std::uint64_t>(src.data() + sent), 2000, slk};
+            REQUIRE(lp.a.qp->post_send(w, {&s, 1}, lp.now) == 0);
+            ++sent;
+        }
+        lp.port.drain_loopback(lp.now);
+        for (; seen < lp.b.recv_cqes.size(); ++seen) {
+            const auto& c = lp.b.recv_cqes[seen];
+            REQUIRE(c.status == IBV_WC_SUCCESS);
+            REQUIRE(std::memcmp(rb.data() + c.wr_id * 2048, src.data() + seen, 2000) == 0);
+            lp.b.post_recv(c.wr_id, rb.data() + c.wr_id * 2048, 2048, rlk);
+        }
+        if (seen == before && !lp.idle_step()) // no progress: time must pass
+            FAIL("stalled: seen " << seen << " sent " << sent << " a sq "
+                                  << lp.a.qp->send_queue_size() << " a psn "
+                                  << lp.a.qp->next_send_psn() << " b epsn "
+                                  << lp.b.qp->expected_psn() << " a state " << int(lp.a.qp->state())
+                                  << " b state " << int(lp.b.qp->state()) << " overflow "
+                                  << lp.port.counters().loopback_overflow.get() << " a cqes "
+                                  << lp.a.send_cqes.size());
+    }
+    datapath::SendWr w;
+    w.wr_id = 9999;
+    w.op = datapath::SendOp::write;
+    w.remote_addr = reinterpret_cast<std::uint64_t>(dst.data());
+    w.rkey = rkey;
+    const datapath::Sge s{reinterpret_cast<std::uint64_t>(src.data()), 1 << 20, slk};
+    REQUIRE(lp.a.qp->post_send(w, {&s, 1}, lp.now) == 0);
+    while (lp.idle_step()) {
+    }
+    CHECK(dst == src);
+    REQUIRE(lp.a.send_cqes.size() == 2001);
+    for (const auto& c : lp.a.send_cqes)
+        CHECK(c.status == IBV_WC_SUCCESS);
+    CHECK(lp.port.loopback_empty());
+    const auto& c = lp.port.counters();
+    CHECK(c.frames.get() == c.loopback_frames.get());
+    if (bytes < (1u << 20)) {
+        CHECK(c.loopback_overflow.get() > 0);
+        CHECK(c.qps.retransmitted.get() > 0);
+    } else {
+        CHECK(c.loopback_overflow.get() == 0);
+    }
+}

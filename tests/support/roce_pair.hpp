@@ -1,0 +1,208 @@
+// Two RoCE transport endpoints back to back (datapath/README.md, "RoCE
+// transport"): each is a TransportHost with its own MrTable, receive ring
+// and completion lists; a channel carries frames between them on a virtual
+// clock with seeded drop, duplicate and reorder. Every frame is parsed by
+// the codec on arrival (ICRC checked) before the transport sees it.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "datapath/roce_qp.hpp"
+#include "net/roce_frame.hpp"
+
+namespace rdmasim::test {
+
+struct RoceEndpoint final : datapath::TransportHost {
+    int pd_token = 0; // the PD's identity: its address
+    datapath::MrTable mrs{64};
+    datapath::RecvRing rq;
+    std::vector<datapath::Cqe> send_cqes, recv_cqes;
+    std::vector<datapath::TransportEvent> events;
+    std::unique_ptr<datapath::RoceQp> qp;
+    std::function<void(std::span<const std::uint8_t>, std::uint64_t)> out;
+    std::uint64_t deadline_calls = 0;
+
+    explicit RoceEndpoint(const datapath::TransportLimits& limits = {},
+                          datapath::RoceCounters* port_counters = nullptr) {
+        rq.init(256, 4);
+        qp = std::make_unique<datapath::RoceQp>(*this, mrs, limits, port_counters);
+    }
+    const void* pd() const { return &pd_token; }
+
+    std::uint32_t reg(void* p, std::size_t len, bool rr = true, bool rw = true, bool ra = true) {
+        datapath::MrEntry e;
+        e.addr = reinterpret_cast<std::uint64_t>(p);
+        e.host = e.addr;
+        e.length = len;
+        e.pd = pd();
+        e.local_write = true;
+        e.remote_read = rr;
+        e.remote_write = rw;
+        e.remote_atomic = ra;
+        return mrs.add(e);
+    }
+    void post_recv(std::uint64_t wr_id, void* p, std::uint32_t len, std::uint32_t lkey) {
+        REQUIRE(!rq.full());
+        datapath::Wqe& w = rq.next_wqe();
+        w.wr_id = wr_id;
+        w.num_sge = 1;
+        w.total_len = len;
+        rq.next_sges()[0] = {reinterpret_cast<std::uint64_t>(p), len, lkey};
+        rq.publish();
+    }
+
+    void transmit(std::span<const std::uint8_t> f, std::uint64_t now) noexcept override {
+        out(f, now);
+    }
+    void deadline_changed(std::uint64_t) noexcept override { ++deadline_calls; }
+    bool peek_recv(datapath::RecvView& v) noexcept override {
+        if (rq.empty()) return false;
+        v = {&rq.front(), rq.front_sges()};
+        return true;
+    }
+    void pop_recv() noexcept override { rq.pop(); }
+    void complete_send(const datapath::Cqe& c) noexcept override { send_cqes.push_back(c); }
+    void complete_recv(const datapath::Cqe& c) noexcept override { recv_cqes.push_back(c); }
+    void event(datapath::TransportEvent k) noexcept override { events.push_back(k); }
+};
+
+struct Faults {
+    double drop = 0, dup = 0, reorder = 0; // probabilities per frame
+    std::uint64_t seed = 1;
+};
+
+// A and B connected: A is qpn 0x11 and B 0x22, RC by default, both in RTS.
+class RocePair {
+public:
+    static constexpr std::uint64_t kLatencyNs = 1000;
+
+    using Tweak = std::function<void(datapath::TransportAttrs& a, datapath::TransportAttrs& b)>;
+    explicit RocePair(datapath::QpTransport type = datapath::QpTransport::rc, Faults f = {},
+                      datapath::TransportLimits limits = {}, const Tweak& tweak = {})
+        : a(limits), b(limits), faults_(f), rng_(f.seed) {
+        a.out = [this](auto fr, auto t) { enqueue(1, fr, t); };
+        b.out = [this](auto fr, auto t) { enqueue(0, fr, t); };
+        attrs_a = attrs(type, 0x11, 0x22, 100, 5000, a.pd());
+        attrs_b = attrs(type, 0x22, 0x11, 5000, 100, b.pd());
+        if (tweak) tweak(attrs_a, attrs_b);
+        connect(a, attrs_a);
+        connect(b, attrs_b);
+    }
+
+    static datapath::TransportAttrs attrs(datapath::QpTransport type, std::uint32_t qpn,
+                                          std::uint32_t dest, std::uint32_t sq_psn,
+                                          std::uint32_t rq_psn, const void* pd) {
+        datapath::TransportAttrs t;
+        t.type = type;
+        t.qpn = qpn;
+        t.dest_qpn = dest;
+        t.sq_psn = sq_psn;
+        t.rq_psn = rq_psn;
+        t.timeout = 8; // 1.048576 ms
+        t.retry_cnt = 7;
+        t.rnr_retry = 7;
+        t.min_rnr_timer = 1; // 10 us
+        t.max_rd_atomic = 4;
+        t.max_dest_rd_atomic = 4;
+        t.qkey = 0x11111111;
+        t.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+        t.pd = pd;
+        t.path.src_mac = {2, 0, 0, 0, 0, static_cast<std::uint8_t>(qpn)};
+        t.path.dst_mac = {2, 0, 0, 0, 0, static_cast<std::uint8_t>(dest)};
+        const std::uint8_t s[4] = {192, 0, 2, static_cast<std::uint8_t>(qpn)};
+        const std::uint8_t d[4] = {192, 0, 2, static_cast<std::uint8_t>(dest)};
+        t.path.sgid = net::ipv4_mapped_gid(s);
+        t.path.dgid = net::ipv4_mapped_gid(d);
+        return t;
+    }
+    void connect(RoceEndpoint& e, const datapath::TransportAttrs& t) {
+        e.qp->modify(t, datapath::TransportState::init, now);
+        e.qp->modify(t, datapath::TransportState::rtr, now);
+        e.qp->modify(t, datapath::TransportState::rts, now);
+    }
+
+    // Runs the clock to the next event (a frame arriving, a deadline); false
+    // when there is none before `until`.
+    bool step(std::uint64_t until = UINT64_MAX) {
+        const std::uint64_t dl = std::min(a.qp->next_deadline_ns(), b.qp->next_deadline_ns());
+        const std::uint64_t fr = wire_.empty() ? UINT64_MAX : wire_.begin()->first.first;
+        const std::uint64_t t = std::min(dl, fr);
+        if (t == UINT64_MAX || t > until) return false;
+        now = std::max(now, t);
+        if (fr <= dl) {
+            auto it = wire_.begin();
+            InFlight f = std::move(it->second);
+            wire_.erase(it);
+            deliver(f);
+        } else {
+            a.qp->service(now);
+            b.qp->service(now);
+        }
+        return true;
+    }
+    template <class Pred> bool run_until(Pred done, std::uint64_t max_ns = 60'000'000'000ull) {
+        while (!done()) {
+            if (!step(max_ns)) return done();
+        }
+        return true;
+    }
+    void run_idle(std::uint64_t max_ns = 60'000'000'000ull) {
+        while (step(max_ns)) {
+        }
+    }
+
+    RoceEndpoint a, b;
+    datapath::TransportAttrs attrs_a, attrs_b;
+    std::uint64_t now = 0;
+    bool peer_gone = false;                                         // frames to B vanish
+    std::vector<std::pair<std::uint64_t, std::uint8_t>> log_a_to_b; // (time, opcode) sent by A
+    std::uint64_t frames = 0;
+
+private:
+    struct InFlight {
+        int to = 0;
+        std::vector<std::uint8_t> bytes;
+    };
+    void enqueue(int to, std::span<const std::uint8_t> f, std::uint64_t t) {
+        ++frames;
+        if (to == 1) log_a_to_b.emplace_back(t, f[14 + 20 + 8]);
+        if (to == 1 && peer_gone) return;
+        std::uniform_real_distribution<double> u(0, 1);
+        if (u(rng_) < faults_.drop) return;
+        const int copies = u(rng_) < faults_.dup ? 2 : 1;
+        for (int i = 0; i < copies; ++i) {
+            std::uint64_t at = t + kLatencyNs;
+            if (u(rng_) < faults_.reorder)
+                at += std::uniform_int_distribution<std::uint64_t>(1, 20000)(rng_);
+            wire_.emplace(std::make_pair(at, seq_++), InFlight{to, {f.begin(), f.end()}});
+        }
+    }
+    void deliver(const InFlight& f) {
+        net::RocePacket p;
+        const auto drop = net::parse_roce_frame(f.bytes, p);
+        REQUIRE(drop == net::RoceDrop::none); // every frame the transport builds parses, ICRC good
+        RoceEndpoint& e = f.to == 0 ? a : b;
+        REQUIRE(p.headers.bth.dest_qp == e.qp->attrs().qpn);
+        e.qp->receive(p, now);
+    }
+
+    Faults faults_;
+    std::mt19937_64 rng_;
+    std::uint64_t seq_ = 0;
+    std::map<std::pair<std::uint64_t, std::uint64_t>, InFlight> wire_;
+};
+
+inline std::span<const datapath::Sge> one_sge(datapath::Sge& s) {
+    return {&s, 1};
+}
+
+} // namespace rdmasim::test
