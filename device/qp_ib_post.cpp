@@ -5,6 +5,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "device/abi_guard.hpp"
 #include "device/context.hpp"
 #include "device/qp_ib.hpp"
 
@@ -44,7 +45,11 @@ struct Limits {
 // One WR's checks; 0 or EINVAL.
 int check_send_wr(const Qp& qp, const ibv_send_wr& wr, const Limits& lim, std::uint64_t& total) noexcept {
     const ibv_qp_type t = qp.ibqp.qp_type;
-    const auto op = static_cast<ibv_wr_opcode>(wr.opcode);
+    // Read as an integer first: a C caller may pass any value (device/README.md,
+    // "Error conventions"); none above FETCH_AND_ADD is allowed on these QPs.
+    const std::int64_t raw = raw_enum(wr.opcode);
+    if (raw < IBV_WR_RDMA_WRITE || raw > IBV_WR_ATOMIC_FETCH_AND_ADD) return EINVAL;
+    const auto op = static_cast<ibv_wr_opcode>(raw);
     if (!opcode_allowed(t, op)) return EINVAL;
     if (wr.num_sge < 0 || static_cast<std::uint32_t>(wr.num_sge) > qp.sq.max_sge()) return EINVAL;
     if (wr.num_sge > 0 && wr.sg_list == nullptr) return EINVAL;
