@@ -8,6 +8,7 @@
 #include "device/abi_guard.hpp"
 #include "device/context.hpp"
 #include "device/qp_ib.hpp"
+#include "device/recv.hpp"
 
 namespace rdmasim::device {
 
@@ -166,31 +167,7 @@ int post_ib_send(Qp& qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) noexcept {
 }
 
 int post_work_recv(WorkRecvQueue& rq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept {
-    datapath::RecvRing& ring = rq.ring;
-    for (; wr != nullptr; wr = wr->next) {
-        if (wr->num_sge < 0 || static_cast<std::uint32_t>(wr->num_sge) > rq.max_sge ||
-            (wr->num_sge > 0 && wr->sg_list == nullptr)) {
-            *bad_wr = wr;
-            return EINVAL;
-        }
-        if (ring.size() >= rq.max_post) {
-            *bad_wr = wr;
-            return ENOMEM;
-        }
-        datapath::Wqe& wqe = ring.next_wqe();
-        datapath::Sge* sges = ring.next_sges();
-        wqe.wr_id = wr->wr_id;
-        wqe.num_sge = 0;
-        wqe.total_len = 0;
-        for (int i = 0; i < wr->num_sge; ++i) {
-            const ibv_sge& s = wr->sg_list[i];
-            if (s.length == 0) continue;
-            sges[wqe.num_sge++] = {s.addr, s.length, s.lkey};
-            wqe.total_len += s.length;
-        }
-        ring.publish();
-    }
-    return 0;
+    return post_recv_list(rq.ring, rq.max_sge, rq.max_post, wr, bad_wr);
 }
 
 int post_ib_recv(Qp& qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept {

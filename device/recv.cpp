@@ -6,18 +6,15 @@
 
 namespace rdmasim::device {
 
-namespace {
-
-// Caller holds recv.post_lock.
-int post_list(RecvQueue& recv, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept {
-    datapath::RecvRing& ring = recv.rx.ring();
+int post_recv_list(datapath::RecvRing& ring, std::uint32_t max_sge, std::uint32_t max_post,
+                   ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept {
     for (; wr != nullptr; wr = wr->next) {
-        if (wr->num_sge < 0 || static_cast<std::uint32_t>(wr->num_sge) > recv.max_sge ||
+        if (wr->num_sge < 0 || static_cast<std::uint32_t>(wr->num_sge) > max_sge ||
             (wr->num_sge > 0 && wr->sg_list == nullptr)) {
             *bad_wr = wr;
             return EINVAL;
         }
-        if (ring.full()) {
+        if (ring.full() || ring.size() >= max_post) {
             *bad_wr = wr;
             return ENOMEM;
         }
@@ -37,8 +34,6 @@ int post_list(RecvQueue& recv, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept {
     return 0;
 }
 
-} // namespace
-
 int post_receive(Device& dev, RecvQueue& recv, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept {
     int err;
     bool in_error;
@@ -46,7 +41,7 @@ int post_receive(Device& dev, RecvQueue& recv, ibv_recv_wr* wr, ibv_recv_wr** ba
         // in_error is read under the post lock, which a state change holds:
         // a move to error after this point flushes what we posted.
         std::lock_guard lock(recv.post_lock);
-        err = post_list(recv, wr, bad_wr);
+        err = post_recv_list(recv.rx.ring(), recv.max_sge, recv.rx.ring().capacity(), wr, bad_wr);
         in_error = recv.in_error;
     }
     if (in_error) {
