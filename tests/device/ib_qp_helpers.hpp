@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "tests/device/verbs_helpers.hpp" // drain
+
 namespace rdmasim::test {
 
 // Minimal masks per transition and type (IB spec, QP state table).
@@ -112,17 +114,5 @@ public:
     ibv_qp* qp = nullptr;
     ibv_qp_cap cap{};
 };
-
-inline std::vector<ibv_wc> poll_all(ibv_cq* cq) {
-    std::vector<ibv_wc> out;
-    ibv_wc wc[16];
-    for (;;) {
-        const int n = ibv_poll_cq(cq, 16, wc);
-        REQUIRE(n >= 0);
-        if (n == 0) break;
-        out.insert(out.end(), wc, wc + n);
-    }
-    return out;
-}
 
 } // namespace rdmasim::test

@@ -28,21 +28,14 @@
 #include <vector>
 
 #include "device/objects.hpp"
+#include "tests/device/private_verbs.hpp"
 #include "tests/device/verbs_helpers.hpp"
 
 using namespace rdmasim;
 using namespace rdmasim::test;
 
-// Private libibverbs names (rdma-core's driver.h, not installed by
-// libibverbs-dev): declared here as providers and ibv_devinfo see them.
+// More private libibverbs names (rdma-core's driver.h), as providers see them.
 extern "C" {
-enum ibv_gid_type_sysfs {
-    IBV_GID_TYPE_SYSFS_IB_ROCE_V1,
-    IBV_GID_TYPE_SYSFS_ROCE_V2,
-};
-int ibv_read_sysfs_file(const char* dir, const char* file, char* buf, size_t size);
-int ibv_query_gid_type(struct ibv_context* context, uint8_t port_num, unsigned int index,
-                       enum ibv_gid_type_sysfs* type);
 struct ibv_context* verbs_open_device(struct ibv_device* device, void* private_data);
 int ibv_cmd_poll_cq(struct ibv_cq* cq, int ne, struct ibv_wc* wc);
 int ibv_cmd_req_notify_cq(struct ibv_cq* cq, int solicited_only);

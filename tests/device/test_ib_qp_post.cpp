@@ -283,9 +283,9 @@ TEST_CASE("ERR flushes the posted WRs; posts in ERR flush at once", "[ib_qp][pos
             r.num_sge = 1;
             REQUIRE(ibv_post_recv(q.qp, &r, &rbad) == 0);
         }
-        CHECK(poll_all(q.cq).empty()); // nothing is sent without the transport
+        CHECK(drain(q.cq).empty()); // nothing is sent without the transport
         REQUIRE(q.modify(IBV_QPS_ERR, IBV_QP_STATE) == 0);
-        std::vector<ibv_wc> wcs = poll_all(q.cq);
+        std::vector<ibv_wc> wcs = drain(q.cq);
         REQUIRE(wcs.size() == 5);
         for (std::size_t i = 0; i < 3; ++i) {
             CHECK(wcs[i].wr_id == i + 1);
@@ -308,7 +308,7 @@ TEST_CASE("ERR flushes the posted WRs; posts in ERR flush at once", "[ib_qp][pos
         r.sg_list = &sge;
         r.num_sge = 1;
         REQUIRE(ibv_post_recv(q.qp, &r, &rbad) == 0);
-        wcs = poll_all(q.cq);
+        wcs = drain(q.cq);
         REQUIRE(wcs.size() == 2);
         CHECK(wcs[0].wr_id == 7);
         CHECK(wcs[1].wr_id == 8);
@@ -336,13 +336,13 @@ TEST_CASE("RESET forgets posted WRs and purges the QP's completions", "[ib_qp][p
     REQUIRE(ibv_post_send(q.qp, &wr, &bad) == 0);
     REQUIRE(q.modify(IBV_QPS_ERR, IBV_QP_STATE) == 0);
     REQUIRE(q.modify(IBV_QPS_RESET, IBV_QP_STATE) == 0);
-    CHECK(poll_all(q.cq).empty()); // the flushes were purged with the move to RESET
+    CHECK(drain(q.cq).empty()); // the flushes were purged with the move to RESET
     REQUIRE(ibv_post_recv(q.qp, &r, &rbad) == 0);
     REQUIRE(q.modify(IBV_QPS_INIT, init_mask(IBV_QPT_RC)) == 0);
     REQUIRE(q.modify(IBV_QPS_RESET, IBV_QP_STATE) == 0);
     q.to_rts();
     REQUIRE(q.modify(IBV_QPS_ERR, IBV_QP_STATE) == 0);
-    CHECK(poll_all(q.cq).empty()); // nothing posted survived RESET
+    CHECK(drain(q.cq).empty()); // nothing posted survived RESET
 }
 
 TEST_CASE("take_recv_wqe hands the transport the QP's receives in order", "[ib_qp][post]") {
@@ -386,20 +386,20 @@ TEST_CASE("SQE: the HCA's send error flushes the send queue; SQE -> RTS resumes"
         device::hca_set_qp_state(dev, *device::from_verbs(q.qp), IBV_QPS_SQE);
     }
     CHECK(q.qp->state == IBV_QPS_SQE);
-    std::vector<ibv_wc> wcs = poll_all(q.cq);
+    std::vector<ibv_wc> wcs = drain(q.cq);
     REQUIRE(wcs.size() == 1);
     CHECK(wcs[0].wr_id == 3);
     CHECK(wcs[0].status == IBV_WC_WR_FLUSH_ERR);
     // Posts in SQE flush at once; receives are untouched.
     wr.wr_id = 4;
     REQUIRE(ibv_post_send(q.qp, &wr, &bad) == 0);
-    wcs = poll_all(q.cq);
+    wcs = drain(q.cq);
     REQUIRE(wcs.size() == 1);
     CHECK(wcs[0].wr_id == 4);
     CHECK(q.modify(IBV_QPS_RTS, IBV_QP_STATE | IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS) == 0);
     CHECK(q.qp->state == IBV_QPS_RTS);
     REQUIRE(ibv_post_send(q.qp, &wr, &bad) == 0);
-    CHECK(poll_all(q.cq).empty());
+    CHECK(drain(q.cq).empty());
 }
 
 TEST_CASE("RTS -> SQD with en_sqd_async_notify: IBV_EVENT_SQ_DRAINED once the send queue is empty",

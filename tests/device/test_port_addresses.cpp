@@ -15,22 +15,12 @@
 #include <vector>
 
 #include "net/arp.hpp"
+#include "tests/device/private_verbs.hpp"
 #include "tests/device/verbs_helpers.hpp"
 
 using namespace rdmasim;
 using namespace rdmasim::test;
 
-// Private libibverbs names (rdma-core's driver.h, not installed by
-// libibverbs-dev), as ibv_devinfo sees them.
-extern "C" {
-enum ibv_gid_type_sysfs {
-    IBV_GID_TYPE_SYSFS_IB_ROCE_V1,
-    IBV_GID_TYPE_SYSFS_ROCE_V2,
-};
-int ibv_read_sysfs_file(const char* dir, const char* file, char* buf, size_t size);
-int ibv_query_gid_type(struct ibv_context* context, uint8_t port_num, unsigned int index,
-                       enum ibv_gid_type_sysfs* type);
-}
 
 namespace {
 

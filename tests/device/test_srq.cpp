@@ -210,7 +210,7 @@ TEST_CASE("a QP with an SRQ entering ERR raises IBV_EVENT_QP_LAST_WQE_REACHED", 
         CHECK(ev.event_type == IBV_EVENT_QP_LAST_WQE_REACHED);
         CHECK(ev.element.qp == q.qp);
         ibv_ack_async_event(&ev);
-        CHECK(poll_all(q.cq).empty()); // the SRQ's WQEs are not the QP's to flush
+        CHECK(drain(q.cq).empty()); // the SRQ's WQEs are not the QP's to flush
     }
     ibv_srq_attr a{};
     REQUIRE(ibv_query_srq(srq, &a) == 0);
