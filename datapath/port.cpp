@@ -22,6 +22,8 @@ bool before(const SteeringEntry* a, const SteeringEntry* b) noexcept {
 
 } // namespace
 
+Port::~Port() { delete host_out_; }
+
 void Port::attach_queue(RxQueue& queue) {
     queues_.push_back(&queue);
     failed_.reserve(queues_.size());

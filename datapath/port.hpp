@@ -71,6 +71,11 @@ enum class QueueState : std::uint8_t {
 
 class Port {
 public:
+    Port() = default;
+    Port(const Port&) = delete;
+    Port& operator=(const Port&) = delete;
+    ~Port();
+
     void configure(const PortConfig& config) noexcept { config_ = config; }
     [[nodiscard]] std::mutex& mutex() const noexcept { return mutex_; }
     [[nodiscard]] const RxCounters& counters() const noexcept { return counters_; }
@@ -179,7 +184,9 @@ private:
 
     // What the port itself sends (ARP): every attached sink, never the
     // port's own flows (a host's frames do not loop back to raw QPs). Held
-    // through a pointer: the Device embedding a Port stays standard-layout.
+    // through a plain owning pointer: a polymorphic member, and with clang's
+    // reading of libstdc++ a std::unique_ptr too, would make the Device that
+    // embeds a Port non-standard-layout (device/objects.hpp asserts it).
     class HostOut final : public net::FrameSink {
     public:
         explicit HostOut(Port& port) noexcept : port_(port) {}
@@ -200,7 +207,7 @@ private:
     std::vector<RxQueue*> failed_;         // capacity: one per attached queue
     std::vector<net::FrameSink*> sinks_;
     Neighbours neighbours_;
-    std::unique_ptr<HostOut> host_out_ = std::make_unique<HostOut>(*this);
+    HostOut* host_out_ = new HostOut(*this); // owned: deleted by ~Port
     std::uint64_t now_ns_ = 0;
     std::uint64_t next_deadline_ns_ = UINT64_MAX;
     std::uint64_t next_seq_ = 0;
