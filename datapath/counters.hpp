@@ -41,6 +41,7 @@ enum class Drop : std::uint8_t {
     fault_injected,      // dropped by the fault plan
     cqe_error,           // completed with an error status the fault plan injected (cqe-error)
     discarded,           // held or queued when its WQ, QP or device went away
+    roce_undeliverable,  // RoCE to the port that no QP took (malformed, unknown QP)
     count_
 };
 inline constexpr std::size_t kDropKinds = static_cast<std::size_t>(Drop::count_);
@@ -50,7 +51,7 @@ inline constexpr std::size_t kDropKinds = static_cast<std::size_t>(Drop::count_)
         "steering_miss",       "truncated_capture",   "runt_frames",   "fcs_errors",
         "wq_not_ready",        "rx_out_of_buffer",    "delay_drop_timeouts", "delay_drop_overflow",
         "length_errors",       "protection_errors",   "cq_overflow",   "fault_drops",
-        "cqe_errors",          "discarded"};
+        "cqe_errors",          "discarded",           "roce_undeliverable"};
     return names[static_cast<std::size_t>(d)];
 }
 

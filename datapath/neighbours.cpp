@@ -31,6 +31,11 @@ std::optional<net::MacAddress> Neighbours::lookup(const net::Ipv4Address& ip) co
     return std::nullopt;
 }
 
+bool Neighbours::resolving(const net::Ipv4Address& ip) const noexcept {
+    return std::any_of(pending_.begin(), pending_.end(),
+                       [&ip](const Pending& p) { return p.tries != 0 && p.ip == ip; });
+}
+
 std::size_t Neighbours::cached() const noexcept {
     return static_cast<std::size_t>(
         std::count_if(entries_.begin(), entries_.end(), [](const Entry& e) { return e.stamp != 0; }));

@@ -92,6 +92,8 @@ public:
                                      net::FrameSink& out) noexcept;
     // The cache alone, sending nothing.
     [[nodiscard]] std::optional<net::MacAddress> lookup(const net::Ipv4Address& ip) const noexcept;
+    // A resolve of `ip` is under way (requests sent, no answer yet).
+    [[nodiscard]] bool resolving(const net::Ipv4Address& ip) const noexcept;
     // Time passes: a pending resolve whose interval elapsed sends its next
     // request, or fails after the last one (the listener is told).
     void service(std::uint64_t now_ns, net::FrameSink& out) noexcept;

@@ -1,10 +1,44 @@
 #include "datapath/port.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 #include "datapath/offloads.hpp"
 
 namespace rdmasim::datapath {
+
+namespace {
+
+// Where an IPv4 / IPv6 header keeps its destination address.
+constexpr std::size_t kIpv4DstOffset = 16;
+constexpr std::size_t kIpv6DstOffset = 24;
+
+template <std::size_t N>
+std::array<std::uint8_t, N> read_address(net::Bytes frame, std::size_t off) noexcept {
+    std::array<std::uint8_t, N> a;
+    std::memcpy(a.data(), frame.data() + off, N);
+    return a;
+}
+
+// RoCE v2 to this port: its MAC, its IP address, UDP 4791, not a fragment.
+bool roce_for_port(net::Bytes frame, const net::ParsedFrame& p, const PortAddresses& own) noexcept {
+    if (p.l4 != net::L4Kind::udp || p.dst_port != net::kRoceV2UdpPort || p.ip_fragment) return false;
+    if (std::memcmp(frame.data(), own.mac.data(), own.mac.size()) != 0) return false;
+    if (p.l3 == net::L3Kind::ipv4)
+        return read_address<4>(frame, p.l3_offset + kIpv4DstOffset) == own.ipv4;
+    return read_address<16>(frame, p.l3_offset + kIpv6DstOffset) == own.ipv6;
+}
+
+// The MAC of a link-local IPv6 address whose interface identifier is a
+// modified EUI-64 (net::ipv6_link_local's inverse), or nullopt.
+std::optional<net::MacAddress> mac_of_link_local(const net::Ipv6Address& ip) noexcept {
+    static constexpr std::array<std::uint8_t, 8> prefix{0xfe, 0x80, 0, 0, 0, 0, 0, 0};
+    if (!std::equal(prefix.begin(), prefix.end(), ip.begin()) || ip[11] != 0xff || ip[12] != 0xfe)
+        return std::nullopt;
+    return net::MacAddress{static_cast<std::uint8_t>(ip[8] ^ 0x02), ip[9], ip[10], ip[13], ip[14], ip[15]};
+}
+
+} // namespace
 
 namespace {
 
@@ -134,8 +168,21 @@ void Port::ingress(const net::Frame& frame, std::uint64_t now_ns, const void* ex
     // ARP from the wire: the host learns and answers (datapath/README.md,
     // "Neighbours"); the frame still goes on to the steering, as on hardware
     // where the kernel and a sniffer both see it.
-    if (parsed.ether_type == net::kEtherTypeArp && !parsed.has_vlan && exclude == nullptr) [[unlikely]]
+    if (parsed.ether_type == net::kEtherTypeArp && !parsed.has_vlan && exclude == nullptr) [[unlikely]] {
         neighbours_.receive(bytes, now_ns, *host_out_);
+        if (!arp_wait_.empty()) arp_wait_.flush(neighbours_, *host_out_, now_ns);
+    }
+    // RoCE v2 to the port: the transport's, not the steering's. A source's
+    // frames only: a program's own sends to its port loop back inside the
+    // transport (send_roce).
+    if (exclude == nullptr && roce_for_port(bytes, parsed, neighbours_.addresses())) [[unlikely]] {
+        if (roce_.ingress(bytes.first(bytes.size() - frame.fcs_len), now_ns))
+            counters_.count(RxOutcome{static_cast<std::uint32_t>(bytes.size()), Fate::delivered});
+        else
+            counters_.drop(Drop::roce_undeliverable);
+        roce_.drain_loopback(now_ns);
+        return;
+    }
     // The sender's own entries never see its frame (exclude is null for
     // frames from a source: nothing is excluded).
     const auto eligible = [exclude](const SteeringEntry* e) {
@@ -184,6 +231,40 @@ void Port::transmit(const net::Frame& frame, const void* sender) noexcept {
     for (net::FrameSink* s : sinks_) s->send(frame.payload(), now_ns_);
 }
 
+void Port::send_roce(std::span<const std::uint8_t> frame) noexcept {
+    const auto p = net::parse_frame(frame); // built by a QP: Ethernet, IP, UDP
+    const PortAddresses& own = neighbours_.addresses();
+    std::optional<net::MacAddress> mac;
+    if (p.l3 == net::L3Kind::ipv4) {
+        const auto dst = read_address<4>(frame, p.l3_offset + kIpv4DstOffset);
+        if (dst == own.ipv4) {
+            (void)roce_.queue_loopback(frame);
+            return;
+        }
+        const Resolution r = neighbours_.resolve(dst, now_ns_, *host_out_);
+        if (r.state == ResolveState::pending) {
+            (void)arp_wait_.push(frame, dst); // ArpWaitCounters count what became of it
+            return;
+        }
+        if (r.state == ResolveState::resolved) mac = r.mac;
+    } else if (p.l3 == net::L3Kind::ipv6) {
+        const auto dst = read_address<16>(frame, p.l3_offset + kIpv6DstOffset);
+        if (dst == own.ipv6) {
+            (void)roce_.queue_loopback(frame);
+            return;
+        }
+        mac = mac_of_link_local(dst);
+    }
+    if (!mac || frame.size() > roce_tx_.size()) [[unlikely]] {
+        roce_.count_tx_unroutable();
+        return;
+    }
+    std::memcpy(roce_tx_.data(), frame.data(), frame.size());
+    std::memcpy(roce_tx_.data(), mac->data(), mac->size());
+    roce_.count_tx_wire();
+    for (net::FrameSink* s : sinks_) s->send({roce_tx_.data(), frame.size()}, now_ns_);
+}
+
 void Port::starve_next(std::uint32_t frames) noexcept {
     starve_next_ = frames > UINT32_MAX - starve_next_ ? UINT32_MAX : starve_next_ + frames;
     pending_faults_ = true;
@@ -209,6 +290,10 @@ void Port::arm(RxQueue& queue) noexcept {
 void Port::service(std::uint64_t now_ns, const RxQueue* expire, bool expire_all) noexcept {
     if (now_ns > now_ns_) now_ns_ = now_ns;
     neighbours_.service(now_ns_, *host_out_); // ARP retries and failures; O(1) when none is due
+    if (!arp_wait_.empty()) [[unlikely]]
+        arp_wait_.flush(neighbours_, *host_out_, now_ns_);
+    roce_.service(now_ns_); // the QPs' ACK and RNR timers
+    roce_.drain_loopback(now_ns_);
     std::uint64_t next = UINT64_MAX;
     for (RxQueue* q : queues_) {
         if (!q->has_held()) continue;

@@ -17,9 +17,11 @@
 #include <mutex>
 #include <vector>
 
+#include "datapath/arp_wait.hpp"
 #include "datapath/counters.hpp"
 #include "datapath/flow_rule.hpp"
 #include "datapath/neighbours.hpp"
+#include "datapath/roce_port.hpp"
 #include "datapath/rss.hpp"
 #include "datapath/rx_queue.hpp"
 #include "net/frame.hpp"
@@ -71,7 +73,7 @@ enum class QueueState : std::uint8_t {
 
 class Port {
 public:
-    Port() = default;
+    Port() : roce_tx_(kMaxRoceFrame) {}
     Port(const Port&) = delete;
     Port& operator=(const Port&) = delete;
     ~Port();
@@ -114,6 +116,29 @@ public:
         return neighbours_.resolve(ip, now_ns_, *host_out_);
     }
 
+    // --- RoCE (datapath/README.md, "RoCE transport") ---
+    // The QPs' transport. A frame from the wire addressed to the port (its
+    // MAC, its IPv4 or IPv6 address, UDP 4791) goes there instead of the
+    // steering: taken by a QP it counts as delivered, else as
+    // roce_undeliverable (RocePortCounters say why).
+    [[nodiscard]] RocePort& roce() noexcept { return roce_; }
+    [[nodiscard]] const RocePort& roce() const noexcept { return roce_; }
+    [[nodiscard]] const ArpWaitCounters& arp_wait_counters() const noexcept { return arp_wait_.counters(); }
+    // A verb is about to call into a transport at `now_ns`: the port's clock
+    // moves there (never back).
+    void advance_clock(std::uint64_t now_ns) noexcept { now_ns_ = std::max(now_ns_, now_ns); }
+    // A frame (no FCS) a QP of this port sends, as its TransportHost::transmit
+    // gets it. To the port's own address: RoCE loopback (drain_roce delivers
+    // it). To another IPv4 address: to every sink with the destination MAC
+    // from the ARP cache, waiting in ArpWait while ARP resolves. To another
+    // IPv6 address: only a link-local one whose interface identifier is a
+    // MAC's EUI-64 is reachable (there is no neighbour discovery); the rest
+    // count as RocePortCounters::tx_unroutable.
+    void send_roce(std::span<const std::uint8_t> frame) noexcept;
+    // Delivers the frames looped back to QPs of this port, and those they
+    // cause. Call it after every call into a transport, once it returned.
+    void drain_roce() noexcept { roce_.drain_loopback(now_ns_); }
+
     // --- frame side ---
     // One frame arriving at `now_ns`: steering, RSS, the queue's pipeline.
     // `exclude` names an owner that must not receive it (a sender's own QP).
@@ -143,11 +168,11 @@ public:
     // The latest time the port has seen (frames and services).
     [[nodiscard]] std::uint64_t now_ns() const noexcept { return now_ns_; }
     // The earliest time service() may have a timeout to fire, or UINT64_MAX.
-    // O(1); never later than the truth (a release may leave it early: that
+    // O(RoCE QPs); never later than the truth (a release may leave it early: that
     // costs one needless service, no more).
-    // Delay-drop timeouts and the neighbours' ARP retries alike.
+    // Delay-drop timeouts, the neighbours' ARP retries and the RoCE QPs' timers alike.
     [[nodiscard]] std::uint64_t next_deadline_ns() const noexcept {
-        return std::min(next_deadline_ns_, neighbours_.next_deadline_ns());
+        return std::min({next_deadline_ns_, neighbours_.next_deadline_ns(), roce_.next_deadline_ns()});
     }
     [[nodiscard]] std::uint64_t held_frames() const noexcept;
     // The balance every frame keeps: frames = delivered + drops + held.
@@ -207,6 +232,9 @@ private:
     std::vector<RxQueue*> failed_;         // capacity: one per attached queue
     std::vector<net::FrameSink*> sinks_;
     Neighbours neighbours_;
+    RocePort roce_;
+    ArpWait arp_wait_;
+    std::vector<std::uint8_t> roce_tx_; // send_roce's copy of a frame, its MAC filled in
     HostOut* host_out_ = new HostOut(*this); // owned: deleted by ~Port
     std::uint64_t now_ns_ = 0;
     std::uint64_t next_deadline_ns_ = UINT64_MAX;

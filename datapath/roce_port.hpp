@@ -25,6 +25,9 @@ struct RocePortCounters {
     // Loopback (observations: a looped frame is counted again in `frames` when drained).
     Counter loopback_frames;   // frames queued for a QP of this port
     Counter loopback_overflow; // frames lost because the loopback queue was full
+    // To the wire (Port::send_roce; frames that waited for ARP are ArpWaitCounters').
+    Counter tx_wire;        // frames handed to the port's sinks at once
+    Counter tx_unroutable;  // frames for an address the port cannot reach (dropped)
 };
 
 class RocePort {
@@ -65,6 +68,8 @@ public:
     [[nodiscard]] bool loopback_empty() const noexcept { return lb_head_ == lb_tail_; }
 
     [[nodiscard]] const RocePortCounters& counters() const noexcept { return counters_; }
+    void count_tx_wire() noexcept { counters_.tx_wire.add(); }
+    void count_tx_unroutable() noexcept { counters_.tx_unroutable.add(); }
     [[nodiscard]] RoceQp* find(std::uint32_t qpn) const noexcept;
 
 private:

@@ -25,6 +25,11 @@ namespace rdmasim::datapath {
 
 enum class QpTransport : std::uint8_t { rc, uc, ud };
 
+// The largest frame a QP builds: its headers (Ethernet, tag, IPv6, UDP, BTH,
+// extension headers, ICRC) rounded up to 128 bytes, and a 4096-byte payload
+// with its pad.
+inline constexpr std::size_t kMaxRoceFrame = 128 + 4096 + 4;
+
 // The QP state as far as the transport cares (the device's modify_qp sets it).
 enum class TransportState : std::uint8_t { reset, init, rtr, rts, sqd, error };
 

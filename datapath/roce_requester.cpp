@@ -17,9 +17,6 @@ namespace {
 
 // mlx5's max_msg_sz; its PSNs stay within half the PSN space even at MTU 256.
 constexpr std::uint64_t kMaxMessage = 1ull << 30;
-constexpr std::size_t kMaxHeaders =
-    128; // Ethernet + tag + IPv6 + UDP + BTH + ext + ICRC, rounded up
-
 bool is_read_or_atomic(SendOp op) noexcept {
     return op == SendOp::read || op == SendOp::cmp_swp || op == SendOp::fetch_add;
 }
@@ -68,7 +65,7 @@ RoceQp::RoceQp(TransportHost& host, const MrTable& mrs, const TransportLimits& l
     slots_.assign(cap, SendSlot{});
     sq_sges_.assign(static_cast<std::size_t>(cap) * limits_.max_send_sge, Sge{});
     sq_inline_.assign(static_cast<std::size_t>(cap) * limits_.max_inline, 0);
-    tx_buf_.assign(kMaxHeaders + 4096 + 4, 0);
+    tx_buf_.assign(kMaxRoceFrame, 0);
     pieces_.reserve(std::max(limits_.max_send_sge, limits_.max_recv_sge) + 1);
     rwqe_sges_.assign(limits_.max_recv_sge, Sge{});
     rd_slots_.assign(16, RdAtomicSlot{}); // max_dest_rd_atomic is at most 16 (device caps)

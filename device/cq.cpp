@@ -35,9 +35,9 @@ void pump_if_empty(Cq& cq) noexcept {
 ibv_wc_opcode read_opcode(ibv_cq_ex* c) { return static_cast<ibv_wc_opcode>(cq_of(c)->current.opcode); }
 uint32_t read_vendor_err(ibv_cq_ex* c) { return cq_of(c)->current.vendor_err; }
 uint32_t read_byte_len(ibv_cq_ex* c) { return cq_of(c)->current.byte_len; }
-__be32 read_imm_data(ibv_cq_ex*) { return 0; }
+__be32 read_imm_data(ibv_cq_ex* c) { return cq_of(c)->current.imm_data; }
 uint32_t read_qp_num(ibv_cq_ex* c) { return cq_of(c)->current.qp_num; }
-uint32_t read_src_qp(ibv_cq_ex*) { return 0; }
+uint32_t read_src_qp(ibv_cq_ex* c) { return cq_of(c)->current.src_qp; }
 unsigned int read_wc_flags(ibv_cq_ex* c) { return cq_of(c)->current.wc_flags; }
 uint32_t read_slid(ibv_cq_ex*) { return 0; }
 uint8_t read_sl(ibv_cq_ex*) { return 0; }
@@ -264,24 +264,31 @@ int poll_cq(ibv_cq* c, int num_entries, ibv_wc* wc) noexcept {
         w.byte_len = e.byte_len;
         w.qp_num = e.qp_num;
         w.wc_flags = e.wc_flags;
+        w.imm_data = e.imm_data;
+        w.src_qp = e.src_qp;
         cq.ring.pop();
     }
     return n;
 }
 
-int req_notify_cq(ibv_cq* c, int /*solicited_only*/) noexcept {
+int req_notify_cq(ibv_cq* c, int solicited_only) noexcept {
     if (c == nullptr) return EINVAL;
     Cq& cq = *from_verbs(c);
     if (int e = injected_failure(*cq.ctx->device, Verb::req_notify_cq)) return e;
     // Real providers (mlx5, rxe) arm any CQ; without a channel the arm is
-    // simply never delivered (cq_after_burst checks the channel).
+    // simply never delivered (cq_after_burst checks the channel). Solicited
+    // only: the event waits for a solicited or an error completion.
+    cq.solicited_seen.store(false, std::memory_order_relaxed);
+    cq.solicited_only.store(solicited_only != 0, std::memory_order_relaxed);
     cq.armed.store(true, std::memory_order_release);
     pump(cq); // lets an inline engine fire the notification it may owe
     return 0;
 }
 
 void cq_after_burst(Cq& cq) noexcept {
-    if (cq.channel && !cq.ring.empty() && cq.armed.exchange(false, std::memory_order_acq_rel)) {
+    const bool due = !cq.solicited_only.load(std::memory_order_relaxed) ||
+                     cq.solicited_seen.load(std::memory_order_acquire);
+    if (cq.channel && !cq.ring.empty() && due && cq.armed.exchange(false, std::memory_order_acq_rel)) {
         std::lock_guard lock(cq.channel->lock);
         try {
             cq.channel->fired.push_back(&cq);

@@ -60,7 +60,7 @@ ibv_flow* create_flow(ibv_qp* q, ibv_flow_attr* attr) noexcept {
         }
         qp.flows.fetch_add(1);
         qp.ctx->live_objects.fetch_add(1);
-        if (dev.hooks) dev.hooks->on_flow_attached(dev);
+        if (dev.hooks) dev.hooks->on_receiver_ready(dev);
         return &flow.release()->ibflow;
     });
 }

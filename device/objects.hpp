@@ -29,7 +29,6 @@
 #include "datapath/rx_queue.hpp"
 #include "datapath/recv_ring.hpp"
 #include "device/caps.hpp"
-#include "device/qp_send_queue.hpp"
 
 namespace rdmasim::device {
 
@@ -43,6 +42,7 @@ struct Qp;
 struct Flow;
 struct Ah;
 struct Srq;
+class QpTransport; // device/qp_transport.hpp
 
 // What the runtime (sim/) plugs in; device/ never starts threads or does I/O
 // of its own. All calls may come from any program thread.
@@ -51,17 +51,15 @@ public:
     virtual ~EngineHooks() = default;
     // A program is about to poll a CQ of `dev` (the inline engine pulls frames here).
     virtual void on_poll(Device& dev) noexcept = 0;
-    // A program posted receive WQEs (held frames may now be delivered).
+    // A program posted receive WQEs (held frames may now be delivered), or a
+    // verb moved the port's next deadline earlier (a transport's timer).
     virtual void on_post(Device& dev) noexcept = 0;
-    // A flow rule was attached (a replay may start).
-    virtual void on_flow_attached(Device& dev) noexcept = 0;
-    // A program queued send WRs on an RC, UC or UD QP (its SendQueue's
-    // doorbell counted them): the transport may drain the queue. Called
-    // holding no lock. No transport exists yet; the default does nothing.
-    virtual void on_send_posted(Device& dev, Qp& qp) noexcept {
-        (void)dev;
-        (void)qp;
-    }
+    // A receiver is ready: a flow rule was attached, or an RC, UC or UD QP
+    // reached RTR (a replay started by start=first-flow may begin).
+    virtual void on_receiver_ready(Device& dev) noexcept = 0;
+    // The engine's clock (virtual under the inline engine); a transport
+    // called from a verb runs at it. Called holding the port lock.
+    [[nodiscard]] virtual std::uint64_t clock_ns() const noexcept = 0;
 };
 
 // A spinlock for program-side object locks (post, poll): short critical sections only.
@@ -153,6 +151,8 @@ struct Cq {
     datapath::Cqe current;      // the entry start_poll / next_poll exposes
     bool have_current = false;
     std::atomic<bool> armed{false};
+    std::atomic<bool> solicited_only{false}; // armed by ibv_req_notify_cq(cq, 1)
+    std::atomic<bool> solicited_seen{false}; // a solicited or error completion since then
     std::atomic<std::uint32_t> users{0}; // WQs and QPs
     // Events handed to the program, which ibv_destroy_cq waits to see acked in
     // cqx.comp_events_completed / async_events_completed.
@@ -243,9 +243,10 @@ struct Qp {
     SpinLock send_lock;
     std::vector<std::uint8_t> send_buf;
     RecvQueue recv;                             // also guards the QP state (post lock)
-    // RC, UC, UD: the send queue, the receive queue (unused with an SRQ),
-    // the SRQ. The transport attributes are `attr` (set by ibv_modify_qp).
-    SendQueue sq;
+    // RC, UC, UD: the transport (which holds the send queue), the receive
+    // queue (unused with an SRQ), the SRQ. The transport's attributes come
+    // from `attr` (set by ibv_modify_qp).
+    QpTransport* transport = nullptr; // the RoCE transport: owned, deleted by destroy_ib_qp
     WorkRecvQueue rq;
     Srq* srq = nullptr;
     ibv_qp_attr attr{}; // what ibv_query_qp reports; for RC/UC/UD the transport's attributes

@@ -54,6 +54,9 @@ ibv_mr* reg_mr(ibv_pd* p, void* addr, size_t length, uint64_t iova, unsigned int
         entry.host = reinterpret_cast<std::uint64_t>(addr);
         entry.pd = pd;
         entry.local_write = access & IBV_ACCESS_LOCAL_WRITE;
+        entry.remote_read = access & IBV_ACCESS_REMOTE_READ;
+        entry.remote_write = access & IBV_ACCESS_REMOTE_WRITE;
+        entry.remote_atomic = access & IBV_ACCESS_REMOTE_ATOMIC;
         const std::uint32_t key = dev.mrs.add(entry);
         if (key == 0) return fail<ibv_mr>(ENOMEM);
         mr->access = static_cast<int>(access);

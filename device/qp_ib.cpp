@@ -15,6 +15,7 @@
 #include "device/cq.hpp"
 #include "device/device.hpp"
 #include "device/qp_state.hpp"
+#include "device/qp_transport.hpp"
 #include "device/srq.hpp"
 
 namespace rdmasim::device {
@@ -89,75 +90,6 @@ int size_queues(const Device& dev, const ibv_qp_init_attr_ex& a, Sizes& out) noe
     return 0;
 }
 
-void push_flush(Cq& cq, std::uint32_t qp_num, std::uint64_t wr_id, ibv_wc_opcode op,
-                std::uint64_t now) noexcept {
-    datapath::Cqe cqe;
-    cqe.wr_id = wr_id;
-    cqe.status = IBV_WC_WR_FLUSH_ERR;
-    cqe.opcode = static_cast<std::uint8_t>(op);
-    cqe.qp_num = qp_num;
-    cqe.timestamp_ns = now;
-    (void)cq.ring.push(cqe); // a full CQ loses the flush and reports the overrun
-}
-
-// Every WQE of the send queue completes with IBV_WC_WR_FLUSH_ERR, signalled
-// or not, in posting order. Port lock and send_lock held.
-void flush_send(Device& dev, Qp& qp) noexcept {
-    const std::uint64_t now = dev.port.now_ns();
-    while (!qp.sq.empty()) {
-        const SendWqe& w = qp.sq.front();
-        push_flush(*qp.send_cq, qp.ibqp.qp_num, w.wr_id, send_wc_opcode(w.opcode), now);
-        qp.sq.pop();
-    }
-}
-
-// The QP's own receive WQEs (not an SRQ's) flush as IBV_WC_RECV. Port lock
-// and rq.post_lock held.
-void flush_recv(Device& dev, Qp& qp) noexcept {
-    const std::uint64_t now = dev.port.now_ns();
-    datapath::RecvRing& ring = qp.rq.ring;
-    while (!ring.empty()) {
-        push_flush(*qp.recv_cq, qp.ibqp.qp_num, ring.front().wr_id, IBV_WC_RECV, now);
-        ring.pop();
-    }
-}
-
-void raise_qp_event(Qp& qp, ibv_event_type type) noexcept {
-    ibv_async_event ev{};
-    ev.element.qp = &qp.ibqp;
-    ev.event_type = type;
-    raise_async_event(*qp.ctx, ev);
-}
-
-// What entering `next` from `cur` does to the queues. Port lock, send_lock
-// and rq.post_lock held; the state is already `next`.
-void enter_state(Device& dev, Qp& qp, ibv_qp_state cur, ibv_qp_state next) noexcept {
-    // Re-entering ERR or SQE (a post there, the HCA) flushes what came since.
-    if (next == cur && next != IBV_QPS_ERR && next != IBV_QPS_SQE) return;
-    switch (next) {
-    case IBV_QPS_RESET:
-        qp.sq.reset();
-        qp.rq.ring.reset();
-        break;
-    case IBV_QPS_ERR:
-        flush_send(dev, qp);
-        flush_recv(dev, qp);
-        if (qp.srq != nullptr && cur != IBV_QPS_ERR) raise_qp_event(qp, IBV_EVENT_QP_LAST_WQE_REACHED);
-        break;
-    case IBV_QPS_SQE:
-        flush_send(dev, qp);
-        break;
-    case IBV_QPS_SQD:
-        // Nothing is in flight without a transport: the queue is drained
-        // once it is empty. A non-empty queue's drain is the transport's.
-        if (qp.attr.en_sqd_async_notify && qp.sq.empty()) raise_qp_event(qp, IBV_EVENT_SQ_DRAINED);
-        break;
-    default:
-        break;
-    }
-    service(dev, dev.port.now_ns());
-}
-
 // The range checks of ibv_modify_qp after the table (mlx5_ib_modify_qp,
 // ib_uverbs_modify_qp, the IB field widths).
 int check_attr_values(Qp& qp, const ibv_qp_attr& a, int mask) noexcept {
@@ -223,33 +155,36 @@ void store_attrs(ibv_qp_attr& s, const ibv_qp_attr& a, int mask) noexcept {
     if (mask & IBV_QP_DEST_QPN) s.dest_qp_num = a.dest_qp_num & 0xffffff;
 }
 
-// Sets the state and applies its effect. Port lock held; takes the queue locks.
-void set_state(Device& dev, Qp& qp, ibv_qp_state next) noexcept {
-    std::lock_guard send_lock(qp.send_lock); // lock order: port, then post
+// The verbs state only (ibv_qp.state, what ibv_query_qp reports). Port
+// lock held; takes the receive post lock (post_ib_recv reads the state under it).
+void write_state(Qp& qp, ibv_qp_state next) noexcept {
     std::lock_guard recv_lock(qp.rq.post_lock);
-    const ibv_qp_state cur = qp.ibqp.state;
     qp.ibqp.state = next;
     qp.attr.qp_state = next;
     qp.attr.cur_qp_state = next;
-    enter_state(dev, qp, cur, next);
+}
+
+// Sets the state and applies it: RESET forgets the posted receives; the
+// transport does the rest (flushes, drain events, its PSNs and timers).
+// Port lock held; the transport is called with no post lock held, as it
+// may call back (hca_set_qp_state).
+void set_state(Qp& qp, ibv_qp_state next) noexcept {
+    const ibv_qp_state cur = qp.ibqp.state;
+    write_state(qp, next);
+    if (next == IBV_QPS_RESET && cur != IBV_QPS_RESET) {
+        std::lock_guard recv_lock(qp.rq.post_lock);
+        qp.rq.ring.reset();
+    }
+    qp.transport->modify(next);
 }
 
 } // namespace
 
-ibv_wc_opcode send_wc_opcode(ibv_wr_opcode op) noexcept {
-    switch (op) {
-    case IBV_WR_RDMA_WRITE:
-    case IBV_WR_RDMA_WRITE_WITH_IMM:
-        return IBV_WC_RDMA_WRITE;
-    case IBV_WR_RDMA_READ:
-        return IBV_WC_RDMA_READ;
-    case IBV_WR_ATOMIC_CMP_AND_SWP:
-        return IBV_WC_COMP_SWAP;
-    case IBV_WR_ATOMIC_FETCH_AND_ADD:
-        return IBV_WC_FETCH_ADD;
-    default:
-        return IBV_WC_SEND;
-    }
+void raise_qp_event(Qp& qp, ibv_event_type type) noexcept {
+    ibv_async_event ev{};
+    ev.element.qp = &qp.ibqp;
+    ev.event_type = type;
+    raise_async_event(*qp.ctx, ev);
 }
 
 ibv_qp* create_ib_qp(Context& ctx, ibv_qp_init_attr_ex& attr) noexcept {
@@ -281,7 +216,6 @@ ibv_qp* create_ib_qp(Context& ctx, ibv_qp_init_attr_ex& attr) noexcept {
         qp->max_send_wr = sz.send_wr;
         qp->max_send_sge = sz.send_sge;
         qp->max_inline = sz.inline_data;
-        qp->sq.init(sz.send_wr, sz.send_sge, sz.inline_data);
         qp->rq.ring.init(sz.recv_ring, std::max<std::uint32_t>(sz.recv_sge, 1));
         qp->rq.max_sge = sz.recv_sge;
         qp->rq.max_post = sz.recv_wr;
@@ -309,6 +243,16 @@ ibv_qp* create_ib_qp(Context& ctx, ibv_qp_init_attr_ex& attr) noexcept {
         qp->attr.cap = attr.cap;
         qp->attr.port_num = 1;
 
+        datapath::TransportLimits limits;
+        limits.max_send_wr = std::max<std::uint32_t>(sz.send_wr, 1);
+        limits.max_send_sge = sz.send_sge;
+        limits.max_inline = sz.inline_data;
+        limits.max_recv_sge = qp->srq ? qp->srq->rq.max_sge : std::max<std::uint32_t>(sz.recv_sge, 1);
+        {
+            std::lock_guard port_lock(dev.port.mutex()); // the port's RoCE side learns its number
+            qp->transport = new QpTransport(dev, *qp, limits);
+        }
+
         qp->send_cq->users.fetch_add(1);
         qp->recv_cq->users.fetch_add(1);
         if (qp->srq) qp->srq->qps.fetch_add(1);
@@ -323,13 +267,16 @@ int modify_ib_qp(Qp& qp, ibv_qp_attr& attr, int mask) noexcept {
     if (mask & ~kQpAttrBits) return EINVAL;
     if (int err = check_attr_values(qp, attr, mask)) return err;
     bool to_reset = false;
+    ibv_qp_state cur;
+    ibv_qp_state next;
+    bool wake = false;
     {
         std::lock_guard port_lock(dev.port.mutex());
-        const ibv_qp_state cur = qp.ibqp.state;
+        cur = qp.ibqp.state;
         // The kernel trusts cur_qp_state; the HCA then refuses to move a QP
         // from a state it is not in.
         if ((mask & IBV_QP_CUR_STATE) && raw_enum(attr.cur_qp_state) != cur) return EINVAL;
-        ibv_qp_state next = cur;
+        next = cur;
         if (mask & IBV_QP_STATE) {
             const auto target = raw_enum(attr.qp_state);
             if (target < IBV_QPS_RESET || target > IBV_QPS_ERR) return EINVAL;
@@ -346,8 +293,15 @@ int modify_ib_qp(Qp& qp, ibv_qp_attr& attr, int mask) noexcept {
         // The drain notification is asked for per RTS -> SQD transition.
         if (cur == IBV_QPS_RTS && next == IBV_QPS_SQD) qp.attr.en_sqd_async_notify = 0;
         store_attrs(qp.attr, attr, mask);
-        set_state(dev, qp, next);
+        const std::uint64_t deadline = dev.port.next_deadline_ns();
+        set_state(qp, next);
+        after_transport_call(dev, dev.port.now_ns());
+        wake = dev.port.next_deadline_ns() < deadline;
         to_reset = next == IBV_QPS_RESET;
+    }
+    if (dev.hooks) {
+        if (next == IBV_QPS_RTR && cur != IBV_QPS_RTR) dev.hooks->on_receiver_ready(dev);
+        if (wake) dev.hooks->on_post(dev);
     }
     // As mlx5_modify_qp: after a move to RESET the QP's completions leave
     // both CQs. Locks: poll, then port (CqConsumer).
@@ -377,11 +331,12 @@ int destroy_ib_qp(Qp& qp) noexcept {
     Device& dev = *qp.ctx->device;
     ibv_qp* q = &qp.ibqp;
     {
-        // The transport forgets it: no WQE of it is taken from here on.
+        // The transport goes: no packet reaches the QP, no WQE of it is
+        // taken from here on.
         std::lock_guard port_lock(dev.port.mutex());
-        std::lock_guard send_lock(qp.send_lock);
+        delete qp.transport;
+        qp.transport = nullptr;
         std::lock_guard recv_lock(qp.rq.post_lock);
-        qp.sq.reset();
         qp.rq.ring.reset();
         q->state = IBV_QPS_RESET;
     }
@@ -401,16 +356,6 @@ int destroy_ib_qp(Qp& qp) noexcept {
     return 0;
 }
 
-bool take_recv_wqe(Device& dev, Qp& qp, datapath::Wqe& wqe, datapath::Sge* sges) noexcept {
-    if (qp.srq != nullptr) return take_srq_wqe(dev, *qp.srq, wqe, sges);
-    datapath::RecvRing& ring = qp.rq.ring;
-    if (ring.empty()) return false;
-    wqe = ring.front();
-    std::copy_n(ring.front_sges(), wqe.num_sge, sges);
-    ring.pop();
-    return true;
-}
-
-void hca_set_qp_state(Device& dev, Qp& qp, ibv_qp_state state) noexcept { set_state(dev, qp, state); }
+void hca_set_qp_state(Qp& qp, ibv_qp_state state) noexcept { write_state(qp, state); }
 
 } // namespace rdmasim::device

@@ -1,8 +1,7 @@
 // RC, UC and UD queue pairs: creation, the state machine, queries, posting
 // into the rings the transport drains (device/README.md, "RC, UC and UD
 // queue pairs"). qp.cpp dispatches here for these types; raw-packet QPs stay
-// in qp.cpp. Nothing is sent yet: the transport (a later round) consumes the
-// SendQueue and the receive WQEs through the functions at the end.
+// in qp.cpp. Each QP's packets are its QpTransport's (device/qp_transport.hpp).
 #pragma once
 
 #include "device/objects.hpp"
@@ -25,21 +24,13 @@ int post_ib_recv(Qp& qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept;
 int post_work_recv(WorkRecvQueue& rq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept;
 
 // ---------------------------------------------------------------------------
-// For the transport and the HCA's own state changes. Caller holds the port
-// lock.
+// For the transport (device/qp_transport.*). Caller holds the port lock.
 
-// The next receive WQE of `qp` (from its SRQ when it has one), copied into
-// `wqe` and `sges` (room for the queue's max_sge); false when none is
-// posted. An SRQ whose armed limit is crossed raises
-// IBV_EVENT_SRQ_LIMIT_REACHED (srq.cpp, take_srq_wqe).
-bool take_recv_wqe(Device& dev, Qp& qp, datapath::Wqe& wqe, datapath::Sge* sges) noexcept;
+// The HCA moved `qp` to `state` on its own (the transport flushed already):
+// the verbs state follows, nothing else happens.
+void hca_set_qp_state(Qp& qp, ibv_qp_state state) noexcept;
 
-// The HCA moves `qp` to SQE (a UC/UD send error) or ERR (an RC error), as a
-// modify would: ERR flushes both queues and, with an SRQ, raises
-// IBV_EVENT_QP_LAST_WQE_REACHED; SQE flushes the send queue.
-void hca_set_qp_state(Device& dev, Qp& qp, ibv_qp_state state) noexcept;
-
-// The ibv_wc_opcode a send WR completes with.
-ibv_wc_opcode send_wc_opcode(ibv_wr_opcode op) noexcept;
+// Queues an async event of `qp` for ibv_get_async_event.
+void raise_qp_event(Qp& qp, ibv_event_type type) noexcept;
 
 } // namespace rdmasim::device

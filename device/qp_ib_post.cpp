@@ -1,5 +1,5 @@
 // ibv_post_send and ibv_post_recv on RC, UC and UD QPs: validation, then the
-// WRs are queued for the transport (device/README.md, "RC, UC and UD queue
+// WRs go to the QP's transport (device/README.md, "RC, UC and UD queue
 // pairs", "Posting").
 #include <algorithm>
 #include <cstring>
@@ -8,6 +8,7 @@
 #include "device/abi_guard.hpp"
 #include "device/context.hpp"
 #include "device/qp_ib.hpp"
+#include "device/qp_transport.hpp"
 #include "device/recv.hpp"
 
 namespace rdmasim::device {
@@ -44,7 +45,7 @@ struct Limits {
 };
 
 // One WR's checks; 0 or EINVAL.
-int check_send_wr(const Qp& qp, const ibv_send_wr& wr, const Limits& lim, std::uint64_t& total) noexcept {
+int check_send_wr(const Qp& qp, const ibv_send_wr& wr, const Limits& lim) noexcept {
     const ibv_qp_type t = qp.ibqp.qp_type;
     // Read as an integer first: a C caller may pass any value (device/README.md,
     // "Error conventions"); none above FETCH_AND_ADD is allowed on these QPs.
@@ -52,12 +53,12 @@ int check_send_wr(const Qp& qp, const ibv_send_wr& wr, const Limits& lim, std::u
     if (raw < IBV_WR_RDMA_WRITE || raw > IBV_WR_ATOMIC_FETCH_AND_ADD) return EINVAL;
     const auto op = static_cast<ibv_wr_opcode>(raw);
     if (!opcode_allowed(t, op)) return EINVAL;
-    if (wr.num_sge < 0 || static_cast<std::uint32_t>(wr.num_sge) > qp.sq.max_sge()) return EINVAL;
+    if (wr.num_sge < 0 || static_cast<std::uint32_t>(wr.num_sge) > qp.max_send_sge) return EINVAL;
     if (wr.num_sge > 0 && wr.sg_list == nullptr) return EINVAL;
-    total = 0;
+    std::uint64_t total = 0;
     for (int i = 0; i < wr.num_sge; ++i) total += wr.sg_list[i].length;
     if (wr.send_flags & IBV_SEND_INLINE) {
-        if (op == IBV_WR_RDMA_READ || is_atomic(op) || total > qp.sq.max_inline()) return EINVAL;
+        if (op == IBV_WR_RDMA_READ || is_atomic(op) || total > qp.max_inline) return EINVAL;
     }
     if (total > lim.max_msg) return EINVAL;
     if (is_atomic(op) && (total != 8 || (wr.wr.atomic.remote_addr & 7) != 0)) return EINVAL;
@@ -66,55 +67,6 @@ int check_send_wr(const Qp& qp, const ibv_send_wr& wr, const Limits& lim, std::u
         if (ah == nullptr || ah->context != qp.ibqp.context || total > lim.mtu) return EINVAL;
     }
     return 0;
-}
-
-void fill_wqe(SendQueue& sq, const ibv_send_wr& wr, std::uint64_t total, bool is_ud) noexcept {
-    SendWqe& w = sq.next_wqe();
-    w = SendWqe{};
-    w.wr_id = wr.wr_id;
-    w.opcode = static_cast<ibv_wr_opcode>(wr.opcode);
-    w.send_flags = wr.send_flags;
-    w.imm_data = wr.imm_data;
-    w.total_len = total;
-    switch (w.opcode) {
-    case IBV_WR_RDMA_WRITE:
-    case IBV_WR_RDMA_WRITE_WITH_IMM:
-    case IBV_WR_RDMA_READ:
-        w.remote_addr = wr.wr.rdma.remote_addr;
-        w.rkey = wr.wr.rdma.rkey;
-        break;
-    case IBV_WR_ATOMIC_CMP_AND_SWP:
-    case IBV_WR_ATOMIC_FETCH_AND_ADD:
-        w.remote_addr = wr.wr.atomic.remote_addr;
-        w.rkey = wr.wr.atomic.rkey;
-        w.compare_add = wr.wr.atomic.compare_add;
-        w.swap = wr.wr.atomic.swap;
-        break;
-    default:
-        break;
-    }
-    if (is_ud) {
-        w.ah = from_verbs(wr.wr.ud.ah);
-        w.remote_qpn = wr.wr.ud.remote_qpn & 0xffffff;
-        w.remote_qkey = wr.wr.ud.remote_qkey;
-    }
-    if (wr.send_flags & IBV_SEND_INLINE) {
-        w.inline_data = true;
-        std::uint8_t* dst = sq.next_inline();
-        for (int i = 0; i < wr.num_sge; ++i) {
-            const ibv_sge& s = wr.sg_list[i];
-            if (s.length != 0) std::memcpy(dst, reinterpret_cast<const void*>(s.addr), s.length);
-            dst += s.length;
-        }
-    } else {
-        datapath::Sge* sges = sq.next_sges();
-        for (int i = 0; i < wr.num_sge; ++i) {
-            const ibv_sge& s = wr.sg_list[i];
-            sges[i] = {s.addr, s.length, s.lkey};
-        }
-        w.num_sge = static_cast<std::uint32_t>(wr.num_sge);
-    }
-    sq.publish();
 }
 
 Limits port_limits(const Qp& qp) noexcept {
@@ -132,37 +84,35 @@ Limits port_limits(const Qp& qp) noexcept {
 int post_ib_send(Qp& qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) noexcept {
     Device& dev = *qp.ctx->device;
     const Limits lim = port_limits(qp);
-    const bool is_ud = qp.ibqp.qp_type == IBV_QPT_UD;
     int err = 0;
-    bool queued = false;
-    ibv_qp_state state;
+    bool wake = false;
     {
-        std::lock_guard lock(qp.send_lock); // modify changes the state under it
-        state = qp.ibqp.state;
+        // Posting is the transport's, under the port lock (lock order:
+        // port, then post); modify changes the state under it too.
+        std::lock_guard port_lock(dev.port.mutex());
         // The send queue works from RTS; SQD queues without sending; SQE and
-        // ERR take WRs and flush them below.
+        // ERR take WRs and flush them at once (the transport does).
+        const ibv_qp_state state = qp.ibqp.state;
         if (state == IBV_QPS_RESET || state == IBV_QPS_INIT || state == IBV_QPS_RTR) {
             *bad_wr = wr;
             return EINVAL;
         }
+        const std::uint64_t deadline = dev.port.next_deadline_ns();
         for (; wr != nullptr; wr = wr->next) {
-            std::uint64_t total = 0;
-            if ((err = check_send_wr(qp, *wr, lim, total)) == 0 && qp.sq.full()) err = ENOMEM;
+            if ((err = check_send_wr(qp, *wr, lim)) == 0) {
+                // The reported max_send_wr, which the transport's power-of-two ring may exceed.
+                err = qp.transport->roce().send_queue_size() >= qp.max_send_wr ? ENOMEM
+                                                                               : qp.transport->post_send(*wr);
+            }
             if (err) {
                 *bad_wr = wr;
                 break;
             }
-            fill_wqe(qp.sq, *wr, total, is_ud);
-            queued = true;
         }
-        if (queued) qp.sq.ring_doorbell();
+        after_transport_call(dev, dev.port.now_ns());
+        wake = dev.port.next_deadline_ns() < deadline;
     }
-    if (queued && (state == IBV_QPS_SQE || state == IBV_QPS_ERR)) {
-        std::lock_guard port_lock(dev.port.mutex());
-        hca_set_qp_state(dev, qp, qp.ibqp.state); // re-entering SQE/ERR flushes what was queued
-    } else if (queued && dev.hooks) {
-        dev.hooks->on_send_posted(dev, qp);
-    }
+    if (wake && dev.hooks) dev.hooks->on_post(dev); // the engine's next wake-up is sooner
     return err;
 }
 
@@ -185,7 +135,8 @@ int post_ib_recv(Qp& qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept {
     }
     if (in_error) {
         std::lock_guard port_lock(dev.port.mutex());
-        hca_set_qp_state(dev, qp, IBV_QPS_ERR); // flushes what was posted
+        qp.transport->flush_receives(); // what was posted completes at once
+        after_transport_call(dev, dev.port.now_ns());
     }
     return err;
 }

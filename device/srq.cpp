@@ -147,12 +147,8 @@ int get_srq_num(ibv_srq* s, uint32_t* srq_num) noexcept {
     return 0;
 }
 
-bool take_srq_wqe(Device& dev, Srq& srq, datapath::Wqe& wqe, datapath::Sge* sges) noexcept {
-    (void)dev;
+void pop_srq_wqe(Srq& srq) noexcept {
     datapath::RecvRing& ring = srq.rq.ring;
-    if (ring.empty()) return false;
-    wqe = ring.front();
-    std::copy_n(ring.front_sges(), wqe.num_sge, sges);
     ring.pop();
     if (srq.limit != 0 && ring.size() < srq.limit) {
         srq.limit = 0;
@@ -161,7 +157,6 @@ bool take_srq_wqe(Device& dev, Srq& srq, datapath::Wqe& wqe, datapath::Sge* sges
         ev.event_type = IBV_EVENT_SRQ_LIMIT_REACHED;
         raise_async_event(*srq.ctx, ev);
     }
-    return true;
 }
 
 } // namespace rdmasim::device

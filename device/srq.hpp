@@ -14,10 +14,10 @@ int destroy_srq(ibv_srq* srq) noexcept; // EBUSY while a QP uses it
 int post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept;
 int get_srq_num(ibv_srq* srq, uint32_t* srq_num) noexcept;
 
-// For the transport (port lock held): the SRQ's next WQE into wqe/sges
-// (room for its max_sge); false when empty. When that leaves fewer WQEs
-// posted than an armed limit, IBV_EVENT_SRQ_LIMIT_REACHED is raised and
-// the limit disarms (ibv_modify_srq(3)).
-bool take_srq_wqe(Device& dev, Srq& srq, datapath::Wqe& wqe, datapath::Sge* sges) noexcept;
+// For the transport (port lock held): consumes the SRQ's front WQE. When
+// that leaves fewer WQEs posted than an armed limit,
+// IBV_EVENT_SRQ_LIMIT_REACHED is raised and the limit disarms
+// (ibv_modify_srq(3)).
+void pop_srq_wqe(Srq& srq) noexcept;
 
 } // namespace rdmasim::device

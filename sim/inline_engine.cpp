@@ -13,7 +13,7 @@ void InlineEngine::start() {
         started_.store(true);
 }
 
-void InlineEngine::on_flow_attached(device::Device&) noexcept {
+void InlineEngine::on_receiver_ready(device::Device&) noexcept {
     if (config_.start == StartTrigger::first_flow) started_.store(true);
 }
 

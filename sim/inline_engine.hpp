@@ -22,7 +22,8 @@ public:
 
     void on_poll(device::Device&) noexcept override { pump(); }
     void on_post(device::Device&) noexcept override;
-    void on_flow_attached(device::Device&) noexcept override;
+    void on_receiver_ready(device::Device&) noexcept override;
+    std::uint64_t clock_ns() const noexcept override { return now_ns_; } // under the port lock
 
 private:
     // Virtual time: a frame arrives at its capture timestamp (never earlier

@@ -102,7 +102,7 @@ void ThreadEngine::begin() noexcept {
     if (!started_.exchange(true)) post_step();
 }
 
-void ThreadEngine::on_flow_attached(device::Device&) noexcept {
+void ThreadEngine::on_receiver_ready(device::Device&) noexcept {
     if (config_.start == StartTrigger::first_flow && !started_.exchange(true)) post_step();
 }
 

@@ -26,7 +26,8 @@ public:
 
     void on_poll(device::Device&) noexcept override {}
     void on_post(device::Device&) noexcept override;
-    void on_flow_attached(device::Device&) noexcept override;
+    void on_receiver_ready(device::Device&) noexcept override;
+    std::uint64_t clock_ns() const noexcept override { return now_ns(); }
 
     // A paced frame due sooner than this is waited for by spinning, not by a
     // timer; a timer for a later one fires this much early (the wake-up

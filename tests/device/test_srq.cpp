@@ -45,10 +45,10 @@ int post(ibv_srq* srq, std::uint64_t id, int num_sge = 1) {
 bool take(SimFixture& fx, ibv_srq* srq, std::uint64_t& id) {
     device::Device& dev = fx.device();
     std::lock_guard lock(dev.port.mutex());
-    datapath::Wqe wqe;
-    datapath::Sge sges[16];
-    if (!device::take_srq_wqe(dev, *device::from_verbs(srq), wqe, sges)) return false;
-    id = wqe.wr_id;
+    device::Srq& s = *device::from_verbs(srq);
+    if (s.rq.ring.empty()) return false;
+    id = s.rq.ring.front().wr_id;
+    device::pop_srq_wqe(s); // as the transport consumes a WQE
     return true;
 }
 
@@ -154,12 +154,9 @@ TEST_CASE("ibv_post_srq_recv: checks, ENOMEM when full; a QP with an SRQ", "[srq
         ibv_recv_wr* bad = nullptr;
         CHECK(ibv_post_recv(q.qp, &wr, &bad) == EINVAL);
         CHECK(bad == &wr);
-        device::Device& dev = fx.device();
-        std::lock_guard lock(dev.port.mutex());
-        datapath::Wqe wqe;
-        datapath::Sge sges[4];
-        REQUIRE(device::take_recv_wqe(dev, *device::from_verbs(q.qp), wqe, sges));
-        CHECK(wqe.wr_id == 0);
+        std::uint64_t id = 99;
+        REQUIRE(take(fx, srq, id));
+        CHECK(id == 0);
     }
     CHECK(ibv_destroy_srq(srq) == 0);
 }

@@ -345,9 +345,14 @@ TEST_CASE("thread engine: a live source without a wait_fd is polled", "[sim][eng
     auto owned = std::make_unique<LiveSource>(-1);
     LiveSource& live = *owned;
     auto s = make_live_sim(std::move(owned));
+    // Every 100 us while it has the CPU: 10 steps with nothing to read
+    // (an engine waiting for a wake-up would make one). A loaded host may
+    // give it little CPU, so the wait is bounded by steps, not by a time.
     const std::uint64_t before = s->engine(0).steps();
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    CHECK(s->engine(0).steps() - before >= 10); // every 100 us while it has the CPU
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (s->engine(0).steps() - before < 10 && std::chrono::steady_clock::now() < give_up)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    CHECK(s->engine(0).steps() - before >= 10);
     feed_three_then_close(*s, live);
 }
 

@@ -1,0 +1,159 @@
+#include "device/qp_transport.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+
+#include "datapath/roce_verbs.hpp"
+#include "device/async_events.hpp"
+#include "device/context.hpp"
+#include "device/device.hpp"
+#include "device/qp_ib.hpp"
+#include "device/qp_state.hpp"
+#include "device/srq.hpp"
+
+namespace rdmasim::device {
+
+namespace {
+
+datapath::QpTransport transport_type(ibv_qp_type t) noexcept {
+    return t == IBV_QPT_RC ? datapath::QpTransport::rc
+         : t == IBV_QPT_UC ? datapath::QpTransport::uc
+                           : datapath::QpTransport::ud;
+}
+
+datapath::RecvRing& recv_ring(Qp& qp) noexcept { return qp.srq ? qp.srq->rq.ring : qp.rq.ring; }
+
+// A completion into `cq`; a full CQ loses it and reports the overrun
+// (cq_after_burst raises IBV_EVENT_CQ_ERR).
+void push_completion(Cq& cq, const datapath::Cqe& cqe) noexcept {
+    (void)cq.ring.push(cqe);
+    // What ibv_req_notify_cq(cq, 1) waits for: a solicited or an error completion.
+    if (cqe.solicited || cqe.status != IBV_WC_SUCCESS)
+        cq.solicited_seen.store(true, std::memory_order_release);
+}
+
+} // namespace
+
+QpTransport::QpTransport(Device& dev, Qp& qp, const datapath::TransportLimits& limits)
+    : dev_(dev), qp_(qp), roce_(*this, dev.mrs, limits, dev.port.roce().qp_counters()),
+      sges_(std::max<std::uint32_t>(limits.max_send_sge, 1)) {
+    roce_.modify(attrs_from_qp(), datapath::TransportState::reset, transport_now(dev));
+    if (!dev.port.roce().attach(roce_)) throw std::bad_alloc(); // QP numbers are unique per device
+}
+
+QpTransport::~QpTransport() { dev_.port.roce().detach(roce_.attrs().qpn); }
+
+datapath::TransportAttrs QpTransport::attrs_from_qp() const noexcept {
+    datapath::TransportAttrs t;
+    t.type = transport_type(qp_.ibqp.qp_type);
+    t.qpn = qp_.ibqp.qp_num;
+    t.pd = qp_.pd;
+    t.srq = qp_.srq != nullptr;
+    datapath::apply_qp_attr(t, qp_.attr, kQpAttrBits);
+    if (t.type != datapath::QpTransport::ud && qp_.attr.ah_attr.is_global)
+        t.path = path_to(qp_.attr.ah_attr, t.dest_qpn);
+    return t;
+}
+
+net::RocePath QpTransport::path_to(const ibv_ah_attr& ah, std::uint32_t dest_qpn) const noexcept {
+    net::Gid sgid{};
+    if (const auto g = port_gid(dev_, ah.grh.sgid_index)) std::memcpy(sgid.data(), g->raw, sgid.size());
+    return datapath::roce_path(ah.grh, sgid, dev_.identity.mac, net::MacAddress{}, qp_.ibqp.qp_num,
+                               dest_qpn);
+}
+
+void QpTransport::modify(ibv_qp_state next) noexcept {
+    const datapath::TransportAttrs t = attrs_from_qp();
+    const std::uint64_t now = transport_now(dev_);
+    // Into RTR the peer's MAC is looked up, as the kernel resolves it at
+    // modify_qp: ARP is under way before the first packet.
+    if (next == IBV_QPS_RTR && t.type != datapath::QpTransport::ud) {
+        const net::Gid& d = t.path.dgid;
+        static constexpr std::array<std::uint8_t, 12> mapped{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+        if (std::equal(mapped.begin(), mapped.end(), d.begin()))
+            (void)dev_.port.resolve({d[12], d[13], d[14], d[15]});
+    }
+    roce_.modify(t, datapath::transport_state(next), now);
+}
+
+int QpTransport::post_send(const ibv_send_wr& wr) noexcept {
+    auto w = datapath::send_wr_from_ibv(wr, qp_.sq_sig_all);
+    if (!w) return EINVAL;
+    if (qp_.ibqp.qp_type == IBV_QPT_UD) w->ud_path = path_to(from_verbs(wr.wr.ud.ah)->attr, w->remote_qpn);
+    const auto n = static_cast<std::size_t>(std::max(wr.num_sge, 0));
+    if (n > sges_.size()) return EINVAL;
+    for (std::size_t i = 0; i < n; ++i) {
+        const ibv_sge& s = wr.sg_list[i];
+        sges_[i] = {s.addr, s.length, s.lkey};
+    }
+    return roce_.post_send(*w, {sges_.data(), n}, transport_now(dev_));
+}
+
+void QpTransport::transmit(std::span<const std::uint8_t> frame, std::uint64_t) noexcept {
+    dev_.port.send_roce(frame);
+}
+
+// The verbs compare the port's next deadline before and after their calls
+// (an engine's wake-up may have to come sooner); nothing to record here.
+void QpTransport::deadline_changed(std::uint64_t) noexcept {}
+
+bool QpTransport::peek_recv(datapath::RecvView& out) noexcept {
+    const datapath::RecvRing& ring = recv_ring(qp_);
+    if (ring.empty()) return false;
+    out.wqe = &ring.front();
+    out.sges = ring.front_sges();
+    return true;
+}
+
+void QpTransport::pop_recv() noexcept {
+    if (qp_.srq) pop_srq_wqe(*qp_.srq);
+    else qp_.rq.ring.pop();
+}
+
+void QpTransport::complete_send(const datapath::Cqe& cqe) noexcept { push_completion(*qp_.send_cq, cqe); }
+
+void QpTransport::complete_recv(const datapath::Cqe& cqe) noexcept { push_completion(*qp_.recv_cq, cqe); }
+
+void QpTransport::event(datapath::TransportEvent kind) noexcept {
+    using E = datapath::TransportEvent;
+    switch (kind) {
+    case E::comm_est:
+        raise_qp_event(qp_, IBV_EVENT_COMM_EST);
+        break;
+    case E::last_wqe_reached:
+        raise_qp_event(qp_, IBV_EVENT_QP_LAST_WQE_REACHED);
+        break;
+    case E::qp_fatal:
+        raise_qp_event(qp_, IBV_EVENT_QP_FATAL);
+        break;
+    case E::qp_req_err:
+        raise_qp_event(qp_, IBV_EVENT_QP_REQ_ERR);
+        break;
+    case E::qp_access_err:
+        raise_qp_event(qp_, IBV_EVENT_QP_ACCESS_ERR);
+        break;
+    case E::sq_drained:
+        if (qp_.attr.en_sqd_async_notify) raise_qp_event(qp_, IBV_EVENT_SQ_DRAINED);
+        break;
+    case E::entered_error:
+        // The transport flushed already; the verbs state follows. (UC and UD
+        // go to ERR too, not to the spec's SQE: the transport has no SQE,
+        // device/README.md, "Differences from mlx5".)
+        hca_set_qp_state(qp_, IBV_QPS_ERR);
+        break;
+    }
+}
+
+std::uint64_t transport_now(Device& dev) noexcept {
+    const std::uint64_t engine = dev.hooks ? dev.hooks->clock_ns() : 0;
+    dev.port.advance_clock(engine);
+    return dev.port.now_ns();
+}
+
+void after_transport_call(Device& dev, std::uint64_t now_ns) noexcept {
+    dev.port.drain_roce();
+    service(dev, now_ns);
+}
+
+} // namespace rdmasim::device

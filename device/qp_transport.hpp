@@ -1,0 +1,64 @@
+// The RoCE transport of one RC, UC or UD QP as the device hosts it
+// (device/README.md, "RC, UC and UD queue pairs", "The transport"): the
+// datapath's RoceQp (datapath/README.md, "RoCE transport"), fed from the
+// QP's attributes and send WRs, with the QP's receive queue (or SRQ), CQs
+// and async events behind its TransportHost.
+//
+// Every member function, and every host callback, runs under the port lock.
+#pragma once
+
+#include <vector>
+
+#include "datapath/roce_qp.hpp"
+#include "device/objects.hpp"
+
+namespace rdmasim::device {
+
+class QpTransport final : public datapath::TransportHost {
+public:
+    // Registers with the port's RoCE demultiplexing (allocates: creation only).
+    QpTransport(Device& dev, Qp& qp, const datapath::TransportLimits& limits);
+    ~QpTransport() override; // unregisters
+    QpTransport(const QpTransport&) = delete;
+    QpTransport& operator=(const QpTransport&) = delete;
+
+    // ibv_modify_qp moved the QP to `next` (its attributes are in qp.attr).
+    void modify(ibv_qp_state next) noexcept;
+    // One WR the device validated: 0, or ENOMEM when the send queue is full
+    // (datapath::RoceQp::post_send).
+    [[nodiscard]] int post_send(const ibv_send_wr& wr) noexcept;
+    // A receive WR was posted to a QP in ERR: it is flushed at once.
+    void flush_receives() noexcept { roce_.flush_receive_queue(); }
+    [[nodiscard]] const datapath::RoceQp& roce() const noexcept { return roce_; }
+
+    // datapath::TransportHost
+    void transmit(std::span<const std::uint8_t> frame, std::uint64_t now_ns) noexcept override;
+    void deadline_changed(std::uint64_t deadline_ns) noexcept override;
+    bool peek_recv(datapath::RecvView& out) noexcept override;
+    void pop_recv() noexcept override;
+    void complete_send(const datapath::Cqe& cqe) noexcept override;
+    void complete_recv(const datapath::Cqe& cqe) noexcept override;
+    void event(datapath::TransportEvent kind) noexcept override;
+
+private:
+    [[nodiscard]] datapath::TransportAttrs attrs_from_qp() const noexcept;
+    // The frame addressing toward `ah`'s GID (the destination MAC is the
+    // port's to find: Port::send_roce).
+    [[nodiscard]] net::RocePath path_to(const ibv_ah_attr& ah, std::uint32_t dest_qpn) const noexcept;
+
+    Device& dev_;
+    Qp& qp_;
+    datapath::RoceQp roce_;
+    std::vector<datapath::Sge> sges_; // post_send's SGE list (max_send_sge entries)
+};
+
+// The time a verb calls into a transport at: the engine's clock, never
+// behind the port's. Port lock held.
+[[nodiscard]] std::uint64_t transport_now(Device& dev) noexcept;
+
+// After a verb called into one or more transports (port lock held): the
+// frames they looped back to this port are delivered, the port is serviced
+// at `now_ns` (CQ notifications, overrun events).
+void after_transport_call(Device& dev, std::uint64_t now_ns) noexcept;
+
+} // namespace rdmasim::device
