@@ -1,6 +1,7 @@
 #include "device/qp_transport.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <mutex>
 
@@ -51,6 +52,9 @@ datapath::TransportAttrs QpTransport::attrs_from_qp() const noexcept {
     t.pd = qp_.pd;
     t.srq = qp_.srq != nullptr;
     datapath::apply_qp_attr(t, qp_.attr, kQpAttrBits);
+    // UD has no path MTU attribute: its messages are limited by the port's active MTU.
+    if (t.type == datapath::QpTransport::ud)
+        if (const auto m = net::path_mtu_from_enum(std::countr_zero(dev_.identity.mtu) - 7)) t.mtu = *m;
     if (t.type != datapath::QpTransport::ud && qp_.attr.ah_attr.is_global)
         t.path = path_to(qp_.attr.ah_attr, t.dest_qpn);
     return t;

@@ -87,9 +87,10 @@ Result<std::unique_ptr<VdeWire>> VdeWire::open(const std::string& url, const Vde
     }
     wire->data_fd_ = vde_datafd(wire->conn_);
     wire->ctl_fd_ = vde_ctlfd(wire->conn_);
-    // Neither the engine (recv) nor the port lock (send) may wait on a peer:
-    // the modules pass no MSG_DONTWAIT, so the descriptor itself is made
-    // non-blocking. A full peer queue then fails the send with EAGAIN.
+    // Neither the engine (recv) nor the port lock (send) may wait long on a
+    // peer: the modules pass no MSG_DONTWAIT, so the descriptor itself is
+    // made non-blocking. A full peer queue then fails the send with EAGAIN,
+    // and send() waits at most kFullQueueWaitMs for room.
     const int fl = wire->data_fd_ < 0 ? -1 : ::fcntl(wire->data_fd_, F_GETFL);
     if (fl < 0 || ::fcntl(wire->data_fd_, F_SETFL, fl | O_NONBLOCK) < 0) {
         const int err = wire->data_fd_ < 0 ? EBADF : errno;
@@ -146,7 +147,13 @@ void VdeWire::check_hangup() noexcept {
 }
 
 void VdeWire::send(std::span<const std::uint8_t> frame, std::uint64_t) noexcept {
-    const ssize_t n = vde_send(conn_, frame.data(), frame.size(), 0);
+    ssize_t n = vde_send(conn_, frame.data(), frame.size(), 0);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) [[unlikely]] {
+        // The peer's queue is full: wait for room a little, as a NIC's
+        // transmit queue holds the sender back, then try once more.
+        pollfd p{data_fd_, POLLOUT, 0};
+        if (::poll(&p, 1, kFullQueueWaitMs) > 0) n = vde_send(conn_, frame.data(), frame.size(), 0);
+    }
     if (n == static_cast<ssize_t>(frame.size())) [[likely]] {
         wire_.tx_frames.fetch_add(1, std::memory_order_relaxed);
         wire_.tx_bytes.fetch_add(frame.size(), std::memory_order_relaxed);

@@ -64,7 +64,10 @@ public:
     }
     [[nodiscard]] int wait_fd() const noexcept override { return data_fd_; }
 
-    // --- sink: one datagram per frame, never blocking; a refusal is counted ---
+    // --- sink: one datagram per frame; a full peer queue is waited on for
+    // at most kFullQueueWaitMs (a NIC's transmit queue holds its sender back
+    // rather than dropping), then the refusal is counted ---
+    static constexpr int kFullQueueWaitMs = 2;
     void send(std::span<const std::uint8_t> frame, std::uint64_t ts_ns) noexcept override;
 
     [[nodiscard]] const WireCounters& wire_counters() const noexcept { return wire_; }

@@ -70,6 +70,40 @@ nlohmann::json arp_json(const datapath::NeighbourCounters& c) {
     };
 }
 
+nlohmann::json roce_json(const datapath::RocePortCounters& c, const datapath::ArpWaitCounters& w) {
+    nlohmann::json rx = nlohmann::json::object();
+    for (std::size_t i = 0; i < datapath::kRoceRxKinds; ++i)
+        rx[std::string(datapath::roce_rx_name(static_cast<datapath::RoceRx>(i)))] = c.qps.rx[i].get();
+    nlohmann::json parse = nlohmann::json::object();
+    for (std::size_t i = 1; i < net::kRoceDropCount; ++i)
+        parse[net::roce_drop_name(static_cast<net::RoceDrop>(i))] = c.parse_drops[i].get();
+    const datapath::RoceCounters& q = c.qps;
+    return {
+        {"frames", c.frames.get()},
+        {"parse_drops", parse},
+        {"unknown_qp", c.unknown_qp.get()},
+        {"rx_frames", q.rx_frames.get()},
+        {"rx", rx},
+        {"tx_packets", q.tx_packets.get()},
+        {"tx_bytes", q.tx_bytes.get()},
+        {"retransmitted", q.retransmitted.get()},
+        {"timeouts", q.timeouts.get()},
+        {"seq_naks_received", q.seq_naks_received.get()},
+        {"rnr_naks_received", q.rnr_naks_received.get()},
+        {"acks_sent", q.acks_sent.get()},
+        {"naks_sent", q.naks_sent.get()},
+        {"read_responses_sent", q.read_responses_sent.get()},
+        {"loopback_frames", c.loopback_frames.get()},
+        {"loopback_overflow", c.loopback_overflow.get()},
+        {"tx_wire", c.tx_wire.get()},
+        {"tx_unroutable", c.tx_unroutable.get()},
+        {"arp_wait", {{"queued", w.queued.get()},
+                      {"sent", w.sent.get()},
+                      {"unresolved", w.unresolved.get()},
+                      {"overflow", w.overflow.get()}}},
+    };
+}
+
 nlohmann::json addresses_json(const device::DeviceIdentity& id) {
     return {{"mac", net::to_string(id.mac)},
             {"ipv4", net::to_string(id.ipv4)},

@@ -513,12 +513,13 @@ void context_rows(std::vector<Row>& rows) {
     // ibv_close_device(3): "returns 0 on success, -1 on failure".
     rows.push_back({"ibv_close_device(NULL)",
                     [](Bed&) { return from_int(ibv_close_device(nullptr)); }, m1(EINVAL)});
+    // Succeeds, as on mlx5: the objects (and the context) are leaked.
     rows.push_back({"ibv_close_device with a PD and a CQ alive",
                     [](Bed& b) {
                         errno = 0;
                         return b.busy(ibv_close_device(b.other().ctx));
                     },
-                    m1(EBUSY)});
+                    ok()});
     rows.push_back({"ibv_query_device(NULL context)",
                     [](Bed&) {
                         ibv_device_attr a;
