@@ -29,7 +29,7 @@ struct ArpWaitCounters {
 class ArpWait {
 public:
     // Room for `bytes` of frames and at most `frames` frames at once.
-    explicit ArpWait(std::size_t bytes = 256u << 10, std::uint32_t frames = 256);
+    explicit ArpWait(std::size_t bytes = 2u << 20, std::uint32_t frames = 2048);
 
     // Keeps a copy of `frame` until `next_hop` resolves; false (counted as
     // overflow) when there is no room.

@@ -34,6 +34,15 @@ void MrTable::remove(std::uint32_t lkey) noexcept {
     slots_[i].lkey.compare_exchange_strong(expected, 0, std::memory_order_acq_rel);
 }
 
+bool MrTable::replace(std::uint32_t lkey, const MrEntry& entry) noexcept {
+    std::lock_guard lock(mu_);
+    const std::uint32_t i = (lkey >> 8) - 1;
+    if ((lkey >> 8) == 0 || i >= capacity_ || slots_[i].lkey.load(std::memory_order_relaxed) != lkey)
+        return false;
+    slots_[i].entry = entry;
+    return true;
+}
+
 const MrEntry* MrTable::live(std::uint32_t key) const noexcept {
     const std::uint32_t i = (key >> 8) - 1;
     if ((key >> 8) == 0 || i >= capacity_) return nullptr;

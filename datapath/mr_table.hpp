@@ -41,6 +41,10 @@ public:
     // Returns the new lkey, or 0 when the table is full.
     [[nodiscard]] std::uint32_t add(const MrEntry& entry) noexcept;
     void remove(std::uint32_t lkey) noexcept;
+    // ibv_rereg_mr: the live MR `lkey` now describes `entry` (same keys);
+    // false when `lkey` is not live. Readers must be excluded by the caller
+    // (the port lock).
+    bool replace(std::uint32_t lkey, const MrEntry& entry) noexcept;
 
     // The MR check (datapath/README.md, "Per-frame order"): lkey names a live MR of `pd` with local write
     // access (or any access, for reads) that covers [addr, addr + length).
@@ -55,9 +59,10 @@ public:
                                                  std::uint64_t addr, std::uint32_t length,
                                                  std::uint8_t access) const noexcept;
     [[nodiscard]] std::uint32_t capacity() const noexcept { return capacity_; }
+    // The MR `key` names, or nullptr when it is not live.
+    [[nodiscard]] const MrEntry* live(std::uint32_t key) const noexcept;
 
 private:
-    [[nodiscard]] const MrEntry* live(std::uint32_t key) const noexcept;
     struct Slot {
         MrEntry entry;
         std::atomic<std::uint32_t> lkey{0}; // 0 = free

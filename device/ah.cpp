@@ -7,6 +7,7 @@
 #include <endian.h>
 
 #include <cstring>
+#include <mutex>
 #include <memory>
 
 #include "device/abi_guard.hpp"
@@ -75,6 +76,14 @@ ibv_ah* create_ah(ibv_pd* pd, ibv_ah_attr* attr) noexcept {
         ah->ibah.handle = ctx.device->next_handle.fetch_add(1);
         ah->pd = from_verbs(pd);
         ah->attr = *attr;
+        // As the kernel resolves the MAC at ibv_create_ah: ARP starts now, so
+        // the first datagrams find it known (or waiting briefly in ArpWait).
+        const std::uint8_t* d = attr->grh.dgid.raw;
+        static constexpr std::uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+        if (std::memcmp(d, mapped, sizeof mapped) == 0) {
+            std::lock_guard lock(ctx.device->port.mutex());
+            (void)ctx.device->port.resolve({d[12], d[13], d[14], d[15]});
+        }
         ah->pd->users.fetch_add(1);
         ctx.live_objects.fetch_add(1);
         return &ah.release()->ibah;

@@ -198,8 +198,10 @@ ibv_cq_ex* create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr) noexcep
             (attr->flags & ~static_cast<std::uint32_t>(IBV_CREATE_CQ_ATTR_SINGLE_THREADED |
                                                       IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN)))
             return fail<ibv_cq_ex>(EOPNOTSUPP);
+        // The PD must be a parent domain (mlx5_create_cq_ex).
         if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) &&
-            (attr->parent_domain == nullptr || attr->parent_domain->context != context))
+            (attr->parent_domain == nullptr || attr->parent_domain->context != context ||
+             from_verbs(attr->parent_domain)->protection == nullptr))
             return fail<ibv_cq_ex>(EINVAL);
         const bool ignore_overrun = (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
                                     (attr->flags & IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN);

@@ -101,7 +101,7 @@ int attach_rx_queue(Device& dev, Wq& wq, std::uint32_t entries, datapath::WqSett
     rc.settings.ip_csum = false;
     rc.kind = datapath::QueueKind::wq;
     rc.owner = &wq;
-    return attach(dev, wq.recv, rc, wq.cq->ring, wq.pd);
+    return attach(dev, wq.recv, rc, wq.cq->ring, protection_domain(wq.pd));
 }
 
 int attach_rx_queue(Device& dev, Qp& qp, std::uint32_t entries, datapath::WqSettings offloads) {
@@ -112,7 +112,7 @@ int attach_rx_queue(Device& dev, Qp& qp, std::uint32_t entries, datapath::WqSett
     rc.settings.ip_csum = dev.caps.ip_csum;
     rc.kind = datapath::QueueKind::qp;
     rc.owner = &qp;
-    return attach(dev, qp.recv, rc, qp.recv_cq->ring, qp.pd);
+    return attach(dev, qp.recv, rc, qp.recv_cq->ring, protection_domain(qp.pd));
 }
 
 void detach_rx_queue(Device& dev, RecvQueue& recv) noexcept {

@@ -43,6 +43,7 @@ struct Flow;
 struct Ah;
 struct Srq;
 class QpTransport; // device/qp_transport.hpp
+struct WrBuilder;  // device/qp_ex.hpp
 
 // What the runtime (sim/) plugs in; device/ never starts threads or does I/O
 // of its own. All calls may come from any program thread.
@@ -122,8 +123,18 @@ struct Context {
 
 struct Pd {
     ibv_pd ibpd;
-    std::atomic<std::uint32_t> users{0}; // MRs, WQs, QPs
+    std::atomic<std::uint32_t> users{0}; // MRs, WQs, QPs, parent domains
+    // A parent domain (ibv_alloc_parent_domain): the PD it stands for. Its
+    // allocators are kept, never called (rdmasim's queues are its own memory).
+    Pd* protection = nullptr;
+    ibv_parent_domain_init_attr parent{};
 };
+
+// The protection domain `pd` stands for: itself, or a parent domain's PD.
+// What MR ownership is checked against.
+inline const Pd* protection_domain(const Pd* pd) noexcept {
+    return pd != nullptr && pd->protection != nullptr ? pd->protection : pd;
+}
 
 struct Mr {
     ibv_mr ibmr;
@@ -222,7 +233,12 @@ struct Srq {
 };
 
 struct Qp {
-    ibv_qp ibqp;
+    // Programs see &ibqp; an extended QP (created with send_ops_flags) is
+    // the same object seen as the ibv_qp_ex that begins with it.
+    union {
+        ibv_qp ibqp;
+        ibv_qp_ex qpx;
+    };
     Context* ctx = nullptr;
     Pd* pd = nullptr;
     bool rss = false;
@@ -247,6 +263,7 @@ struct Qp {
     // queue (unused with an SRQ), the SRQ. The transport's attributes come
     // from `attr` (set by ibv_modify_qp).
     QpTransport* transport = nullptr; // the RoCE transport: owned, deleted by destroy_ib_qp
+    WrBuilder* wr_builder = nullptr;  // extended QPs (ibv_wr_*): owned, device/qp_ex.hpp
     WorkRecvQueue rq;
     Srq* srq = nullptr;
     ibv_qp_attr attr{}; // what ibv_query_qp reports; for RC/UC/UD the transport's attributes

@@ -14,6 +14,7 @@
 #include "device/context.hpp"
 #include "device/cq.hpp"
 #include "device/device.hpp"
+#include "device/qp_ex.hpp"
 #include "device/qp_state.hpp"
 #include "device/qp_transport.hpp"
 #include "device/srq.hpp"
@@ -194,7 +195,6 @@ ibv_qp* create_ib_qp(Context& ctx, ibv_qp_init_attr_ex& attr) noexcept {
         // RSS is for raw-packet QPs only (mlx5's create_qp: EOPNOTSUPP).
         if (attr.comp_mask & (IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH))
             return fail<ibv_qp>(EOPNOTSUPP);
-        if (attr.comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) return fail<ibv_qp>(EOPNOTSUPP);
         if ((attr.comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr.create_flags != 0)
             return fail<ibv_qp>(EOPNOTSUPP);
         if (attr.send_cq == nullptr || attr.recv_cq == nullptr ||
@@ -205,7 +205,7 @@ ibv_qp* create_ib_qp(Context& ctx, ibv_qp_init_attr_ex& attr) noexcept {
         if (int err = size_queues(dev, attr, sz)) return fail<ibv_qp>(err);
 
         auto qp = std::make_unique<Qp>();
-        std::memset(&qp->ibqp, 0, sizeof qp->ibqp);
+        std::memset(&qp->qpx, 0, sizeof qp->qpx);
         qp->ctx = &ctx;
         qp->pd = from_verbs(attr.pd);
         qp->ib = true;
@@ -248,6 +248,8 @@ ibv_qp* create_ib_qp(Context& ctx, ibv_qp_init_attr_ex& attr) noexcept {
         limits.max_send_sge = sz.send_sge;
         limits.max_inline = sz.inline_data;
         limits.max_recv_sge = qp->srq ? qp->srq->rq.max_sge : std::max<std::uint32_t>(sz.recv_sge, 1);
+        if (attr.comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
+            if (int err = make_extended(*qp, attr.send_ops_flags)) return fail<ibv_qp>(err);
         {
             std::lock_guard port_lock(dev.port.mutex()); // the port's RoCE side learns its number
             qp->transport = new QpTransport(dev, *qp, limits);
@@ -352,6 +354,7 @@ int destroy_ib_qp(Qp& qp) noexcept {
     qp.ctx->live_objects.fetch_sub(1);
     pthread_cond_destroy(&q->cond);
     pthread_mutex_destroy(&q->mutex);
+    delete qp.wr_builder;
     delete &qp;
     return 0;
 }

@@ -14,7 +14,9 @@ ibv_qp* create_ib_qp(Context& ctx, ibv_qp_init_attr_ex& attr) noexcept;
 int modify_ib_qp(Qp& qp, ibv_qp_attr& attr, int mask) noexcept;
 void query_ib_qp(Qp& qp, ibv_qp_attr& attr, ibv_qp_init_attr& init) noexcept;
 int destroy_ib_qp(Qp& qp) noexcept;
-int post_ib_send(Qp& qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) noexcept;
+// With `all_or_nothing` (ibv_wr_complete) every WR is checked, and room
+// found for all, before any is posted; otherwise the WRs before *bad_wr stay.
+int post_ib_send(Qp& qp, ibv_send_wr* wr, ibv_send_wr** bad_wr, bool all_or_nothing = false) noexcept;
 int post_ib_recv(Qp& qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept;
 
 // Posts `wr` to a receive queue (a QP's or an SRQ's): a WR with num_sge < 0

@@ -81,7 +81,7 @@ Limits port_limits(const Qp& qp) noexcept {
 
 } // namespace
 
-int post_ib_send(Qp& qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) noexcept {
+int post_ib_send(Qp& qp, ibv_send_wr* wr, ibv_send_wr** bad_wr, bool all_or_nothing) noexcept {
     Device& dev = *qp.ctx->device;
     const Limits lim = port_limits(qp);
     int err = 0;
@@ -97,10 +97,20 @@ int post_ib_send(Qp& qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) noexcept {
             *bad_wr = wr;
             return EINVAL;
         }
+        // The reported max_send_wr, which the transport's power-of-two ring may exceed.
+        std::uint32_t room = qp.max_send_wr - std::min(qp.max_send_wr, qp.transport->roce().send_queue_size());
+        if (all_or_nothing) { // every WR checked, and room for all, before the first is posted
+            for (ibv_send_wr* w = wr; w != nullptr; w = w->next, --room) {
+                err = room == 0 ? ENOMEM : check_send_wr(qp, *w, lim);
+                if (err) {
+                    *bad_wr = w;
+                    return err;
+                }
+            }
+        }
         const std::uint64_t deadline = dev.port.next_deadline_ns();
         for (; wr != nullptr; wr = wr->next) {
             if ((err = check_send_wr(qp, *wr, lim)) == 0) {
-                // The reported max_send_wr, which the transport's power-of-two ring may exceed.
                 err = qp.transport->roce().send_queue_size() >= qp.max_send_wr ? ENOMEM
                                                                                : qp.transport->post_send(*wr);
             }
@@ -130,6 +140,11 @@ int post_ib_recv(Qp& qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept {
     bool in_error;
     {
         std::lock_guard lock(qp.rq.post_lock);
+        // The receive queue works from INIT (mlx5's qp_state_max_gs is -1 in RESET).
+        if (qp.ibqp.state == IBV_QPS_RESET) {
+            *bad_wr = wr;
+            return EINVAL;
+        }
         err = post_work_recv(qp.rq, wr, bad_wr);
         in_error = qp.ibqp.state == IBV_QPS_ERR;
     }

@@ -49,7 +49,7 @@ datapath::TransportAttrs QpTransport::attrs_from_qp() const noexcept {
     datapath::TransportAttrs t;
     t.type = transport_type(qp_.ibqp.qp_type);
     t.qpn = qp_.ibqp.qp_num;
-    t.pd = qp_.pd;
+    t.pd = protection_domain(qp_.pd);
     t.srq = qp_.srq != nullptr;
     datapath::apply_qp_attr(t, qp_.attr, kQpAttrBits);
     // UD has no path MTU attribute: its messages are limited by the port's active MTU.

@@ -151,8 +151,12 @@ void VdeWire::send(std::span<const std::uint8_t> frame, std::uint64_t) noexcept 
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) [[unlikely]] {
         // The peer's queue is full: wait for room a little, as a NIC's
         // transmit queue holds the sender back, then try once more.
-        pollfd p{data_fd_, POLLOUT, 0};
-        if (::poll(&p, 1, kFullQueueWaitMs) > 0) n = vde_send(conn_, frame.data(), frame.size(), 0);
+        // Not while frames wait to be read here: the peer may be the one
+        // waiting on us, and two senders holding each other's queues full
+        // would crawl at one frame per wait.
+        pollfd p{data_fd_, POLLOUT | POLLIN, 0};
+        if (::poll(&p, 1, kFullQueueWaitMs) > 0 && (p.revents & POLLOUT))
+            n = vde_send(conn_, frame.data(), frame.size(), 0);
     }
     if (n == static_cast<ssize_t>(frame.size())) [[likely]] {
         wire_.tx_frames.fetch_add(1, std::memory_order_relaxed);

@@ -15,6 +15,7 @@
 #include "device/cq.hpp"
 #include "device/pd.hpp"
 #include "device/qp.hpp"
+#include "device/qp_ex.hpp"
 #include "device/registry.hpp"
 #include "device/srq.hpp"
 
@@ -96,6 +97,9 @@ ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length, uint64_t iova,
     return reg_mr(pd, addr, length, iova, access);
 }
 int ibv_dereg_mr(ibv_mr* mr) { return dereg_mr(mr); }
+int ibv_rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, size_t length, int access) {
+    return rereg_mr(mr, flags, pd, addr, length, access);
+}
 
 ibv_comp_channel* ibv_create_comp_channel(ibv_context* context) {
     return create_comp_channel(context);
@@ -120,6 +124,7 @@ int ibv_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr*
     return query_qp(qp, attr, attr_mask, init_attr);
 }
 int ibv_destroy_qp(ibv_qp* qp) { return destroy_qp(qp); }
+ibv_qp_ex* ibv_qp_to_qp_ex(ibv_qp* qp) { return qp_to_qp_ex(qp); }
 
 ibv_ah* ibv_create_ah(ibv_pd* pd, ibv_ah_attr* attr) { return create_ah(pd, attr); }
 int ibv_destroy_ah(ibv_ah* ah) { return destroy_ah(ah); }

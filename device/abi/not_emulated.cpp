@@ -1,5 +1,5 @@
-// Verbs the emulator does not model (multicast, CQ resize, MR rereg
-// and dma-buf, import, ECE, QP send ops): each answers EOPNOTSUPP the way its
+// Verbs the emulator does not model (multicast, CQ resize, dma-buf
+// MRs, import, ECE): each answers EOPNOTSUPP the way its
 // verb reports errors (device/README.md, "The library seen by a program").
 #include "device/abi/declarations.hpp"
 #include "device/abi_guard.hpp"
@@ -10,12 +10,6 @@ extern "C" {
 
 // ---------------------------------------------------------------------------
 // QP extras.
-
-struct ibv_qp_ex* ibv_qp_to_qp_ex(struct ibv_qp*) {
-    // No QP is created with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS: there is no
-    // ibv_qp_ex to hand out.
-    return fail<ibv_qp_ex>(not_emulated);
-}
 
 // 0: no in-order data placement is promised.
 int ibv_query_qp_data_in_order(struct ibv_qp*, enum ibv_wr_opcode, uint32_t) {
@@ -34,7 +28,7 @@ int ibv_resolve_eth_l2_from_gid(struct ibv_context*, struct ibv_ah_attr*, uint8_
 }
 
 // ---------------------------------------------------------------------------
-// Not emulated: multicast, CQ resize, MR re-registration, dma-buf MRs, shared
+// Not emulated: multicast, CQ resize, dma-buf MRs, shared
 // (imported) objects.
 
 int ibv_attach_mcast(struct ibv_qp*, const union ibv_gid*, uint16_t) {
@@ -46,11 +40,6 @@ int ibv_detach_mcast(struct ibv_qp*, const union ibv_gid*, uint16_t) {
 
 int ibv_resize_cq(struct ibv_cq*, int) {
     return not_emulated;
-}
-
-int ibv_rereg_mr(struct ibv_mr*, int, struct ibv_pd*, void*, size_t, int) {
-    errno = not_emulated;
-    return IBV_REREG_MR_ERR_INPUT; // the man page's code: the old MR stays valid
 }
 
 struct ibv_mr* ibv_reg_dmabuf_mr(struct ibv_pd*, uint64_t, size_t, uint64_t, int, int) {

@@ -6,6 +6,7 @@
 #include "device/context.hpp"
 #include "device/cq.hpp"
 #include "device/flow.hpp"
+#include "device/pd.hpp"
 #include "device/qp.hpp"
 #include "device/srq.hpp"
 #include "device/wq.hpp"
@@ -36,6 +37,7 @@ void install_ops(verbs_context& v) noexcept {
     v.create_rwq_ind_table = create_rwq_ind_table;
     v.destroy_rwq_ind_table = destroy_rwq_ind_table;
     v.create_qp_ex = create_qp_ex;
+    v.alloc_parent_domain = alloc_parent_domain;
     v.create_srq_ex = create_srq_ex;
     v.get_srq_num = get_srq_num;
     v.ibv_create_flow = create_flow;

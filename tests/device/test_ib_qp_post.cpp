@@ -323,8 +323,11 @@ TEST_CASE("RESET forgets posted WRs and purges the QP's completions", "[ib_qp][p
     r.sg_list = &sge;
     r.num_sge = 1;
     ibv_recv_wr* rbad = nullptr;
-    REQUIRE(ibv_post_recv(q.qp, &r, &rbad) == 0); // RESET takes receives (mlx5 does)
+    // RESET refuses receives (mlx5: the RQ opens at INIT).
+    CHECK(ibv_post_recv(q.qp, &r, &rbad) == EINVAL);
+    CHECK(rbad == &r);
     q.to_rts();
+    REQUIRE(ibv_post_recv(q.qp, &r, &rbad) == 0);
     ibv_send_wr wr{};
     wr.sg_list = &sge;
     wr.num_sge = 1;
@@ -334,8 +337,8 @@ TEST_CASE("RESET forgets posted WRs and purges the QP's completions", "[ib_qp][p
     REQUIRE(q.modify(IBV_QPS_ERR, IBV_QP_STATE) == 0);
     REQUIRE(q.modify(IBV_QPS_RESET, IBV_QP_STATE) == 0);
     CHECK(drain(q.cq).empty()); // the flushes were purged with the move to RESET
-    REQUIRE(ibv_post_recv(q.qp, &r, &rbad) == 0);
     REQUIRE(q.modify(IBV_QPS_INIT, init_mask(IBV_QPT_RC)) == 0);
+    REQUIRE(ibv_post_recv(q.qp, &r, &rbad) == 0);
     REQUIRE(q.modify(IBV_QPS_RESET, IBV_QP_STATE) == 0);
     q.to_rts();
     REQUIRE(q.modify(IBV_QPS_ERR, IBV_QP_STATE) == 0);
@@ -346,6 +349,7 @@ TEST_CASE("ibv_post_recv queues WQEs in order, zero-length SGEs left out", "[ib_
     SimFixture fx;
     Buffer buf(fx.pd);
     IbQp q(fx.pd, IBV_QPT_UD);
+    REQUIRE(q.modify(IBV_QPS_INIT, init_mask(IBV_QPT_UD)) == 0); // the RQ opens at INIT
     ibv_sge two[2] = {buf.sge(100), buf.sge(0, 200)};
     ibv_recv_wr r{};
     r.wr_id = 42;
