@@ -20,7 +20,9 @@ lengths, DETH Q_Keys and source QPs, pad counts and payload lengths are the
 sequence the spec gives for what the program does; the pingpongs' payloads
 are their buffers byte for byte (0x7b, with the 0 that `-c` writes at the
 start of each page). A packet sent again (go-back-N after a loss) must
-repeat the first copy's opcode; the comparison is of first copies.
+repeat the first copy's opcode; the comparison is of first copies. A READ
+asked again from a lost response's PSN (for the rest of its bytes) is
+answered from there, starting with READ FIRST; every PSN gets a response.
 
 Exit 0 when all holds, 1 otherwise, 77 (skip) without tshark.
 """
@@ -212,24 +214,46 @@ def ud_pingpong_side(label, frames, me, peer, size, iters):
 
 
 def read_bw_sides(frames, me, peer, size, iters):
-    """ib_read_bw: the client's READ requests, the server's responses."""
+    """ib_read_bw: the client's READ requests, the server's responses.
+
+    After a lost response the requester asks again from the first PSN it
+    misses (a READ request at that PSN for the rest of the bytes), and the
+    responder answers from there, starting with READ FIRST (or ONLY)."""
     n = len(segments(size))
-    reqs = first_copies("client READs", frames["client"])
-    compare("client READ requests", reqs,
-            [{"opcode": READ_REQUEST, "psn": (me["client"][1] + m * n) % PSN_MOD, "destqp": peer["client"][0],
+    base = me["client"][1]
+    firsts = {(base + m * n) % PSN_MOD: m for m in range(iters)}
+    originals, retries = [], {}
+    for f in frames["client"]:
+        off = (f["psn"] - base) % PSN_MOD
+        if f["psn"] in firsts and f["psn"] not in {o["psn"] for o in originals}:
+            originals.append(f)
+        elif check(f["opcode"] == READ_REQUEST and off < iters * n and f["dmalen"] == (n - off % n) * MTU,
+                   f"client frame {f['number']}: READ request again at PSN {f['psn']} for {f['dmalen']} bytes, "
+                   f"not the rest of a READ ({(n - off % n) * MTU} bytes)"):
+            retries[f["psn"]] = f
+    compare("client READ requests", originals,
+            [{"opcode": READ_REQUEST, "psn": (base + m * n) % PSN_MOD, "destqp": peer["client"][0],
               "dmalen": size} for m in range(iters)])
-    want = []
-    for m in range(iters):
-        ops = opcodes(READ_FIRST, READ_MIDDLE, READ_LAST, READ_ONLY, n)
-        for j, op in enumerate(ops):
-            w = {"opcode": op, "psn": (me["client"][1] + m * n + j) % PSN_MOD, "destqp": peer["server"][0]}
-            if op != READ_MIDDLE:  # AETH on FIRST, LAST and ONLY
-                w.update(syndrome=ACK_SYNDROME, msn=m + 1)
-            want.append(w)
-    responses = first_copies("server READ responses", frames["server"])
-    compare("server READ responses", responses, want)
-    check(all(len(f.get("payload", b"")) == MTU for f in responses),
-          "server: a READ response payload is not one MTU (64 KiB reads)")
+    covered = set()
+    for f in frames["server"]:
+        off = (f["psn"] - base) % PSN_MOD
+        j = off % n
+        ops = {opcodes(READ_FIRST, READ_MIDDLE, READ_LAST, READ_ONLY, n)[j] if off < iters * n else None}
+        if f["psn"] in retries:
+            ops.add(READ_ONLY if j == n - 1 else READ_FIRST)
+        elif j > 0 and any(0 < (f["psn"] - r) % PSN_MOD <= j for r in retries):
+            ops.add(READ_LAST if j == n - 1 else READ_MIDDLE)
+        aeth = f["opcode"] != READ_MIDDLE
+        check(f["opcode"] in ops and f["destqp"] == peer["server"][0] and len(f.get("payload", b"")) == MTU
+              and (not aeth or f["syndrome"] == ACK_SYNDROME),
+              f"server frame {f['number']}: opcode {f['opcode']:#x} PSN {f['psn']} to QP {f['destqp']:#x}, "
+              f"{len(f.get('payload', b''))} bytes, syndrome {f['syndrome']}: expected one of "
+              f"{sorted(o for o in ops if o is not None)} with {MTU} bytes")
+        covered.add(off)
+    check(covered == set(range(iters * n)),
+          f"server: the READ responses cover {len(covered)} of the {iters * n} PSNs")
+    print(f"  server READ responses: {len(frames['server'])} frames for {iters * n} PSNs, every PSN answered; "
+          f"{len(retries)} READ request(s) sent again after a loss")
 
 
 def write_bw_sides(frames, me, peer, size, iters):
