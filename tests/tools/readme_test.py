@@ -14,9 +14,9 @@ source root, except that:
   `-e`, and every `# status N` comment must match the status printed;
 * a block with `# terminal N` comments is N programs run side by side, as a
   person would: each terminal's last command starts in the background, the
-  next terminal once it has printed a line beginning with `ready`; when all
-  have, each gets an Enter on its standard input (a program held at "ready"
-  goes on);
+  next terminal once it has printed a line beginning with `ready` (the last
+  one may also have ended); when all have, each gets an Enter on its
+  standard input (a program held at "ready" goes on);
 * a block that creates a network namespace needs root: without it the block is
   skipped with a note; its `ip ... del` lines run again at the end, whatever
   happened.
@@ -129,7 +129,10 @@ class Run:
 
                 threading.Thread(target=pump, daemon=True).start()
                 procs.append((i + 1, proc, lines_seen))
-                self.check(ready.wait(60) and proc.poll() is None, f"{where}: terminal {i + 1} is ready")
+                # The last terminal may have finished already: no terminal waits for it
+                # (its exit status is checked below).
+                last = i == len(parts) - 1
+                self.check(ready.wait(60) and (last or proc.poll() is None), f"{where}: terminal {i + 1} is ready")
             for _, proc, _ in procs:  # Enter in every terminal
                 try:
                     proc.stdin.write("\n")

@@ -1,0 +1,169 @@
+#!/usr/bin/python3
+"""Issue 13, acceptance 2: perftest (Debian perftest, unmodified) between two
+emulated hosts, each under its own `rdmasim run --wire ptp://DIR/sock`.
+
+usage: perftest_test.py RDMASIM
+
+ib_send_bw, ib_write_bw, ib_read_bw, ib_send_lat, ib_write_lat and
+ib_read_lat over RC, and ib_send_bw and ib_send_lat over UD (`-c UD`, the
+only perftest programs with UD), each with its default iteration count and
+message size, `-d rdmasim0 -x 0 -p PORT` on both sides (a free TCP port per
+run), the client with 127.0.0.1. Both sides must exit 0 and print the result
+table's line with the default iteration count (ib_read_lat's server is
+passive and prints none, as on hardware); each side's RoCE counters must
+show frames received and consumed, no parse drops, none for an unknown QP,
+and every frame sent gone out on the wire.
+
+At the end it prints the client's figures as a Markdown table (the one in
+tests/bench/RESULTS.md). Exit 0 when all holds, 1 otherwise.
+
+Known issue, tolerated: `ib_send_bw -c UD` posts its 1000 datagrams at
+once, and a datagram lost on the way leaves the server (or, after the
+server gave up, the client) waiting forever. They are lost in the sender's
+ARP wait queue (256 KiB: 240 such frames) when it fills before the peer's
+MAC is known (`arp_wait.overflow`; the WRs still complete successfully),
+or on the wire when the receiving process is not scheduled for 2 ms and
+its socket queue stays full. A ConnectX resolves the MAC in
+ibv_create_ah, before the first send, and loses nothing on a quiet link.
+That run gets 30 s and is reported as XFAIL, not as a failure, when a side
+hangs (killed: no stats; nothing but a lost datagram stalls UD send_bw) or
+the stats show the loss (the server received fewer than 1000 datagrams, or
+the client counted an ARP overflow); every other failure of it counts.
+"""
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from two_hosts import TIMEOUT, Pair, arp_lost, roce_counters, roce_problems, summary  # noqa: E402
+
+# (program and options, its default iteration count, the server prints the table)
+CASES = [
+    (["ib_send_bw"], 1000, True),
+    (["ib_send_bw", "-c", "UD"], 1000, True),
+    (["ib_write_bw"], 5000, True),
+    (["ib_read_bw"], 1000, True),
+    (["ib_send_lat"], 1000, True),
+    (["ib_send_lat", "-c", "UD"], 1000, True),
+    (["ib_write_lat"], 1000, True),
+    (["ib_read_lat"], 1000, False),
+]
+
+failures = []
+checks = 0
+
+
+def check(ok, what, detail=""):
+    global checks
+    checks += 1
+    if not ok:
+        failures.append(what)
+        print(f"FAIL: {what}" + (f"\n{detail}" if detail else ""))
+    return ok
+
+
+def columns(header):
+    """perftest's header as one name per value: "BW peak[MB/sec]", "99% percentile[usec]"."""
+    cols = []
+    for word in header.split():
+        if cols and (cols[-1] == "BW" or word == "percentile[usec]"):
+            cols[-1] += " " + word
+        else:
+            cols.append(word)
+    return cols
+
+
+def result_line(text):
+    """(header columns, values) of perftest's result table, or None."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines[:-1]):
+        cols = columns(line)
+        if cols[:2] == ["#bytes", "#iterations"]:
+            values = lines[i + 1].split()
+            if len(values) >= 3 and values[0].isdigit():
+                return cols, values
+    return None
+
+
+def run_case(rdmasim, tmp, n, program, iters, server_table):
+    args = [*program, "-d", "rdmasim0", "-x", "0"]
+    what = " ".join(args)
+    failed_before = len(failures)
+    pair = Pair(rdmasim, tmp, f"{n}-{'-'.join(program)}", args)
+    ud_bw = "UD" in program and "ib_send_bw" in program
+    seconds = pair.run(timeout=30 if ud_bw else TIMEOUT)
+    if ud_bw and (pair.server.rc, pair.client.rc) != (0, 0):
+        server = pair.stats("server")
+        received = roce_counters(server)["rx"]["consumed"] if server else None
+        hung = pair.server.rc is None or pair.client.rc is None
+        if hung or (received is not None and received < iters) or arp_lost(pair.stats("client")):
+            print(f"XFAIL {what}: {seconds:.2f} s, exits {pair.server.rc}, {pair.client.rc} (None: killed): "
+                  f"the server received {received} of {iters} datagrams, the client lost "
+                  f"{arp_lost(pair.stats('client'))} waiting for ARP (known issue, see the docstring)")
+            return what, None, seconds
+    exited = check(pair.server.rc == 0 and pair.client.rc == 0,
+                   f"{what}: server and client exit 0 (got {pair.server.rc}, {pair.client.rc})", pair.show())
+    tables = {side: result_line(p.stdout) for side, p in (("server", pair.server), ("client", pair.client))}
+    for side in ("client", "server") if server_table else ("client",):
+        t = tables[side]
+        check(t is not None and int(t[1][1]) == iters,
+              f"{what}: the {side} prints its result line with {iters} iterations",
+              pair.show() if exited else "")
+    for side in ("server", "client"):
+        # UD send_bw is one way: the server only receives, the client only sends.
+        one_way = "UD" in program and "ib_send_bw" in program
+        for problem in roce_problems(side, pair.stats(side), receives=not (one_way and side == "client"),
+                                     sends=not (one_way and side == "server")):
+            check(False, f"{what}: {problem}")
+    ok = len(failures) == failed_before
+    print(f"{'ok  ' if ok else 'FAIL'} {what}: {seconds:.2f} s")
+    if tables["client"]:
+        print("  " + "  ".join(f"{c}={v}" for c, v in zip(*tables["client"])))
+    for side in ("server", "client"):
+        print(f"  {side}: {summary(pair.stats(side))}")
+    return what, tables["client"], seconds
+
+
+def markdown(rows):
+    """The clients' figures: bandwidth runs and latency runs, one table each."""
+    out = []
+    bw = [(w, t, s) for w, t, s in rows if t and "BW" in " ".join(t[0])]
+    lat = [(w, t, s) for w, t, s in rows if t and "t_min[usec]" in t[0]]
+    if bw:
+        out += ["| program | bytes | iterations | BW peak MB/s | BW average MB/s | Mpps | wall s |",
+                "|---|---|---|---|---|---|---|"]
+        out += [f"| `{w}` | {t[1][0]} | {t[1][1]} | {t[1][2]} | {t[1][3]} | {t[1][4]} | {s:.1f} |"
+                for w, t, s in bw]
+    if lat:
+        out += ["", "| program | bytes | iterations | t_min us | t_typical us | t_avg us | 99% us | "
+                "99.9% us | wall s |", "|---|---|---|---|---|---|---|---|---|"]
+        for w, t, s in lat:
+            v = dict(zip(t[0], t[1]))
+            out.append(f"| `{w}` | {v['#bytes']} | {v['#iterations']} | {v['t_min[usec]']} | "
+                       f"{v['t_typical[usec]']} | {v['t_avg[usec]']} | {v['99% percentile[usec]']} | "
+                       f"{v['99.9% percentile[usec]']} | {s:.1f} |")
+    return "\n".join(out)
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__)
+        return 2
+    rdmasim = sys.argv[1]
+    missing = sorted({p[0] for p, _, _ in CASES if shutil.which(p[0]) is None})
+    if missing:
+        print(f"FAIL: {', '.join(missing)} not installed (Debian perftest; tools/dev installs it)")
+        return 1
+    t0 = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="perftest-") as tmp:
+        rows = [run_case(rdmasim, tmp, n, *case) for n, case in enumerate(CASES)]
+    print(markdown(rows))
+    print(f"{checks - len(failures)} of {checks} checks passed in {time.monotonic() - t0:.1f} s")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
