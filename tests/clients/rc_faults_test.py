@@ -13,7 +13,8 @@ and print their summary; --stats must show the faults fired on both hosts,
 that the requester retransmitted (timeouts or sequence NAKs) and that the
 responder saw duplicates and out-of-sequence packets.
 
-usage: rc_faults_test.py RDMASIM RC_TRANSFER [--count N] [--keep DIR]
+usage: rc_faults_test.py RDMASIM RC_TRANSFER [--count N] [--depth N] [--timeout N]
+                         [--plan PLAN] [--keep DIR]
 """
 import argparse
 import json
@@ -31,10 +32,15 @@ import time
 # Each item fires on either side of a port (dir=both), so about twice its p
 # on the wire. reorder holds a frame behind 1..3 later ones.
 PLAN = "seed={seed}; drop:p=0.01,dir=both; duplicate:p=0.01,dir=both; reorder:p=0.01,window=4,dir=both"
-# Local ACK timeout 2^12 * 4.096 us = 16.8 ms: far above a round trip on a
-# loaded 2-core host (no spurious timeouts), short enough that the losses a
-# sequence NAK cannot cover (the last packets before a pause, a lost NAK)
-# cost little. retry_cnt 7 tolerates eight timeouts in a row without progress.
+# Local ACK timeout 2^14 * 4.096 us = 67 ms (ibv_rc_pingpong's): far above a
+# round trip on a loaded 2-core host, so timeouts come only from what a
+# sequence NAK cannot cover (a lost NAK, the last packets before a pause),
+# 15-35 a run. 16 messages in flight (about 32 packets) keep each go-back-N
+# resend short and far from filling a ptp socket (about 190 data frames): with 64
+# in flight and 16.8 ms, both ends' sends end up waiting for room in each
+# other's full queue (net/vde_wire.cpp holds a send up to 2 ms), each resend
+# outlasts the timer, and most runs end in IBV_WC_RETRY_EXC_ERR (--depth 64
+# --timeout 12 reproduces it). retry_cnt 7: eight timeouts in a row fail.
 TIMEOUT_ATTR = 14
 DEPTH = 16
 WALL_LIMIT_S = 180
