@@ -376,10 +376,12 @@ int run(const Options& o) {
     Channel ch;
     Endpoint remote;
     if (server) {
-        for (std::uint32_t s = 0; s < slots; ++s) post_recv(r, s, max);
         accept_peer(ch, o.port);
         remote = parse_endpoint(ch.read_line(o.idle_ms));
-        connect_rc(r.qp, path, remote, self.psn); // ready before the client hears from us
+        connect_rc(r.qp, path, remote, self.psn);
+        // Receives go in once the RQ is open (INIT, as on mlx5), before the
+        // client hears from us.
+        for (std::uint32_t s = 0; s < slots; ++s) post_recv(r, s, max);
         ch.send_line(endpoint_text(self));
     } else {
         connect_peer(ch, o.host, o.port);
