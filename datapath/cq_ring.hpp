@@ -29,6 +29,11 @@ struct Cqe {
 class CqRing {
 public:
     void init(std::uint32_t min_entries); // allocates; set-up only
+    // ibv_resize_cq: room for at least `min_entries`, the entries kept in
+    // order; false (nothing changed) when more are waiting than that. The
+    // caller excludes producer and consumer (port lock and poll lock).
+    // Allocates.
+    bool resize(std::uint32_t min_entries);
 
     [[nodiscard]] std::uint32_t capacity() const noexcept { return mask_ + 1; }
     [[nodiscard]] bool room() const noexcept {

@@ -23,6 +23,20 @@ void CqRing::init(std::uint32_t min_entries) {
     tail_.store(0, std::memory_order_relaxed);
 }
 
+bool CqRing::resize(std::uint32_t min_entries) {
+    const std::uint32_t cap = std::bit_ceil(min_entries < 1 ? 1u : min_entries);
+    const std::uint32_t tail = tail_.load(std::memory_order_relaxed);
+    const std::uint32_t n = head_.load(std::memory_order_relaxed) - tail;
+    if (n > cap) return false;
+    std::vector<Cqe> fresh(cap);
+    for (std::uint32_t i = 0; i < n; ++i) fresh[i] = entries_[(tail + i) & mask_];
+    entries_ = std::move(fresh);
+    mask_ = cap - 1;
+    tail_.store(0, std::memory_order_relaxed);
+    head_.store(n, std::memory_order_release);
+    return true;
+}
+
 std::uint32_t CqRing::purge(std::uint32_t qp_num, std::uint32_t keep_front) noexcept {
     const std::uint32_t tail = tail_.load(std::memory_order_relaxed);
     const std::uint32_t head = head_.load(std::memory_order_relaxed);

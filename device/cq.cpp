@@ -273,6 +273,22 @@ int poll_cq(ibv_cq* c, int num_entries, ibv_wc* wc) noexcept {
     return n;
 }
 
+int resize_cq(ibv_cq* c, int cqe) noexcept {
+    if (c == nullptr) return EINVAL;
+    Cq& cq = *from_verbs(c);
+    Device& dev = *cq.device;
+    if (cqe < 1 || static_cast<std::uint32_t>(cqe) > dev.caps.max_cqe) return EINVAL;
+    return guard_errno([&]() -> int {
+        // Lock order: poll, then port (CqConsumer's).
+        std::lock_guard poll_lock(cq.poll_lock);
+        std::lock_guard port_lock(dev.port.mutex());
+        // Fewer entries than are waiting: EINVAL, as mlx5_resize_cq.
+        if (!cq.ring.resize(std::bit_ceil(static_cast<std::uint32_t>(cqe)))) return EINVAL;
+        cq.cqx.cqe = static_cast<int>(cq.ring.capacity());
+        return 0;
+    });
+}
+
 int req_notify_cq(ibv_cq* c, int solicited_only) noexcept {
     if (c == nullptr) return EINVAL;
     Cq& cq = *from_verbs(c);

@@ -13,6 +13,8 @@ ibv_cq_ex* create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr) noexcep
 // Both kinds. EBUSY while a WQ or QP uses it.
 int destroy_cq(ibv_cq* cq) noexcept;
 int poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc) noexcept;
+// ibv_resize_cq(3): 0, or EINVAL (a size out of range, or below the completions waiting).
+int resize_cq(ibv_cq* cq, int cqe) noexcept;
 int req_notify_cq(ibv_cq* cq, int solicited_only) noexcept;
 
 ibv_comp_channel* create_comp_channel(ibv_context* context) noexcept;

@@ -111,6 +111,7 @@ ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_
     return create_cq(context, cqe, cq_context, channel, comp_vector);
 }
 int ibv_destroy_cq(ibv_cq* cq) { return destroy_cq(cq); }
+int ibv_resize_cq(ibv_cq* cq, int cqe) { return resize_cq(cq, cqe); }
 int ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
     return get_cq_event(channel, cq, cq_context);
 }

@@ -1,4 +1,4 @@
-// Verbs the emulator does not model (multicast, CQ resize, dma-buf
+// Verbs the emulator does not model (multicast, dma-buf
 // MRs, import, ECE): each answers EOPNOTSUPP the way its
 // verb reports errors (device/README.md, "The library seen by a program").
 #include "device/abi/declarations.hpp"
@@ -28,17 +28,13 @@ int ibv_resolve_eth_l2_from_gid(struct ibv_context*, struct ibv_ah_attr*, uint8_
 }
 
 // ---------------------------------------------------------------------------
-// Not emulated: multicast, CQ resize, dma-buf MRs, shared
+// Not emulated: multicast, dma-buf MRs, shared
 // (imported) objects.
 
 int ibv_attach_mcast(struct ibv_qp*, const union ibv_gid*, uint16_t) {
     return not_emulated;
 }
 int ibv_detach_mcast(struct ibv_qp*, const union ibv_gid*, uint16_t) {
-    return not_emulated;
-}
-
-int ibv_resize_cq(struct ibv_cq*, int) {
     return not_emulated;
 }
 
