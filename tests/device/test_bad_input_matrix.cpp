@@ -2009,8 +2009,8 @@ void unsupported_rows(std::vector<Row>& rows) {
         },
         rc(EOPNOTSUPP));
     add(
-        "ibv_resize_cq", [](Bed& b) { return from_int(ibv_resize_cq(b.cq(), 128)); },
-        rc(EOPNOTSUPP));
+        "ibv_resize_cq to 0 entries", [](Bed& b) { return from_int(ibv_resize_cq(b.cq(), 0)); },
+        rc(EINVAL));
     add(
         "ibv_query_rt_values_ex",
         [](Bed& b) {
