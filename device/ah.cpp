@@ -94,7 +94,7 @@ int destroy_ah(ibv_ah* a) noexcept {
     if (a == nullptr) return EINVAL;
     Ah* ah = from_verbs(a);
     ah->pd->users.fetch_sub(1);
-    from_verbs(a->context)->live_objects.fetch_sub(1);
+    object_destroyed(*from_verbs(a->context));
     delete ah;
     return 0;
 }

@@ -115,6 +115,26 @@ ibv_context* open_device(ibv_device* device) noexcept {
     });
 }
 
+namespace {
+
+void free_context(Context* ctx) noexcept {
+    if (ctx->freeing.exchange(true)) return; // a close and a last destroy racing: one frees
+    {
+        std::lock_guard lock(ctx->device->port.mutex());
+        std::erase(ctx->device->contexts, ctx);
+    }
+    ::close(ctx->events.read_fd);
+    ::close(ctx->events.write_fd);
+    pthread_mutex_destroy(&ctx->vctx.context.mutex);
+    delete ctx;
+}
+
+} // namespace
+
+void object_destroyed(Context& ctx) noexcept {
+    if (ctx.live_objects.fetch_sub(1) == 1 && ctx.closed.load()) free_context(&ctx);
+}
+
 // ibv_close_device(3): 0 on success, -1 (errno set) on failure.
 int close_device(ibv_context* context) noexcept {
     if (context == nullptr) {
@@ -125,17 +145,9 @@ int close_device(ibv_context* context) noexcept {
     ctx->device->live_contexts.fetch_sub(1);
     // Objects the program did not destroy: the close still succeeds, as on
     // mlx5, where the kernel reclaims them (perftest leaves an AH). Here
-    // they stay, and so does the context they point at: a leak, never a
-    // dangling pointer.
-    if (ctx->live_objects.load() != 0) return 0;
-    {
-        std::lock_guard lock(ctx->device->port.mutex());
-        std::erase(ctx->device->contexts, ctx);
-    }
-    ::close(ctx->events.read_fd);
-    ::close(ctx->events.write_fd);
-    pthread_mutex_destroy(&context->mutex);
-    delete ctx;
+    // they stay usable, and the context lives until the last one goes.
+    ctx->closed.store(true);
+    if (ctx->live_objects.load() == 0) free_context(ctx);
     return 0;
 }
 

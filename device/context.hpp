@@ -8,7 +8,11 @@
 namespace rdmasim::device {
 
 ibv_context* open_device(ibv_device* device) noexcept;
-int close_device(ibv_context* context) noexcept; // -1, errno EBUSY while objects live
+// Succeeds with objects alive (as mlx5); the context is freed with the last.
+int close_device(ibv_context* context) noexcept;
+// An object of `ctx` was destroyed (the pair of ctx.live_objects.fetch_add):
+// frees a closed context with its last object.
+void object_destroyed(Context& ctx) noexcept;
 
 int query_device(ibv_context* context, ibv_device_attr* attr) noexcept;
 int query_device_ex(ibv_context* context, const ibv_query_device_ex_input* input,

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "device/abi_guard.hpp"
+#include "device/context.hpp"
 #include "device/async_events.hpp"
 #include "device/verb_faults.hpp"
 #include "device/trace.hpp"
@@ -240,7 +241,7 @@ int destroy_cq(ibv_cq* c) noexcept {
             return c->comp_events_completed == comp_reported &&
                    c->async_events_completed == async_reported;
         });
-        cq->ctx->live_objects.fetch_sub(1);
+        object_destroyed(*cq->ctx);
         pthread_cond_destroy(&cq->cqx.cond);
         pthread_mutex_destroy(&cq->cqx.mutex);
         delete cq;
@@ -368,7 +369,7 @@ int destroy_comp_channel(ibv_comp_channel* channel) noexcept {
     CompChannel* ch = from_verbs(channel);
     if (ch->cqs.load() != 0) return EBUSY;
     ::close(ch->ibch.fd);
-    from_verbs(ch->ibch.context)->live_objects.fetch_sub(1);
+    object_destroyed(*from_verbs(ch->ibch.context));
     delete ch;
     return 0;
 }

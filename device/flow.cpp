@@ -3,6 +3,7 @@
 #include <mutex>
 
 #include "device/abi_guard.hpp"
+#include "device/context.hpp"
 #include "device/flow_spec.hpp"
 #include "device/verb_faults.hpp"
 
@@ -74,7 +75,7 @@ int destroy_flow(ibv_flow* f) noexcept {
         dev.port.remove_rule(flow->entry);
     }
     flow->qp->flows.fetch_sub(1);
-    flow->qp->ctx->live_objects.fetch_sub(1);
+    object_destroyed(*flow->qp->ctx);
     delete flow;
     return 0;
 }

@@ -119,6 +119,10 @@ struct Context {
     Device* device = nullptr;
     AsyncEvents events;
     std::atomic<std::uint32_t> live_objects{0};
+    // ibv_close_device ran while objects lived: the last one's destroy frees
+    // the context (device/context.hpp, object_destroyed).
+    std::atomic<bool> closed{false};
+    std::atomic<bool> freeing{false}; // whoever sets it first frees
 };
 
 struct Pd {

@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "device/abi_guard.hpp"
+#include "device/context.hpp"
 #include "device/verb_faults.hpp"
 
 namespace rdmasim::device {
@@ -52,7 +53,7 @@ int dealloc_pd(ibv_pd* p) noexcept {
     Pd* pd = from_verbs(p);
     if (pd->users.load() != 0) return EBUSY;
     if (pd->protection != nullptr) pd->protection->users.fetch_sub(1);
-    from_verbs(p->context)->live_objects.fetch_sub(1);
+    object_destroyed(*from_verbs(p->context));
     delete pd;
     return 0;
 }

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "device/abi_guard.hpp"
+#include "device/context.hpp"
 #include "device/async_events.hpp"
 #include "device/cq.hpp"
 #include "device/device.hpp"
@@ -278,7 +279,7 @@ int destroy_qp(ibv_qp* q) noexcept {
             qp->recv_cq->users.fetch_sub(1);
         }
         qp->pd->users.fetch_sub(1);
-        qp->ctx->live_objects.fetch_sub(1);
+        object_destroyed(*qp->ctx);
         pthread_cond_destroy(&q->cond);
         pthread_mutex_destroy(&q->mutex);
         delete qp;

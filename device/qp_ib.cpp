@@ -351,7 +351,7 @@ int destroy_ib_qp(Qp& qp) noexcept {
     qp.recv_cq->users.fetch_sub(1);
     if (qp.srq) qp.srq->qps.fetch_sub(1);
     qp.pd->users.fetch_sub(1);
-    qp.ctx->live_objects.fetch_sub(1);
+    object_destroyed(*qp.ctx);
     pthread_cond_destroy(&q->cond);
     pthread_mutex_destroy(&q->mutex);
     delete qp.wr_builder;

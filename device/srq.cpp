@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "device/abi_guard.hpp"
+#include "device/context.hpp"
 #include "device/async_events.hpp"
 #include "device/qp_ib.hpp"
 
@@ -125,8 +126,8 @@ int destroy_srq(ibv_srq* s) noexcept {
         const std::uint32_t reported = srq->events_reported;
         wait_for_acks(s->mutex, s->cond, [&] { return s->events_completed == reported; });
         srq->pd->users.fetch_sub(1);
-        srq->ctx->live_objects.fetch_sub(1);
         srq->ctx->device->srqs.fetch_sub(1);
+        object_destroyed(*srq->ctx); // may free the context: last
         pthread_cond_destroy(&s->cond);
         pthread_mutex_destroy(&s->mutex);
         delete srq;

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "device/abi_guard.hpp"
+#include "device/context.hpp"
 #include "device/async_events.hpp"
 #include "device/cq.hpp"
 #include "device/device.hpp"
@@ -192,7 +193,7 @@ int destroy_wq(ibv_wq* w) noexcept {
         wait_for_acks(w->mutex, w->cond, [&] { return w->events_completed == reported; });
         wq->cq->users.fetch_sub(1);
         wq->pd->users.fetch_sub(1);
-        wq->ctx->live_objects.fetch_sub(1);
+        object_destroyed(*wq->ctx);
         delete wq;
         return 0;
     });
@@ -253,7 +254,7 @@ int destroy_rwq_ind_table(ibv_rwq_ind_table* table) noexcept {
     for (Wq* wq : t->entries) wq->table_refs.fetch_sub(1);
     Context& ctx = *from_verbs(table->context);
     ctx.device->ind_tables.fetch_sub(1);
-    ctx.live_objects.fetch_sub(1);
+    object_destroyed(ctx);
     delete t;
     return 0;
 }
