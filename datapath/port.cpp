@@ -231,7 +231,7 @@ void Port::transmit(const net::Frame& frame, const void* sender) noexcept {
     for (net::FrameSink* s : sinks_) s->send(frame.payload(), now_ns_);
 }
 
-void Port::send_roce(std::span<const std::uint8_t> frame) noexcept {
+void Port::send_roce(std::span<std::uint8_t> frame) noexcept {
     const auto p = net::parse_frame(frame); // built by a QP: Ethernet, IP, UDP
     const PortAddresses& own = neighbours_.addresses();
     std::optional<net::MacAddress> mac;
@@ -255,14 +255,13 @@ void Port::send_roce(std::span<const std::uint8_t> frame) noexcept {
         }
         mac = mac_of_link_local(dst);
     }
-    if (!mac || frame.size() > roce_tx_.size()) [[unlikely]] {
+    if (!mac) [[unlikely]] {
         roce_.count_tx_unroutable();
         return;
     }
-    std::memcpy(roce_tx_.data(), frame.data(), frame.size());
-    std::memcpy(roce_tx_.data(), mac->data(), mac->size());
+    std::memcpy(frame.data(), mac->data(), mac->size());
     roce_.count_tx_wire();
-    for (net::FrameSink* s : sinks_) s->send({roce_tx_.data(), frame.size()}, now_ns_);
+    for (net::FrameSink* s : sinks_) s->send(frame, now_ns_);
 }
 
 void Port::starve_next(std::uint32_t frames) noexcept {

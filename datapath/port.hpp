@@ -73,7 +73,7 @@ enum class QueueState : std::uint8_t {
 
 class Port {
 public:
-    Port() : roce_tx_(kMaxRoceFrame) {}
+    Port() = default;
     Port(const Port&) = delete;
     Port& operator=(const Port&) = delete;
     ~Port();
@@ -134,7 +134,8 @@ public:
     // IPv6 address: only a link-local one whose interface identifier is a
     // MAC's EUI-64 is reachable (there is no neighbour discovery); the rest
     // count as RocePortCounters::tx_unroutable.
-    void send_roce(std::span<const std::uint8_t> frame) noexcept;
+    // Its destination MAC is written in place.
+    void send_roce(std::span<std::uint8_t> frame) noexcept;
     // Delivers the frames looped back to QPs of this port, and those they
     // cause. Call it after every call into a transport, once it returned.
     void drain_roce() noexcept { roce_.drain_loopback(now_ns_); }
@@ -234,7 +235,6 @@ private:
     Neighbours neighbours_;
     RocePort roce_;
     ArpWait arp_wait_;
-    std::vector<std::uint8_t> roce_tx_; // send_roce's copy of a frame, its MAC filled in
     HostOut* host_out_ = new HostOut(*this); // owned: deleted by ~Port
     std::uint64_t now_ns_ = 0;
     std::uint64_t next_deadline_ns_ = UINT64_MAX;

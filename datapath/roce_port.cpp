@@ -87,15 +87,15 @@ std::optional<RoceRx> RocePort::ingress(std::span<const std::uint8_t> frame,
 }
 
 void RocePort::service(std::uint64_t now_ns) noexcept {
-    for (auto& [qpn, qp] : qps_)
+    if (now_ns < next_deadline_) return;
+    // Due: fire what is, and find the next one (timers re-armed while
+    // firing report themselves through deadline_changed as well).
+    std::uint64_t next = kNoDeadline;
+    for (auto& [qpn, qp] : qps_) {
         if (qp->next_deadline_ns() <= now_ns) qp->service(now_ns);
-}
-
-std::uint64_t RocePort::next_deadline_ns() const noexcept {
-    std::uint64_t t = kNoDeadline;
-    for (const auto& [qpn, qp] : qps_)
-        t = std::min(t, qp->next_deadline_ns());
-    return t;
+        next = std::min(next, qp->next_deadline_ns());
+    }
+    next_deadline_ = next;
 }
 
 } // namespace rdmasim::datapath

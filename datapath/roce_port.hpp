@@ -5,6 +5,7 @@
 // Same threading as RoceQp: every call under the port lock.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -49,10 +50,18 @@ public:
     std::optional<RoceRx> ingress(std::span<const std::uint8_t> frame,
                                   std::uint64_t now_ns) noexcept;
 
-    // Fires every attached QP's timers due at `now_ns`.
+    // Fires every attached QP's timers due at `now_ns`; O(1) when none is
+    // due (nothing is scanned before the earliest deadline).
     void service(std::uint64_t now_ns) noexcept;
-    // The earliest deadline over the attached QPs (a scan), or kNoDeadline.
-    [[nodiscard]] std::uint64_t next_deadline_ns() const noexcept;
+    // A QP's timer moved earlier (its TransportHost::deadline_changed passes
+    // it on): the port's next deadline follows.
+    void deadline_changed(std::uint64_t deadline_ns) noexcept {
+        next_deadline_ = std::min(next_deadline_, deadline_ns);
+    }
+    // The earliest deadline over the attached QPs, or kNoDeadline. O(1);
+    // never later than the truth (a cancelled timer may leave it early:
+    // that costs one needless service).
+    [[nodiscard]] std::uint64_t next_deadline_ns() const noexcept { return next_deadline_; }
 
     // A frame a QP of this port sends to a QP of this port (the caller
     // decides from its addresses). A transport may not be re-entered from
@@ -75,6 +84,7 @@ public:
 private:
     std::unordered_map<std::uint32_t, RoceQp*> qps_;
     RocePortCounters counters_;
+    std::uint64_t next_deadline_ = kNoDeadline;
     // Loopback: a byte ring of frames (each contiguous) and a ring of (offset, length).
     struct LoopbackEntry {
         std::uint32_t off = 0;

@@ -108,8 +108,10 @@ enum class TransportEvent : std::uint8_t {
 class TransportHost {
 public:
     virtual ~TransportHost() = default;
-    // One frame (no FCS) to the port's send path; bytes valid during the call.
-    virtual void transmit(std::span<const std::uint8_t> frame, std::uint64_t now_ns) noexcept = 0;
+    // One frame (no FCS) to the port's send path; bytes valid during the
+    // call. The host may rewrite its Ethernet header (the destination MAC
+    // ARP found) in place.
+    virtual void transmit(std::span<std::uint8_t> frame, std::uint64_t now_ns) noexcept = 0;
     // The QP's next deadline moved earlier (the port services it then).
     virtual void deadline_changed(std::uint64_t deadline_ns) noexcept = 0;
     // The front receive WQE of the QP's RQ or SRQ; false when none is posted.

@@ -110,7 +110,7 @@ int post_ib_send(Qp& qp, ibv_send_wr* wr, ibv_send_wr** bad_wr, bool all_or_noth
         }
         const std::uint64_t deadline = dev.port.next_deadline_ns();
         for (; wr != nullptr; wr = wr->next) {
-            if ((err = check_send_wr(qp, *wr, lim)) == 0) {
+            if ((err = all_or_nothing ? 0 : check_send_wr(qp, *wr, lim)) == 0) { // checked above
                 err = qp.transport->roce().send_queue_size() >= qp.max_send_wr ? ENOMEM
                                                                                : qp.transport->post_send(*wr);
             }

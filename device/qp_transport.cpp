@@ -94,13 +94,15 @@ int QpTransport::post_send(const ibv_send_wr& wr) noexcept {
     return roce_.post_send(*w, {sges_.data(), n}, transport_now(dev_));
 }
 
-void QpTransport::transmit(std::span<const std::uint8_t> frame, std::uint64_t) noexcept {
+void QpTransport::transmit(std::span<std::uint8_t> frame, std::uint64_t) noexcept {
     dev_.port.send_roce(frame);
 }
 
-// The verbs compare the port's next deadline before and after their calls
-// (an engine's wake-up may have to come sooner); nothing to record here.
-void QpTransport::deadline_changed(std::uint64_t) noexcept {}
+// The port's next deadline follows; the verbs compare it before and after
+// their calls (an engine's wake-up may have to come sooner).
+void QpTransport::deadline_changed(std::uint64_t deadline_ns) noexcept {
+    dev_.port.roce().deadline_changed(deadline_ns);
+}
 
 bool QpTransport::peek_recv(datapath::RecvView& out) noexcept {
     const datapath::RecvRing& ring = recv_ring(qp_);

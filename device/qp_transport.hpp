@@ -32,7 +32,7 @@ public:
     [[nodiscard]] const datapath::RoceQp& roce() const noexcept { return roce_; }
 
     // datapath::TransportHost
-    void transmit(std::span<const std::uint8_t> frame, std::uint64_t now_ns) noexcept override;
+    void transmit(std::span<std::uint8_t> frame, std::uint64_t now_ns) noexcept override;
     void deadline_changed(std::uint64_t deadline_ns) noexcept override;
     bool peek_recv(datapath::RecvView& out) noexcept override;
     void pop_recv() noexcept override;

@@ -27,7 +27,7 @@ struct Host final : datapath::TransportHost {
     std::vector<std::uint8_t> buf;
     std::uint32_t lkey = 0;
 
-    void transmit(std::span<const std::uint8_t> f, std::uint64_t) noexcept override {
+    void transmit(std::span<std::uint8_t> f, std::uint64_t) noexcept override {
         wire->emplace_back(f.begin(), f.end());
     }
     void deadline_changed(std::uint64_t) noexcept override {}

@@ -34,7 +34,7 @@ struct Host final : datapath::TransportHost {
     Wire* wire = nullptr;
     int side = 0;
     std::size_t send_done = 0, recv_done = 0;
-    void transmit(std::span<const std::uint8_t> f, std::uint64_t now) noexcept override;
+    void transmit(std::span<std::uint8_t> f, std::uint64_t now) noexcept override;
     void deadline_changed(std::uint64_t) noexcept override {}
     bool peek_recv(datapath::RecvView& v) noexcept override {
         if (rq.empty()) return false;
@@ -76,7 +76,7 @@ struct Wire {
     }
 };
 
-void Host::transmit(std::span<const std::uint8_t> f, std::uint64_t now) noexcept {
+void Host::transmit(std::span<std::uint8_t> f, std::uint64_t now) noexcept {
     wire->send(side, f, now);
 }
 

@@ -16,6 +16,7 @@
 #include <random>
 #include <vector>
 
+#include "datapath/roce_port.hpp"
 #include "datapath/roce_qp.hpp"
 #include "net/roce_frame.hpp"
 
@@ -30,6 +31,7 @@ struct RoceEndpoint final : datapath::TransportHost {
     std::unique_ptr<datapath::RoceQp> qp;
     std::function<void(std::span<const std::uint8_t>, std::uint64_t)> out;
     std::uint64_t deadline_calls = 0;
+    datapath::RocePort* port = nullptr; // when set, told of deadlines (as the device's host does)
 
     explicit RoceEndpoint(const datapath::TransportLimits& limits = {},
                           datapath::RoceCounters* port_counters = nullptr) {
@@ -60,10 +62,13 @@ struct RoceEndpoint final : datapath::TransportHost {
         rq.publish();
     }
 
-    void transmit(std::span<const std::uint8_t> f, std::uint64_t now) noexcept override {
+    void transmit(std::span<std::uint8_t> f, std::uint64_t now) noexcept override {
         out(f, now);
     }
-    void deadline_changed(std::uint64_t) noexcept override { ++deadline_calls; }
+    void deadline_changed(std::uint64_t t) noexcept override {
+        ++deadline_calls;
+        if (port) port->deadline_changed(t);
+    }
     bool peek_recv(datapath::RecvView& v) noexcept override {
         if (rq.empty()) return false;
         v = {&rq.front(), rq.front_sges()};
