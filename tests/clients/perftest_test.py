@@ -38,7 +38,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from two_hosts import TIMEOUT, Pair, arp_lost, roce_counters, roce_problems, summary  # noqa: E402
+from two_hosts import TIMEOUT, Checks, Pair, arp_lost, roce_counters, roce_problems, summary  # noqa: E402
 
 # (program and options, its default iteration count, the server prints the table)
 CASES = [
@@ -52,17 +52,7 @@ CASES = [
     (["ib_read_lat"], 1000, False),
 ]
 
-failures = []
-checks = 0
-
-
-def check(ok, what, detail=""):
-    global checks
-    checks += 1
-    if not ok:
-        failures.append(what)
-        print(f"FAIL: {what}" + (f"\n{detail}" if detail else ""))
-    return ok
+check = Checks()
 
 
 def columns(header):
@@ -91,7 +81,7 @@ def result_line(text):
 def run_case(rdmasim, tmp, n, program, iters, server_table):
     args = [*program, "-d", "rdmasim0", "-x", "0"]
     what = " ".join(args)
-    failed_before = len(failures)
+    failed_before = len(check.failures)
     pair = Pair(rdmasim, tmp, f"{n}-{'-'.join(program)}", args)
     ud_bw = "UD" in program and "ib_send_bw" in program
     seconds = pair.run(timeout=30 if ud_bw else TIMEOUT)
@@ -118,7 +108,7 @@ def run_case(rdmasim, tmp, n, program, iters, server_table):
         for problem in roce_problems(side, pair.stats(side), receives=not (one_way and side == "client"),
                                      sends=not (one_way and side == "server")):
             check(False, f"{what}: {problem}")
-    ok = len(failures) == failed_before
+    ok = len(check.failures) == failed_before
     print(f"{'ok  ' if ok else 'FAIL'} {what}: {seconds:.2f} s")
     if tables["client"]:
         print("  " + "  ".join(f"{c}={v}" for c, v in zip(*tables["client"])))
@@ -161,8 +151,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="perftest-") as tmp:
         rows = [run_case(rdmasim, tmp, n, *case) for n, case in enumerate(CASES)]
     print(markdown(rows))
-    print(f"{checks - len(failures)} of {checks} checks passed in {time.monotonic() - t0:.1f} s")
-    return 1 if failures else 0
+    return check.report(f" in {time.monotonic() - t0:.1f} s")
 
 
 if __name__ == "__main__":

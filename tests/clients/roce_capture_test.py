@@ -34,7 +34,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from two_hosts import Pair, local_qpn_psn, roce_counters  # noqa: E402
+from two_hosts import Checks, Pair, local_qpn_psn, roce_counters  # noqa: E402
 
 from scapy.all import Ether, load_contrib, raw, rdpcap  # noqa: E402
 
@@ -65,17 +65,7 @@ FIELDS = ["frame.number", "frame.protocols", "infiniband.bth.opcode", "infiniban
           "infiniband.aeth.msn", "infiniband.reth.dmalen", "infiniband.deth.q_key", "infiniband.deth.srcqp",
           "infiniband.invariant.crc"]
 
-failures = []
-checks = 0
-
-
-def check(ok, what):
-    global checks
-    checks += 1
-    if not ok:
-        failures.append(what)
-        print(f"FAIL: {what}")
-    return ok
+check = Checks()
 
 
 def num(text):
@@ -337,8 +327,7 @@ def main():
         got = run(rdmasim, tmp, "write-bw", ["ib_write_bw", "-d", "rdmasim0", "-x", "0", "-n", "5"])
         if got:
             write_bw_sides(*got, 65536, 5)
-    print(f"{checks - len(failures)} of {checks} checks passed")
-    return 1 if failures else 0
+    return check.report()
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from two_hosts import Pair, Program, roce_counters, roce_problems, summary  # noqa: E402
+from two_hosts import Checks, Pair, Program, roce_counters, roce_problems, summary  # noqa: E402
 
 MTU = 1024  # the port's default active MTU, and the pingpongs' default path MTU (-m)
 SRQ_QPS = 16  # ibv_srq_pingpong's default -q
@@ -58,17 +58,7 @@ CASES = [
     ("ibv_ud_pingpong", 4096, 200, ["--set", "mtu=4096"]),
 ]
 
-failures = []
-checks = 0
-
-
-def check(ok, what, detail=""):
-    global checks
-    checks += 1
-    if not ok:
-        failures.append(what)
-        print(f"FAIL: {what}" + (f"\n{detail}" if detail else ""))
-    return ok
+check = Checks()
 
 
 def expected_frames(tool, size, iters, mtu):
@@ -91,7 +81,7 @@ def expected_frames(tool, size, iters, mtu):
 
 def run_case(rdmasim, tmp, n, tool, size, iters, opts):
     args = [tool, "-g", "0", "-d", "rdmasim0", "-s", str(size), "-n", str(iters), "-c"]
-    failed_before = len(failures)
+    failed_before = len(check.failures)
     pair = Pair(rdmasim, tmp, f"{n}-{tool}-{size}", args, rdmasim_opts=opts)
     seconds = pair.run()
     what = f"{' '.join(args)} {' '.join(opts)}".strip()
@@ -120,7 +110,7 @@ def run_case(rdmasim, tmp, n, tool, size, iters, opts):
         if not clean:
             notes.append("  note: retransmissions in this run; the exact frame count was not checked")
     usec = done.group(3) if done else "?"
-    ok = len(failures) == failed_before
+    ok = len(check.failures) == failed_before
     print(f"{'ok  ' if ok else 'FAIL'} {what}: {seconds:.2f} s, {usec} usec/iter")
     print("\n".join(notes))
 
@@ -152,8 +142,7 @@ def main():
         for n, (tool, size, iters, opts) in enumerate(CASES):
             run_case(rdmasim, tmp, n, tool, size, iters, opts)
         oversize_ud(rdmasim, tmp)
-    print(f"{checks - len(failures)} of {checks} checks passed in {time.monotonic() - t0:.1f} s")
-    return 1 if failures else 0
+    return check.report(f" in {time.monotonic() - t0:.1f} s")
 
 
 if __name__ == "__main__":

@@ -18,6 +18,26 @@ import subprocess
 import threading
 import time
 
+class Checks:
+    """A tally of named checks; each failure is printed when it happens."""
+
+    def __init__(self):
+        self.failures = []
+        self.count = 0
+
+    def __call__(self, ok, what, detail=""):
+        self.count += 1
+        if not ok:
+            self.failures.append(what)
+            print(f"FAIL: {what}" + (f"\n{detail}" if detail else ""))
+        return ok
+
+    def report(self, suffix=""):
+        """Prints the tally; the exit status: 1 when a check failed."""
+        print(f"{self.count - len(self.failures)} of {self.count} checks passed{suffix}")
+        return 1 if self.failures else 0
+
+
 TIMEOUT = 120  # seconds, per program
 GRACE = 20  # seconds the server has to finish once the client has exited
 TCP_LISTEN = "0A"  # st column of /proc/net/tcp

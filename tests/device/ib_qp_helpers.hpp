@@ -69,9 +69,10 @@ inline ibv_qp_attr good_attr(ibv_qp_state state) {
 // A QP of type `t` on its own CQ (or `srq`), destroyed with its CQ.
 class IbQp {
 public:
+    // `channel`: the CQ's completion channel (none by default).
     IbQp(ibv_pd* pd, ibv_qp_type t, std::uint32_t depth = 8, ibv_srq* srq = nullptr,
-         bool sig_all = false) {
-        cq = ibv_create_cq(pd->context, 256, nullptr, nullptr, 0);
+         bool sig_all = false, ibv_comp_channel* channel = nullptr) {
+        cq = ibv_create_cq(pd->context, 256, nullptr, channel, 0);
         REQUIRE(cq != nullptr);
         ibv_qp_init_attr a{};
         a.qp_type = t;

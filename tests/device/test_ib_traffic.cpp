@@ -381,3 +381,41 @@ TEST_CASE("UC: a WRITE with immediate and a SEND arrive; UC has no ACKs", "[ib_t
     std::lock_guard lock(fx.device().port.mutex());
     CHECK(fx.device().port.roce().counters().qps.acks_sent.get() == 0);
 }
+
+TEST_CASE("ibv_req_notify_cq(cq, 1): the event waits for a solicited completion", "[ib_traffic][rc]") {
+    SimFixture fx;
+    ibv_comp_channel* ch = ibv_create_comp_channel(fx.ctx);
+    REQUIRE(ch != nullptr);
+    const int flags = fcntl(ch->fd, F_GETFL);
+    REQUIRE(fcntl(ch->fd, F_SETFL, flags | O_NONBLOCK) == 0);
+    {
+        IbQp a(fx.pd, IBV_QPT_RC, 16), b(fx.pd, IBV_QPT_RC, 16, nullptr, false, ch);
+        connect(a, b, fx.ctx);
+        connect(b, a, fx.ctx);
+        Region src(fx.pd, 64), dst(fx.pd, 256);
+        for (std::uint64_t i = 0; i < 2; ++i) post_recv(b.qp, dst.sge(64, i * 64), i);
+        REQUIRE(ibv_req_notify_cq(b.cq, 1) == 0);
+        ibv_sge s = src.sge(64);
+        ibv_send_wr wr{};
+        wr.sg_list = &s;
+        wr.num_sge = 1;
+        wr.opcode = IBV_WR_SEND;
+        REQUIRE(post(a.qp, wr) == 0);
+        REQUIRE(wait_for(a.cq, 1).size() == 1);
+        ibv_cq* got = nullptr;
+        void* ctx = nullptr;
+        const bool early = ibv_get_cq_event(ch, &got, &ctx) == 0;
+        if (early) ibv_ack_cq_events(got, 1); // or destroying the CQ would wait for it
+        CHECK_FALSE(early); // not solicited: no event
+        wr.send_flags = IBV_SEND_SOLICITED;
+        REQUIRE(post(a.qp, wr) == 0);
+        REQUIRE(wait_for(a.cq, 1).size() == 1);
+        REQUIRE(ibv_get_cq_event(ch, &got, &ctx) == 0);
+        CHECK(got == b.cq);
+        ibv_ack_cq_events(got, 1);
+        const auto rx = drain(b.cq);
+        REQUIRE(rx.size() == 2);
+        CHECK(rx[1].wr_id == 1);
+    }
+    CHECK(ibv_destroy_comp_channel(ch) == 0);
+}

@@ -8,6 +8,8 @@
 
 #include <infiniband/verbs.h>
 
+#include <CLI/CLI.hpp>
+
 #include <arpa/inet.h>
 
 #include <cerrno>
@@ -223,6 +225,23 @@ inline std::string status_name(ibv_wc_status s) {
     case IBV_WC_RNR_RETRY_EXC_ERR: return "IBV_WC_RNR_RETRY_EXC_ERR";
     case IBV_WC_WR_FLUSH_ERR: return "IBV_WC_WR_FLUSH_ERR";
     default: return std::string(ibv_wc_status_str(s)) + " (" + std::to_string(int(s)) + ")";
+    }
+}
+
+// A program's main: parses the command line into what `app` binds, then
+// runs `run`. Exit status 2 on a bad command line, 1 (the error printed as
+// "NAME: what") when `run` throws, else what `run` returns.
+template <class Run> int parse_and_run(CLI::App& app, int argc, char** argv, const char* name, Run run) {
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return app.exit(e) == 0 ? 0 : 2;
+    }
+    try {
+        return run();
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "%s: %s\n", name, e.what());
+        return 1;
     }
 }
 

@@ -208,15 +208,5 @@ int main(int argc, char** argv) {
         ->check(CLI::NonNegativeNumber);
     app.add_option("--wait-s", o.wait_s, "real seconds to wait for the completion")
         ->check(CLI::PositiveNumber);
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        return app.exit(e) == 0 ? 0 : 2;
-    }
-    try {
-        return run(o);
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "rc_peer_gone: %s\n", e.what());
-        return 1;
-    }
+    return parse_and_run(app, argc, argv, "rc_peer_gone", [&] { return run(o); });
 }

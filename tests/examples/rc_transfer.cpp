@@ -422,15 +422,5 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(0, 0xffffff));
     app.add_option("--idle-ms", o.idle_ms, "give up after this long without progress")
         ->check(CLI::PositiveNumber);
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        return app.exit(e) == 0 ? 0 : 2;
-    }
-    try {
-        return run(o);
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "rc_transfer: %s\n", e.what());
-        return 1;
-    }
+    return parse_and_run(app, argc, argv, "rc_transfer", [&] { return run(o); });
 }
