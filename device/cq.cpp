@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstring>
 #include <mutex>
@@ -170,6 +171,30 @@ Cq* make_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* c
     return cq.release();
 }
 
+// The completion event `cq` owes, written to its channel once: armed (then
+// disarmed), a completion waiting, and for a solicited-only arm a solicited
+// or error one since (device/README.md, "Completion queues and events").
+// From the engine after a burst (port lock held) and from
+// ibv_req_notify_cq (program thread). The fence pairs the two: the engine
+// publishes a completion then reads `armed`, the program stores `armed`
+// then reads the ring; with a full fence between on both sides at least one
+// of them sees both, so an arm racing a completion never loses its event.
+void notify_if_owed(Cq& cq) noexcept {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    const bool due = !cq.solicited_only.load(std::memory_order_relaxed) ||
+                     cq.solicited_seen.load(std::memory_order_acquire);
+    if (cq.channel && !cq.ring.empty() && due && cq.armed.exchange(false, std::memory_order_acq_rel)) {
+        std::lock_guard lock(cq.channel->lock);
+        try {
+            cq.channel->fired.push_back(&cq);
+            const std::uint64_t one = 1;
+            if (::write(cq.channel->ibch.fd, &one, sizeof one) != sizeof one)
+                cq.channel->fired.pop_back();
+        } catch (...) {
+        }
+    }
+}
+
 } // namespace
 
 ibv_cq* create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel,
@@ -300,23 +325,17 @@ int req_notify_cq(ibv_cq* c, int solicited_only) noexcept {
     cq.solicited_seen.store(false, std::memory_order_relaxed);
     cq.solicited_only.store(solicited_only != 0, std::memory_order_relaxed);
     cq.armed.store(true, std::memory_order_release);
-    pump(cq); // lets an inline engine fire the notification it may owe
+    // Completions already waiting are owed an event now, as a ConnectX
+    // raises one at once when the arm doorbell's consumer index is behind the
+    // CQEs written (mlx5_arm_cq passes it): the engine may not run again
+    // before the program sleeps in ibv_get_cq_event.
+    notify_if_owed(cq);
+    pump(cq); // lets an inline engine complete frames, and notify, first
     return 0;
 }
 
 void cq_after_burst(Cq& cq) noexcept {
-    const bool due = !cq.solicited_only.load(std::memory_order_relaxed) ||
-                     cq.solicited_seen.load(std::memory_order_acquire);
-    if (cq.channel && !cq.ring.empty() && due && cq.armed.exchange(false, std::memory_order_acq_rel)) {
-        std::lock_guard lock(cq.channel->lock);
-        try {
-            cq.channel->fired.push_back(&cq);
-            const std::uint64_t one = 1;
-            if (::write(cq.channel->ibch.fd, &one, sizeof one) != sizeof one)
-                cq.channel->fired.pop_back();
-        } catch (...) {
-        }
-    }
+    notify_if_owed(cq);
     // An overrun (a completion, of a frame or a flush, that found the CQ
     // full) raises IBV_EVENT_CQ_ERR after the burst, unless the CQ was created
     // to ignore overruns; the frames are counted either way.
