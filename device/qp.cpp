@@ -79,6 +79,8 @@ ibv_qp* make_qp(ibv_context* context, ibv_qp_init_attr_ex* attr) noexcept {
                         type == IBV_QPT_XRC_SEND || type == IBV_QPT_XRC_RECV;
         if (type != IBV_QPT_RAW_PACKET && !ib) return fail<ibv_qp>(EOPNOTSUPP);
         if (type == IBV_QPT_XRC_RECV) { // an XRC TGT QP belongs to a domain, not a PD
+            if (attr->comp_mask & (IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH))
+                return fail<ibv_qp>(EOPNOTSUPP); // RSS: raw-packet QPs only
             if (!(attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) || attr->xrcd == nullptr ||
                 attr->xrcd->context != context)
                 return fail<ibv_qp>(EINVAL);
