@@ -28,12 +28,15 @@ std::uint8_t wc_opcode(SendOp op) noexcept {
         return IBV_WC_COMP_SWAP;
     case SendOp::fetch_add:
         return IBV_WC_FETCH_ADD;
+    case SendOp::atomic_write:
+        return IBV_WC_ATOMIC_WRITE;
     }
     return IBV_WC_SEND;
 }
 
-bool is_read_or_atomic(SendOp op) noexcept {
-    return op == SendOp::read || op == SendOp::cmp_swp || op == SendOp::fetch_add;
+bool is_read_or_atomic(SendOp op) noexcept { // answered by a response (roce_requester.cpp)
+    return op == SendOp::read || op == SendOp::cmp_swp || op == SendOp::fetch_add ||
+           op == SendOp::atomic_write;
 }
 
 std::uint8_t nak_status(net::NakCode code) noexcept {
@@ -52,7 +55,8 @@ std::uint8_t nak_status(net::NakCode code) noexcept {
 RoceRx RoceQp::receive(const net::RocePacket& p, std::uint64_t now_ns) noexcept {
     now_ns_ = now_ns;
     RoceRx r = RoceRx::not_ready;
-    const auto want = attrs_.type == QpTransport::rc   ? net::RoceTransport::rc
+    const auto want = attrs_.xrc                       ? net::RoceTransport::xrc
+                      : attrs_.type == QpTransport::rc ? net::RoceTransport::rc
                       : attrs_.type == QpTransport::uc ? net::RoceTransport::uc
                                                        : net::RoceTransport::ud;
     if (p.info->transport != want) {
@@ -192,6 +196,8 @@ RoceRx RoceQp::on_read_response(const net::RocePacket& p, std::uint64_t now_ns) 
             idx = i;
             break;
         }
+    if (idx != assigned_ && slot(idx).wr.op == SendOp::atomic_write)
+        return on_atomic_write_response(p, idx, now_ns);
     if (idx == assigned_ || slot(idx).wr.op != SendOp::read) return RoceRx::stale_ack;
     SendSlot& s = slot(idx);
     const std::uint32_t mtu = net::mtu_bytes(attrs_.mtu);
@@ -254,7 +260,9 @@ RoceRx RoceQp::on_atomic_ack(const net::RocePacket& p, std::uint64_t now_ns) noe
             idx = i;
             break;
         }
-    if (idx == assigned_ || slot(idx).wr.op == SendOp::read) return RoceRx::stale_ack;
+    if (idx == assigned_ || slot(idx).wr.op == SendOp::read ||
+        slot(idx).wr.op == SendOp::atomic_write)
+        return RoceRx::stale_ack;
     SendSlot& s = slot(idx);
     const std::int32_t d = net::psn_diff(p.headers.bth.psn, s.first_psn);
     if (d < 0) return RoceRx::duplicate;
@@ -284,6 +292,32 @@ RoceRx RoceQp::on_atomic_ack(const net::RocePacket& p, std::uint64_t now_ns) noe
     return RoceRx::consumed;
 }
 
+// The answer to an ATOMIC WRITE: an empty READ RESPONSE ONLY at its PSN.
+RoceRx RoceQp::on_atomic_write_response(const net::RocePacket& p, std::uint32_t idx,
+                                        std::uint64_t now_ns) noexcept {
+    SendSlot& s = slot(idx);
+    const std::int32_t d = net::psn_diff(p.headers.bth.psn, s.first_psn);
+    if (d < 0) return RoceRx::duplicate;
+    if (d > 0) { // a later request's answer: this one's was lost, ask again
+        if (ack_through(net::psn_add(p.headers.bth.psn, net::kPsnMask), now_ns)) {
+            retire();
+            pump(now_ns);
+        }
+        return RoceRx::sequence_error;
+    }
+    if (p.info->position != net::SegmentPosition::only || !p.payload.empty())
+        return RoceRx::stale_ack;
+    ack_through(net::psn_add(s.first_psn, net::kPsnMask), now_ns);
+    s.done = true;
+    --rd_in_flight_;
+    una_ = net::psn_add(s.first_psn, 1);
+    retry_left_ = attrs_.retry_cnt;
+    arm_ack_timer(now_ns, true);
+    retire();
+    pump(now_ns);
+    return RoceRx::consumed;
+}
+
 void RoceQp::complete_send(SendSlot& s, std::uint8_t status) noexcept {
     Cqe c;
     c.wr_id = s.wr.wr_id;
@@ -291,9 +325,7 @@ void RoceQp::complete_send(SendSlot& s, std::uint8_t status) noexcept {
     c.qp_num = attrs_.qpn;
     c.status = status;
     c.opcode = wc_opcode(s.wr.op);
-    if (status == IBV_WC_SUCCESS &&
-        (s.wr.op == SendOp::read || s.wr.op == SendOp::cmp_swp || s.wr.op == SendOp::fetch_add))
-        c.byte_len = s.length;
+    if (status == IBV_WC_SUCCESS && is_read_or_atomic(s.wr.op)) c.byte_len = s.length;
     host_.complete_send(c);
 }
 

@@ -49,8 +49,12 @@ struct TransportAttrs {
     std::uint8_t max_dest_rd_atomic = 1; // READs / atomics kept for duplicates (at most 16)
     std::uint32_t qkey = 0;              // UD
     std::uint32_t access = 0;            // IBV_ACCESS_REMOTE_WRITE / _READ / _ATOMIC the QP allows
-    const void* pd = nullptr;            // MRs must belong to it
+    const void* pd = nullptr;            // MRs must belong to it (XRC TGT: the SRQ's, per request)
     bool srq = false;                    // receive WQEs come from an SRQ
+    // XRC (type rc): an INI QP's requests and a TGT QP's responses use the
+    // XRC opcodes; an INI request names its receive's SRQ in an XRCETH, which
+    // the TGT's host resolves (TransportHost::select_xrc_srq).
+    bool xrc = false;
     std::uint16_t pkey = net::kDefaultPkey;
     net::RocePath path; // RC / UC: the frame addressing both ways
 };
@@ -65,7 +69,16 @@ struct TransportLimits {
     std::uint32_t ack_every = 32;   // the responder ACKs at least every this many packets
 };
 
-enum class SendOp : std::uint8_t { send, send_imm, write, write_imm, read, cmp_swp, fetch_add };
+enum class SendOp : std::uint8_t {
+    send,
+    send_imm,
+    write,
+    write_imm,
+    read,
+    cmp_swp,
+    fetch_add,
+    atomic_write, // RC: 8 bytes (compare_add's) placed at once, answered like a READ
+};
 
 // One send work request, already decoded from ibv_send_wr / ibv_wr_*.
 struct SendWr {
@@ -78,13 +91,16 @@ struct SendWr {
     std::uint32_t imm = 0;    // ImmDt as a host-order number (be32toh of ibv_send_wr.imm_data)
     std::uint64_t remote_addr = 0;
     std::uint32_t rkey = 0;
-    std::uint64_t compare_add = 0; // CMP_SWP: compare; FETCH_ADD: the addend
+    // CMP_SWP: compare; FETCH_ADD: the addend; ATOMIC_WRITE: the 8 bytes to
+    // write, as the program's memory holds them.
+    std::uint64_t compare_add = 0;
     std::uint64_t swap = 0;
     // UD only: the address handle's path, the destination QP and Q_Key
     // (a Q_Key with the high bit set means "use the QP's").
     net::RocePath ud_path;
     std::uint32_t remote_qpn = 0;
     std::uint32_t remote_qkey = 0;
+    std::uint32_t xrc_srqn = 0; // XRC INI: the remote XRC SRQ the request's receive lands in
 };
 
 // A posted receive WQE as the host lends it (its RQ's or SRQ's front).
@@ -120,6 +136,11 @@ public:
     virtual void complete_send(const Cqe& cqe) noexcept = 0;
     virtual void complete_recv(const Cqe& cqe) noexcept = 0;
     virtual void event(TransportEvent kind) noexcept = 0;
+    // An XRC request names XRC SRQ `srqn`: when it is an SRQ of the QP's XRC
+    // domain, the PD its memory is checked against (and peek_recv, pop_recv
+    // and complete_recv use that SRQ until the next call); nullptr
+    // otherwise (an INI QP, an unknown SRQ, another domain's).
+    virtual const void* select_xrc_srq(std::uint32_t /*srqn*/) noexcept { return nullptr; }
 };
 
 class RoceQp {
@@ -174,7 +195,8 @@ private:
     };
     struct RdAtomicSlot { // a READ or atomic the responder executed, for duplicates
         bool valid = false;
-        bool atomic = false;
+        bool atomic = false;       // CMP_SWP / FETCH_ADD
+        bool atomic_write = false; // ATOMIC WRITE (answered by an empty READ RESPONSE)
         std::uint32_t psn = 0;
         std::uint32_t npkts = 0;
         std::uint64_t orig = 0; // atomic: the value returned
@@ -213,6 +235,9 @@ private:
     RoceRx rc_write(const net::RocePacket& p, std::uint64_t now_ns) noexcept;
     RoceRx rc_read(const net::RocePacket& p, std::uint64_t now_ns) noexcept;
     RoceRx rc_atomic(const net::RocePacket& p, std::uint64_t now_ns) noexcept;
+    RoceRx rc_atomic_write(const net::RocePacket& p, std::uint64_t now_ns) noexcept;
+    RoceRx on_atomic_write_response(const net::RocePacket& p, std::uint32_t idx,
+                                    std::uint64_t now_ns) noexcept;
     RoceRx responder_fail(RoceRx why, net::NakCode code, std::uint32_t psn,
                           std::uint64_t now_ns) noexcept;
     void send_read_responses(std::uint32_t psn, const std::uint8_t* src, std::uint32_t len,
@@ -269,6 +294,7 @@ private:
     bool drain_pending_ = false; // in SQD, SQ_DRAINED not raised yet
 
     // responder
+    const void* resp_pd_ = nullptr; // remote accesses are checked against it (attrs_.pd; XRC: the SRQ's)
     std::uint32_t epsn_ = 0;
     std::uint32_t msn_ = 0;
     bool seq_nak_sent_ = false;

@@ -17,8 +17,11 @@ namespace {
 
 // mlx5's max_msg_sz; its PSNs stay within half the PSN space even at MTU 256.
 constexpr std::uint64_t kMaxMessage = 1ull << 30;
+// What takes a READ / atomic credit and is answered by a response (an
+// ATOMIC WRITE by an empty READ RESPONSE ONLY).
 bool is_read_or_atomic(SendOp op) noexcept {
-    return op == SendOp::read || op == SendOp::cmp_swp || op == SendOp::fetch_add;
+    return op == SendOp::read || op == SendOp::cmp_swp || op == SendOp::fetch_add ||
+           op == SendOp::atomic_write;
 }
 bool is_atomic(SendOp op) noexcept {
     return op == SendOp::cmp_swp || op == SendOp::fetch_add;
@@ -79,7 +82,14 @@ void RoceQp::count(RoceRx r) noexcept {
 void RoceQp::transmit(const net::RocePath& path, const net::RoceHeaders& h,
                       std::span<const std::span<const std::uint8_t>> payload,
                       std::uint64_t now_ns) noexcept {
-    const auto r = net::build_roce_frame(path, h, payload, tx_buf_);
+    net::RoceHeaders xrc_headers;
+    const net::RoceHeaders* headers = &h;
+    if (attrs_.xrc) { // the same operation under XRC's transport prefix
+        xrc_headers = h;
+        xrc_headers.bth.opcode = static_cast<std::uint8_t>(net::kXrcOpcodeBase | h.bth.opcode);
+        headers = &xrc_headers;
+    }
+    const auto r = net::build_roce_frame(path, *headers, payload, tx_buf_);
     if (r.error != net::RoceBuildError::none) [[unlikely]]
         return; // the transport never builds a frame the codec refuses (sizes fixed above)
     counters_.tx_packets.add();
@@ -96,6 +106,7 @@ void RoceQp::modify(const TransportAttrs& attrs, TransportState state,
     now_ns_ = now_ns;
     const TransportState old = state_;
     attrs_ = attrs;
+    resp_pd_ = attrs.pd;
     switch (state) {
     case TransportState::reset:
         sq_tail_ = assigned_ = send_idx_ = sq_head_;
@@ -151,13 +162,15 @@ int RoceQp::post_send(const SendWr& wr, std::span<const Sge> sges, std::uint64_t
         total += g.length;
     if (wr.inline_data && (total > limits_.max_inline || is_read_or_atomic(wr.op))) return EINVAL;
     if (is_atomic(wr.op) && (sges.empty() || sges[0].length < 8)) return EINVAL;
+    if (wr.op == SendOp::atomic_write && (t != QpTransport::rc || attrs_.xrc || !sges.empty()))
+        return EINVAL; // its 8 bytes travel in the WR; RC only (no XRC opcode for it)
     if (total > kMaxMessage) return EINVAL;
     if (sq_head_ - sq_tail_ > sq_mask_) return ENOMEM;
 
     SendSlot& s = slot(sq_head_);
     s = SendSlot{};
     s.wr = wr;
-    s.length = is_atomic(wr.op) ? 8 : static_cast<std::uint32_t>(total);
+    s.length = is_atomic(wr.op) || wr.op == SendOp::atomic_write ? 8 : static_cast<std::uint32_t>(total);
     if (wr.inline_data) {
         std::uint8_t* dst = slot_inline(sq_head_);
         for (const Sge& g : sges) {
@@ -247,6 +260,7 @@ bool RoceQp::send_packet(std::uint32_t idx, std::uint32_t pkt, std::uint64_t now
     } else {
         h.bth.dest_qp = attrs_.dest_qpn;
     }
+    h.xrceth.srqn = s.wr.xrc_srqn; // on the wire only under an XRC opcode
     if (attrs_.type == QpTransport::rc)
         h.bth.ack_req = pos == net::SegmentPosition::last || pos == net::SegmentPosition::only ||
                         pkt % limits_.ack_every == limits_.ack_every - 1;
@@ -266,7 +280,7 @@ bool RoceQp::send_packet(std::uint32_t idx, std::uint32_t pkt, std::uint64_t now
 
 // A READ request for what is still missing from packet `pkt` on (a
 // re-request after a lost response starts there, VA and length adjusted:
-// IBA 9.7.4.1.3); atomics are one packet.
+// IBA 9.7.4.1.3); atomics and ATOMIC WRITE are one packet.
 bool RoceQp::send_read_request(std::uint32_t idx, std::uint32_t pkt,
                                std::uint64_t now_ns) noexcept {
     SendSlot& s = slot(idx);
@@ -275,7 +289,16 @@ bool RoceQp::send_read_request(std::uint32_t idx, std::uint32_t pkt,
     h.bth.dest_qp = attrs_.dest_qpn;
     h.bth.ack_req = true;
     h.bth.psn = net::psn_add(s.first_psn, pkt);
-    if (s.wr.op == SendOp::read) {
+    h.xrceth.srqn = s.wr.xrc_srqn;
+    std::uint8_t data[8];
+    const std::span<const std::uint8_t> piece(data, 8);
+    std::span<const std::span<const std::uint8_t>> payload;
+    if (s.wr.op == SendOp::atomic_write) {
+        h.bth.opcode = static_cast<std::uint8_t>(RoceOpcode::rc_atomic_write);
+        h.reth = {s.wr.remote_addr, s.wr.rkey, 8};
+        std::memcpy(data, &s.wr.compare_add, 8);
+        payload = {&piece, 1};
+    } else if (s.wr.op == SendOp::read) {
         const std::uint32_t off = pkt * net::mtu_bytes(attrs_.mtu);
         h.bth.opcode = static_cast<std::uint8_t>(RoceOpcode::rc_read_request);
         h.reth = {s.wr.remote_addr + off, s.wr.rkey, s.length - std::min(s.length, off)};
@@ -292,7 +315,7 @@ bool RoceQp::send_read_request(std::uint32_t idx, std::uint32_t pkt,
     } else {
         sent_psn_ = net::psn_add(s.first_psn, s.npkts);
     }
-    transmit(attrs_.path, h, {}, now_ns);
+    transmit(attrs_.path, h, payload, now_ns);
     arm_ack_timer(now_ns, false);
     return true;
 }
@@ -328,8 +351,9 @@ void RoceQp::pump(std::uint64_t now_ns) noexcept {
                 enter_error();
                 return;
             }
-            if (s.wr.op == SendOp::read || is_atomic(s.wr.op)) {
-                // The local buffer must take the response (checked before the request goes).
+            if (is_read_or_atomic(s.wr.op)) {
+                // The local buffer must take the response (checked before the request goes;
+                // an ATOMIC WRITE has none).
                 const Sge* g = slot_sges(send_idx_);
                 for (std::uint32_t i = 0; i < s.num_sge; ++i)
                     if (g[i].length &&

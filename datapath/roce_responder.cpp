@@ -52,7 +52,7 @@ bool RoceQp::take_recv_wqe() noexcept {
 }
 
 bool RoceQp::place(std::uint32_t offset, std::span<const std::uint8_t> data) noexcept {
-    return data.empty() || place_at(mrs_, attrs_.pd, rwqe_sges_.data(), rwqe_nsge_, offset, data);
+    return data.empty() || place_at(mrs_, resp_pd_, rwqe_sges_.data(), rwqe_nsge_, offset, data);
 }
 
 void RoceQp::complete_recv(std::uint8_t status, std::uint8_t opcode, std::uint32_t byte_len,
@@ -123,6 +123,13 @@ RoceRx RoceQp::responder_fail(RoceRx why, net::NakCode code, std::uint32_t psn,
 
 RoceRx RoceQp::rc_request(const net::RocePacket& p, std::uint64_t now_ns) noexcept {
     const std::uint32_t psn = p.headers.bth.psn;
+    resp_pd_ = attrs_.pd;
+    if (attrs_.xrc) { // the XRCETH's SRQ takes the receive; its PD guards the memory
+        resp_pd_ = host_.select_xrc_srq(p.headers.xrceth.srqn);
+        if (resp_pd_ == nullptr)
+            return responder_fail(RoceRx::invalid_request, net::NakCode::invalid_request, psn,
+                                  now_ns);
+    }
     const std::int32_t d = net::psn_diff(psn, epsn_);
     if (d < 0) return rc_duplicate(p, now_ns);
     if (d > 0) {
@@ -152,6 +159,8 @@ RoceRx RoceQp::rc_request(const net::RocePacket& p, std::uint64_t now_ns) noexce
     case net::RoceOp::compare_swap:
     case net::RoceOp::fetch_add:
         return rc_atomic(p, now_ns);
+    case net::RoceOp::atomic_write:
+        return rc_atomic_write(p, now_ns);
     default:
         return RoceRx::stale_ack;
     }
@@ -169,15 +178,22 @@ RoceRx RoceQp::rc_duplicate(const net::RocePacket& p, std::uint64_t now_ns) noex
         for (std::uint32_t i = 0; i < n; ++i) {
             const RdAtomicSlot& s = rd_slots_[i];
             const std::int32_t k = net::psn_diff(psn, s.psn);
-            if (!s.valid || s.atomic || k < 0 || k >= static_cast<std::int32_t>(s.npkts)) continue;
+            if (!s.valid || s.atomic || s.atomic_write || k < 0 || k >= static_cast<std::int32_t>(s.npkts)) continue;
             const net::Reth& r = p.headers.reth;
             const std::uint8_t* src =
                 (attrs_.access & IBV_ACCESS_REMOTE_READ)
-                    ? mrs_.translate_remote(r.rkey, attrs_.pd, r.va, r.dma_len, kRemoteRead)
+                    ? mrs_.translate_remote(r.rkey, resp_pd_, r.va, r.dma_len, kRemoteRead)
                     : nullptr;
             if (src != nullptr || r.dma_len == 0) send_read_responses(psn, src, r.dma_len, now_ns);
             break;
         }
+        return RoceRx::duplicate;
+    case net::RoceOp::atomic_write: // answered again, not written again
+        for (std::uint32_t i = 0; i < n; ++i)
+            if (rd_slots_[i].valid && rd_slots_[i].atomic_write && rd_slots_[i].psn == psn) {
+                send_read_responses(psn, nullptr, 0, now_ns);
+                break;
+            }
         return RoceRx::duplicate;
     case net::RoceOp::compare_swap:
     case net::RoceOp::fetch_add:
@@ -243,7 +259,7 @@ RoceRx RoceQp::rc_write(const net::RocePacket& p, std::uint64_t now_ns) noexcept
         const net::Reth& r = p.headers.reth;
         std::uint8_t* dst = nullptr;
         if ((attrs_.access & IBV_ACCESS_REMOTE_WRITE) && r.dma_len > 0)
-            dst = mrs_.translate_remote(r.rkey, attrs_.pd, r.va, r.dma_len, kRemoteWrite);
+            dst = mrs_.translate_remote(r.rkey, resp_pd_, r.va, r.dma_len, kRemoteWrite);
         if (!(attrs_.access & IBV_ACCESS_REMOTE_WRITE) || (dst == nullptr && r.dma_len > 0))
             return responder_fail(RoceRx::remote_access, net::NakCode::remote_access_error, psn,
                                   now_ns);
@@ -309,7 +325,7 @@ RoceRx RoceQp::rc_read(const net::RocePacket& p, std::uint64_t now_ns) noexcept 
     const net::Reth& r = p.headers.reth;
     const std::uint8_t* src = nullptr;
     if (attrs_.access & IBV_ACCESS_REMOTE_READ)
-        src = r.dma_len ? mrs_.translate_remote(r.rkey, attrs_.pd, r.va, r.dma_len, kRemoteRead)
+        src = r.dma_len ? mrs_.translate_remote(r.rkey, resp_pd_, r.va, r.dma_len, kRemoteRead)
                         : nullptr;
     if (!(attrs_.access & IBV_ACCESS_REMOTE_READ) || (src == nullptr && r.dma_len > 0))
         return responder_fail(RoceRx::remote_access, net::NakCode::remote_access_error, psn,
@@ -318,7 +334,7 @@ RoceRx RoceQp::rc_read(const net::RocePacket& p, std::uint64_t now_ns) noexcept 
     const std::uint32_t npkts = std::max(1u, (r.dma_len + mtu - 1) / mtu);
     const std::uint32_t n = std::clamp<std::uint32_t>(attrs_.max_dest_rd_atomic, 1,
                                                       static_cast<std::uint32_t>(rd_slots_.size()));
-    rd_slots_[rd_next_++ % n] = {true, false, psn, npkts, 0};
+    rd_slots_[rd_next_++ % n] = {true, false, false, psn, npkts, 0};
     msn_ = net::psn_add(msn_, 1);
     epsn_ = net::psn_add(psn, npkts);
     seq_nak_sent_ = false;
@@ -333,7 +349,7 @@ RoceRx RoceQp::rc_atomic(const net::RocePacket& p, std::uint64_t now_ns) noexcep
     if (a.va % 8 != 0)
         return responder_fail(RoceRx::invalid_request, net::NakCode::invalid_request, psn, now_ns);
     std::uint8_t* dst = (attrs_.access & IBV_ACCESS_REMOTE_ATOMIC)
-                            ? mrs_.translate_remote(a.rkey, attrs_.pd, a.va, 8, kRemoteAtomic)
+                            ? mrs_.translate_remote(a.rkey, resp_pd_, a.va, 8, kRemoteAtomic)
                             : nullptr;
     if (dst == nullptr)
         return responder_fail(RoceRx::remote_access, net::NakCode::remote_access_error, psn,
@@ -356,7 +372,7 @@ RoceRx RoceQp::rc_atomic(const net::RocePacket& p, std::uint64_t now_ns) noexcep
     }
     const std::uint32_t n = std::clamp<std::uint32_t>(attrs_.max_dest_rd_atomic, 1,
                                                       static_cast<std::uint32_t>(rd_slots_.size()));
-    rd_slots_[rd_next_++ % n] = {true, true, psn, 1, orig};
+    rd_slots_[rd_next_++ % n] = {true, true, false, psn, 1, orig};
     msn_ = net::psn_add(msn_, 1);
     epsn_ = net::psn_add(psn, 1);
     seq_nak_sent_ = false;
@@ -364,6 +380,38 @@ RoceRx RoceQp::rc_atomic(const net::RocePacket& p, std::uint64_t now_ns) noexcep
     send_aeth(static_cast<std::uint8_t>(RoceOpcode::rc_atomic_ack),
               net::Aeth::make_syndrome(net::AckKind::ack, net::kCreditsInvalid), psn, now_ns,
               &orig);
+    return RoceRx::consumed;
+}
+
+// ATOMIC WRITE (IBA 1.5): 8 bytes at an 8-aligned address, placed in one
+// store (no reader sees half of them), with RDMA WRITE's access rules;
+// answered, and answered again for a duplicate, by an empty READ RESPONSE
+// ONLY (as Linux's rxe). It takes a READ / atomic responder resource.
+RoceRx RoceQp::rc_atomic_write(const net::RocePacket& p, std::uint64_t now_ns) noexcept {
+    const std::uint32_t psn = p.headers.bth.psn;
+    const net::Reth& r = p.headers.reth;
+    if (r.dma_len != 8 || r.va % 8 != 0)
+        return responder_fail(RoceRx::invalid_request, net::NakCode::invalid_request, psn, now_ns);
+    std::uint8_t* dst = (attrs_.access & IBV_ACCESS_REMOTE_WRITE)
+                            ? mrs_.translate_remote(r.rkey, resp_pd_, r.va, 8, kRemoteWrite)
+                            : nullptr;
+    if (dst == nullptr)
+        return responder_fail(RoceRx::remote_access, net::NakCode::remote_access_error, psn,
+                              now_ns);
+    std::uint64_t v;
+    std::memcpy(&v, p.payload.data(), 8); // the payload's bytes, in memory order
+    if (reinterpret_cast<std::uintptr_t>(dst) % 8 == 0)
+        std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(dst)).store(v);
+    else // a host mapping not 8-aligned where the iova is: no atomicity to offer
+        std::memcpy(dst, &v, 8);
+    const std::uint32_t n = std::clamp<std::uint32_t>(attrs_.max_dest_rd_atomic, 1,
+                                                      static_cast<std::uint32_t>(rd_slots_.size()));
+    rd_slots_[rd_next_++ % n] = {true, false, true, psn, 1, 0};
+    msn_ = net::psn_add(msn_, 1);
+    epsn_ = net::psn_add(psn, 1);
+    seq_nak_sent_ = false;
+    unacked_ = 0;
+    send_read_responses(psn, nullptr, 0, now_ns);
     return RoceRx::consumed;
 }
 

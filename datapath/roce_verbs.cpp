@@ -22,6 +22,8 @@ std::optional<SendOp> send_op_from_ibv(ibv_wr_opcode opcode) noexcept {
         return SendOp::cmp_swp;
     case IBV_WR_ATOMIC_FETCH_AND_ADD:
         return SendOp::fetch_add;
+    case IBV_WR_ATOMIC_WRITE:
+        return SendOp::atomic_write;
     default:
         return std::nullopt;
     }
@@ -47,6 +49,7 @@ std::optional<SendWr> send_wr_from_ibv(const ibv_send_wr& wr, bool sq_sig_all) n
         break;
     case SendOp::cmp_swp:
     case SendOp::fetch_add:
+    case SendOp::atomic_write: // its 8 bytes in compare_add (device/qp_ex.cpp)
         w.remote_addr = wr.wr.atomic.remote_addr;
         w.rkey = wr.wr.atomic.rkey;
         w.compare_add = wr.wr.atomic.compare_add;
@@ -59,6 +62,7 @@ std::optional<SendWr> send_wr_from_ibv(const ibv_send_wr& wr, bool sq_sig_all) n
         w.remote_qkey = wr.wr.ud.remote_qkey;
         break;
     }
+    w.xrc_srqn = wr.qp_type.xrc.remote_srqn & 0xffffff; // read by XRC INI QPs only
     return w;
 }
 

@@ -18,7 +18,8 @@ namespace rdmasim::datapath {
 [[nodiscard]] std::optional<SendOp> send_op_from_ibv(ibv_wr_opcode opcode) noexcept;
 
 // The WR's fields (flags, immediate in host order, RDMA / atomic / UD
-// fields) with `signaled` from IBV_SEND_SIGNALED or the QP's sq_sig_all.
+// fields, the XRC SRQ number; ATOMIC_WRITE's remote address, rkey and 8
+// bytes as wr.atomic's remote_addr, rkey and compare_add) with `signaled` from IBV_SEND_SIGNALED or the QP's sq_sig_all.
 // UD's ud_path stays empty: the AH's path is the caller's to fill in.
 // nullopt when the opcode is not carried (send_op_from_ibv).
 [[nodiscard]] std::optional<SendWr> send_wr_from_ibv(const ibv_send_wr& wr,

@@ -34,7 +34,7 @@ void fill_device_attr(const Device& dev, ibv_device_attr& a) noexcept {
     // One field sizes both QPs and WQs (DPDK sizes its WQs from it): report
     // the smaller limit, so that every size the query allows is accepted.
     a.max_qp_wr = static_cast<int>(std::min(c.max_qp_wr, c.max_wr));
-    a.device_cap_flags = IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_RAW_IP_CSUM * c.ip_csum;
+    a.device_cap_flags = IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_XRC | IBV_DEVICE_RAW_IP_CSUM * c.ip_csum;
     a.max_sge = static_cast<int>(c.max_sge);
     a.max_sge_rd = 1;
     a.max_cq = static_cast<int>(c.max_cq);

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <sys/types.h>
 #include <mutex>
 #include <span>
 #include <thread>
@@ -77,6 +78,18 @@ private:
     std::atomic_flag flag_;
 };
 
+// An XRC domain: one per file on the device (the file named by
+// ibv_open_xrcd's fd, by its inode), shared by every open of that file; an
+// open with fd -1 makes a private one. Its XRC SRQs are what an XRC TGT
+// QP's requests may name. Under the port lock.
+struct XrcDomain {
+    dev_t file_dev = 0;
+    ino_t file_ino = 0;
+    bool is_private = false; // fd -1: no file, no sharing
+    std::uint32_t opens = 0; // Xrcd handles on it
+    std::vector<Srq*> srqs;  // its XRC SRQs
+};
+
 struct Device {
     ibv_device ibdev;                           // what ibv_get_device_list hands out
     const void* verbs_device_ops = nullptr;     // where rdma-core's verbs_device keeps its
@@ -102,6 +115,7 @@ struct Device {
     // open contexts (port events go to each).
     std::vector<Cq*> cqs;                       // notifications, overflow events
     std::vector<Context*> contexts;
+    std::vector<std::unique_ptr<XrcDomain>> xrc_domains; // open XRC domains (device/xrcd.cpp)
     // The port's state as ibv_query_port reports it: ACTIVE, or DOWN while
     // the fault plan holds it down. Written under the port lock.
     std::atomic<int> port_state{IBV_PORT_ACTIVE};
@@ -139,6 +153,15 @@ struct Pd {
 inline const Pd* protection_domain(const Pd* pd) noexcept {
     return pd != nullptr && pd->protection != nullptr ? pd->protection : pd;
 }
+
+// One ibv_open_xrcd: a handle on a domain. ibv_close_xrcd is EBUSY while
+// XRC SRQs or XRC TGT QPs created with it live.
+struct Xrcd {
+    ibv_xrcd ibxrcd;
+    Context* ctx = nullptr;
+    XrcDomain* domain = nullptr;
+    std::atomic<std::uint32_t> users{0};
+};
 
 struct Mr {
     ibv_mr ibmr;
@@ -227,6 +250,9 @@ struct Srq {
     Context* ctx = nullptr;
     Pd* pd = nullptr;
     std::uint32_t srq_num = 0;
+    // XRC SRQ (IBV_SRQT_XRC): its domain, and the CQ its receives complete on.
+    Xrcd* xrcd = nullptr;
+    Cq* cq = nullptr;
     WorkRecvQueue rq;
     // Armed limit (0: not armed): when a WQE taken leaves fewer posted,
     // IBV_EVENT_SRQ_LIMIT_REACHED and the limit disarms. Under the port lock.
@@ -271,6 +297,7 @@ struct Qp {
     WrBuilder* wr_builder = nullptr;  // extended QPs (ibv_wr_*): owned, device/qp_ex.hpp
     WorkRecvQueue rq;
     Srq* srq = nullptr;
+    Xrcd* xrcd = nullptr; // XRC TGT QP (IBV_QPT_XRC_RECV): its domain; it has no PD, no CQs
     ibv_qp_attr attr{}; // what ibv_query_qp reports; for RC/UC/UD the transport's attributes
     std::atomic<std::uint32_t> flows{0};
     // Async events handed out by ibv_get_async_event (under the context's event
@@ -296,6 +323,7 @@ static_assert(std::is_standard_layout_v<Qp>);
 static_assert(std::is_standard_layout_v<Flow>);
 static_assert(std::is_standard_layout_v<Ah>);
 static_assert(std::is_standard_layout_v<Srq>);
+static_assert(std::is_standard_layout_v<Xrcd>);
 
 // Back from the verbs pointer a program holds to the object around it.
 inline Device* from_verbs(ibv_device* d) noexcept { return reinterpret_cast<Device*>(d); }
@@ -315,6 +343,7 @@ inline Qp* from_verbs(ibv_qp* q) noexcept { return reinterpret_cast<Qp*>(q); }
 inline Flow* from_verbs(ibv_flow* f) noexcept { return reinterpret_cast<Flow*>(f); }
 inline Ah* from_verbs(ibv_ah* a) noexcept { return reinterpret_cast<Ah*>(a); }
 inline Srq* from_verbs(ibv_srq* s) noexcept { return reinterpret_cast<Srq*>(s); }
+inline Xrcd* from_verbs(ibv_xrcd* x) noexcept { return reinterpret_cast<Xrcd*>(x); }
 
 inline ibv_cq* to_verbs_cq(Cq* c) noexcept { return reinterpret_cast<ibv_cq*>(&c->cqx); }
 

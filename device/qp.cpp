@@ -72,11 +72,20 @@ ibv_qp* make_qp(ibv_context* context, ibv_qp_init_attr_ex* attr) noexcept {
         Device& dev = *ctx.device;
         const std::uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS |
                                     IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH |
-                                    IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+                                    IBV_QP_INIT_ATTR_SEND_OPS_FLAGS | IBV_QP_INIT_ATTR_XRCD;
         if (attr->comp_mask & ~known) return fail<ibv_qp>(EOPNOTSUPP);
         const auto type = raw_enum(attr->qp_type);
-        const bool ib = type == IBV_QPT_RC || type == IBV_QPT_UC || type == IBV_QPT_UD;
+        const bool ib = type == IBV_QPT_RC || type == IBV_QPT_UC || type == IBV_QPT_UD ||
+                        type == IBV_QPT_XRC_SEND || type == IBV_QPT_XRC_RECV;
         if (type != IBV_QPT_RAW_PACKET && !ib) return fail<ibv_qp>(EOPNOTSUPP);
+        if (type == IBV_QPT_XRC_RECV) { // an XRC TGT QP belongs to a domain, not a PD
+            if (attr->comp_mask & (IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH))
+                return fail<ibv_qp>(EOPNOTSUPP); // RSS: raw-packet QPs only
+            if (!(attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) || attr->xrcd == nullptr ||
+                attr->xrcd->context != context)
+                return fail<ibv_qp>(EINVAL);
+            return create_ib_qp(ctx, *attr);
+        }
         if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || attr->pd == nullptr ||
             attr->pd->context != context)
             return fail<ibv_qp>(EINVAL);

@@ -78,6 +78,20 @@ void wr_atomic_fetch_add(ibv_qp_ex* x, uint32_t rkey, uint64_t addr, uint64_t ad
     atomic(x, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, addr, add, 0);
 }
 
+// The 8 bytes travel in the WR's compare_add, as memory holds them (datapath/roce_verbs.hpp).
+void wr_atomic_write(ibv_qp_ex* x, uint32_t rkey, uint64_t addr, const void* atomic_wr) {
+    if (ibv_send_wr* w = begin_wr(x, IBV_WR_ATOMIC_WRITE)) {
+        w->wr.atomic.rkey = rkey;
+        w->wr.atomic.remote_addr = addr;
+        std::memcpy(&w->wr.atomic.compare_add, atomic_wr, 8);
+        w->num_sge = 0;
+    }
+}
+
+void wr_set_xrc_srqn(ibv_qp_ex* x, uint32_t remote_srqn) {
+    if (ibv_send_wr* w = current(x)) w->qp_type.xrc.remote_srqn = remote_srqn;
+}
+
 void wr_set_ud_addr(ibv_qp_ex* x, ibv_ah* ah, uint32_t remote_qpn, uint32_t remote_qkey) {
     if (ibv_send_wr* w = current(x)) {
         w->wr.ud.ah = ah;
@@ -161,11 +175,13 @@ int make_extended(Qp& qp, std::uint64_t ops) noexcept {
     std::uint64_t allowed = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
     if (qp.ibqp.qp_type != IBV_QPT_UD)
         allowed |= IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
-    if (qp.ibqp.qp_type == IBV_QPT_RC)
+    const bool xrc = qp.ibqp.qp_type == IBV_QPT_XRC_SEND;
+    if (qp.ibqp.qp_type == IBV_QPT_RC || xrc)
         allowed |= IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
                    IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
-    if (ops == 0) return EINVAL;
-    if (ops & ~allowed) return EOPNOTSUPP; // memory windows, TSO, atomic write, flush: not emulated
+    if (qp.ibqp.qp_type == IBV_QPT_RC) allowed |= IBV_QP_EX_WITH_ATOMIC_WRITE;
+    if (ops == 0 || qp.ibqp.qp_type == IBV_QPT_XRC_RECV) return EINVAL; // TGT: no send queue
+    if (ops & ~allowed) return EOPNOTSUPP; // memory windows, TSO, flush: not emulated
     auto* b = new (std::nothrow) WrBuilder;
     if (b == nullptr) return ENOMEM;
     try {
@@ -190,6 +206,7 @@ int make_extended(Qp& qp, std::uint64_t ops) noexcept {
     x.wr_set_inline_data = wr_set_inline_data;
     x.wr_set_inline_data_list = wr_set_inline_data_list;
     if (qp.ibqp.qp_type == IBV_QPT_UD) x.wr_set_ud_addr = wr_set_ud_addr;
+    if (xrc) x.wr_set_xrc_srqn = wr_set_xrc_srqn;
     if (ops & IBV_QP_EX_WITH_SEND) x.wr_send = wr_send;
     if (ops & IBV_QP_EX_WITH_SEND_WITH_IMM) x.wr_send_imm = wr_send_imm;
     if (ops & IBV_QP_EX_WITH_RDMA_WRITE) x.wr_rdma_write = wr_rdma_write;
@@ -197,6 +214,7 @@ int make_extended(Qp& qp, std::uint64_t ops) noexcept {
     if (ops & IBV_QP_EX_WITH_RDMA_READ) x.wr_rdma_read = wr_rdma_read;
     if (ops & IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP) x.wr_atomic_cmp_swp = wr_atomic_cmp_swp;
     if (ops & IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD) x.wr_atomic_fetch_add = wr_atomic_fetch_add;
+    if (ops & IBV_QP_EX_WITH_ATOMIC_WRITE) x.wr_atomic_write = wr_atomic_write;
     return 0;
 }
 

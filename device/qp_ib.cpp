@@ -40,9 +40,17 @@ std::uint32_t sq_overhead(ibv_qp_type t) noexcept {
         return kSeg + kSeg + kSeg;
     case IBV_QPT_UC:
         return kSeg + kSeg;
+    case IBV_QPT_XRC_SEND: // RC's, and the XRC segment (the remote SRQ number)
+        return kSeg + kSeg + kSeg + kSeg;
     default:
         return kSeg + 3 * kSeg;
     }
+}
+
+// XRC INI QPs have no receive queue, XRC TGT QPs no queue at all (their
+// receives are the XRC SRQs'): what they are asked for is ignored, and 0 reported.
+bool has_rq(const ibv_qp_init_attr_ex& a) noexcept {
+    return a.srq == nullptr && a.qp_type != IBV_QPT_XRC_SEND && a.qp_type != IBV_QPT_XRC_RECV;
 }
 
 std::uint32_t round_up(std::uint32_t v, std::uint32_t to) noexcept { return (v + to - 1) / to * to; }
@@ -60,11 +68,12 @@ struct Sizes {
 // Validates the caps against the device (EINVAL, as mlx5's create_qp) and
 // computes what the QP really has, which is written back into attr.cap.
 int size_queues(const Device& dev, const ibv_qp_init_attr_ex& a, Sizes& out) noexcept {
+    if (a.qp_type == IBV_QPT_XRC_RECV) return 0;
     const ibv_qp_cap& c = a.cap;
     const Capabilities& caps = dev.caps;
     const std::uint32_t max_wr = std::min(caps.max_qp_wr, caps.max_wr);
     if (c.max_send_wr > max_wr || c.max_send_sge > caps.max_sge) return EINVAL;
-    if (a.srq == nullptr && (c.max_recv_wr > max_wr || c.max_recv_sge > caps.max_sge))
+    if (has_rq(a) && (c.max_recv_wr > max_wr || c.max_recv_sge > caps.max_sge))
         return EINVAL;
     const std::uint32_t overhead = sq_overhead(a.qp_type);
     std::uint32_t wqe = overhead + std::max<std::uint32_t>(c.max_send_sge, 1) * kSeg;
@@ -79,7 +88,7 @@ int size_queues(const Device& dev, const ibv_qp_init_attr_ex& a, Sizes& out) noe
         const std::uint64_t bytes = pow2_at_least(std::uint64_t{c.max_send_wr} * wqe);
         out.send_wr = static_cast<std::uint32_t>(bytes / wqe);
     }
-    if (a.srq == nullptr) {
+    if (has_rq(a)) {
         // mlx5_calc_rq_size: a power-of-two WQE of 16-byte data segments,
         // a power-of-two count.
         out.recv_sge = static_cast<std::uint32_t>(
@@ -197,20 +206,32 @@ ibv_qp* create_ib_qp(Context& ctx, ibv_qp_init_attr_ex& attr) noexcept {
             return fail<ibv_qp>(EOPNOTSUPP);
         if ((attr.comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr.create_flags != 0)
             return fail<ibv_qp>(EOPNOTSUPP);
-        if (attr.send_cq == nullptr || attr.recv_cq == nullptr ||
-            attr.send_cq->context != context || attr.recv_cq->context != context)
-            return fail<ibv_qp>(EINVAL);
+        const bool xrc_tgt = attr.qp_type == IBV_QPT_XRC_RECV;
+        const bool xrc_ini = attr.qp_type == IBV_QPT_XRC_SEND;
+        if (xrc_tgt) { // no CQs, no SRQ, no PD of its own
+            attr.send_cq = attr.recv_cq = nullptr;
+            attr.srq = nullptr;
+            attr.pd = nullptr;
+        } else {
+            if (xrc_ini && attr.recv_cq == nullptr) attr.recv_cq = attr.send_cq; // never used
+            if (attr.send_cq == nullptr || attr.recv_cq == nullptr ||
+                attr.send_cq->context != context || attr.recv_cq->context != context)
+                return fail<ibv_qp>(EINVAL);
+            if (xrc_ini && attr.srq != nullptr) return fail<ibv_qp>(EINVAL);
+        }
         if (attr.srq != nullptr && attr.srq->context != context) return fail<ibv_qp>(EINVAL);
+        if (!xrc_tgt && (attr.comp_mask & IBV_QP_INIT_ATTR_XRCD)) attr.xrcd = nullptr;
         Sizes sz;
         if (int err = size_queues(dev, attr, sz)) return fail<ibv_qp>(err);
 
         auto qp = std::make_unique<Qp>();
         std::memset(&qp->qpx, 0, sizeof qp->qpx);
         qp->ctx = &ctx;
-        qp->pd = from_verbs(attr.pd);
+        qp->pd = attr.pd ? from_verbs(attr.pd) : nullptr;
         qp->ib = true;
-        qp->send_cq = from_verbs(attr.send_cq);
-        qp->recv_cq = from_verbs(attr.recv_cq);
+        qp->xrcd = xrc_tgt ? from_verbs(attr.xrcd) : nullptr;
+        qp->send_cq = attr.send_cq ? from_verbs(attr.send_cq) : nullptr;
+        qp->recv_cq = attr.recv_cq ? from_verbs(attr.recv_cq) : nullptr;
         qp->srq = attr.srq ? from_verbs(attr.srq) : nullptr;
         qp->sq_sig_all = attr.sq_sig_all;
         qp->max_send_wr = sz.send_wr;
@@ -247,7 +268,9 @@ ibv_qp* create_ib_qp(Context& ctx, ibv_qp_init_attr_ex& attr) noexcept {
         limits.max_send_wr = std::max<std::uint32_t>(sz.send_wr, 1);
         limits.max_send_sge = sz.send_sge;
         limits.max_inline = sz.inline_data;
-        limits.max_recv_sge = qp->srq ? qp->srq->rq.max_sge : std::max<std::uint32_t>(sz.recv_sge, 1);
+        limits.max_recv_sge = xrc_tgt   ? dev.caps.max_srq_sge // any XRC SRQ of its domain
+                              : qp->srq ? qp->srq->rq.max_sge
+                                        : std::max<std::uint32_t>(sz.recv_sge, 1);
         if (attr.comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
             if (int err = make_extended(*qp, attr.send_ops_flags)) return fail<ibv_qp>(err);
         {
@@ -255,10 +278,11 @@ ibv_qp* create_ib_qp(Context& ctx, ibv_qp_init_attr_ex& attr) noexcept {
             qp->transport = new QpTransport(dev, *qp, limits);
         }
 
-        qp->send_cq->users.fetch_add(1);
-        qp->recv_cq->users.fetch_add(1);
+        if (qp->send_cq) qp->send_cq->users.fetch_add(1);
+        if (qp->recv_cq) qp->recv_cq->users.fetch_add(1);
         if (qp->srq) qp->srq->qps.fetch_add(1);
-        qp->pd->users.fetch_add(1);
+        if (qp->pd) qp->pd->users.fetch_add(1);
+        if (qp->xrcd) qp->xrcd->users.fetch_add(1);
         ctx.live_objects.fetch_add(1);
         return &qp.release()->ibqp;
     });
@@ -307,7 +331,7 @@ int modify_ib_qp(Qp& qp, ibv_qp_attr& attr, int mask) noexcept {
     }
     // As mlx5_modify_qp: after a move to RESET the QP's completions leave
     // both CQs. Locks: poll, then port (CqConsumer).
-    if (to_reset) {
+    if (to_reset && qp.send_cq != nullptr) { // XRC TGT QPs have none
         purge_completions(dev, *qp.recv_cq, qp.ibqp.qp_num);
         if (qp.send_cq != qp.recv_cq) purge_completions(dev, *qp.send_cq, qp.ibqp.qp_num);
     }
@@ -342,15 +366,18 @@ int destroy_ib_qp(Qp& qp) noexcept {
         qp.rq.ring.reset();
         q->state = IBV_QPS_RESET;
     }
-    purge_completions(dev, *qp.recv_cq, q->qp_num);
-    if (qp.send_cq != qp.recv_cq) purge_completions(dev, *qp.send_cq, q->qp_num);
+    if (qp.send_cq != nullptr) {
+        purge_completions(dev, *qp.recv_cq, q->qp_num);
+        if (qp.send_cq != qp.recv_cq) purge_completions(dev, *qp.send_cq, q->qp_num);
+    }
     forget_async_events(*qp.ctx, q);
     const std::uint32_t reported = qp.events_reported;
     wait_for_acks(q->mutex, q->cond, [&] { return q->events_completed == reported; });
-    qp.send_cq->users.fetch_sub(1);
-    qp.recv_cq->users.fetch_sub(1);
+    if (qp.send_cq) qp.send_cq->users.fetch_sub(1);
+    if (qp.recv_cq) qp.recv_cq->users.fetch_sub(1);
     if (qp.srq) qp.srq->qps.fetch_sub(1);
-    qp.pd->users.fetch_sub(1);
+    if (qp.pd) qp.pd->users.fetch_sub(1);
+    if (qp.xrcd) qp.xrcd->users.fetch_sub(1);
     object_destroyed(*qp.ctx);
     pthread_cond_destroy(&q->cond);
     pthread_mutex_destroy(&q->mutex);

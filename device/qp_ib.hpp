@@ -15,7 +15,8 @@ int modify_ib_qp(Qp& qp, ibv_qp_attr& attr, int mask) noexcept;
 void query_ib_qp(Qp& qp, ibv_qp_attr& attr, ibv_qp_init_attr& init) noexcept;
 int destroy_ib_qp(Qp& qp) noexcept;
 // With `all_or_nothing` (ibv_wr_complete) every WR is checked, and room
-// found for all, before any is posted; otherwise the WRs before *bad_wr stay.
+// found for all, before any is posted (and IBV_WR_ATOMIC_WRITE, which only
+// ibv_wr_atomic_write builds, is allowed); otherwise the WRs before *bad_wr stay.
 int post_ib_send(Qp& qp, ibv_send_wr* wr, ibv_send_wr** bad_wr, bool all_or_nothing = false) noexcept;
 int post_ib_recv(Qp& qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept;
 

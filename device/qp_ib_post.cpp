@@ -20,8 +20,12 @@ bool is_atomic(ibv_wr_opcode op) noexcept {
 }
 
 // The opcodes each type carries (IB spec 9.4 and 3.6.1; mlx5 builds no
-// other). Memory windows are not emulated: no SEND_WITH_INV, LOCAL_INV, BIND_MW.
-bool opcode_allowed(ibv_qp_type t, ibv_wr_opcode op) noexcept {
+// other; an XRC INI QP what RC does, an XRC TGT QP sends nothing). Memory
+// windows are not emulated: no SEND_WITH_INV, LOCAL_INV, BIND_MW. ATOMIC
+// WRITE only comes from ibv_wr_atomic_write (`extended`): ibv_send_wr has
+// no field for its 8 bytes.
+bool opcode_allowed(ibv_qp_type t, ibv_wr_opcode op, bool extended) noexcept {
+    if (t == IBV_QPT_XRC_RECV) return false;
     switch (op) {
     case IBV_WR_SEND:
     case IBV_WR_SEND_WITH_IMM:
@@ -32,7 +36,9 @@ bool opcode_allowed(ibv_qp_type t, ibv_wr_opcode op) noexcept {
     case IBV_WR_RDMA_READ:
     case IBV_WR_ATOMIC_CMP_AND_SWP:
     case IBV_WR_ATOMIC_FETCH_AND_ADD:
-        return t == IBV_QPT_RC;
+        return t == IBV_QPT_RC || t == IBV_QPT_XRC_SEND;
+    case IBV_WR_ATOMIC_WRITE:
+        return t == IBV_QPT_RC && extended;
     default:
         return false;
     }
@@ -45,14 +51,16 @@ struct Limits {
 };
 
 // One WR's checks; 0 or EINVAL.
-int check_send_wr(const Qp& qp, const ibv_send_wr& wr, const Limits& lim) noexcept {
+int check_send_wr(const Qp& qp, const ibv_send_wr& wr, const Limits& lim, bool extended) noexcept {
     const ibv_qp_type t = qp.ibqp.qp_type;
     // Read as an integer first: a C caller may pass any value (device/README.md,
-    // "Error conventions"); none above FETCH_AND_ADD is allowed on these QPs.
+    // "Error conventions"); none above ATOMIC_WRITE is allowed on these QPs.
     const std::int64_t raw = raw_enum(wr.opcode);
-    if (raw < IBV_WR_RDMA_WRITE || raw > IBV_WR_ATOMIC_FETCH_AND_ADD) return EINVAL;
+    if (raw < IBV_WR_RDMA_WRITE || raw > IBV_WR_ATOMIC_WRITE) return EINVAL;
     const auto op = static_cast<ibv_wr_opcode>(raw);
-    if (!opcode_allowed(t, op)) return EINVAL;
+    if (!opcode_allowed(t, op, extended)) return EINVAL;
+    if (op == IBV_WR_ATOMIC_WRITE) // 8 bytes to an 8-aligned address, carried by the WR
+        return wr.num_sge == 0 && (wr.wr.atomic.remote_addr & 7) == 0 ? 0 : EINVAL;
     if (wr.num_sge < 0 || static_cast<std::uint32_t>(wr.num_sge) > qp.max_send_sge) return EINVAL;
     if (wr.num_sge > 0 && wr.sg_list == nullptr) return EINVAL;
     std::uint64_t total = 0;
@@ -101,7 +109,7 @@ int post_ib_send(Qp& qp, ibv_send_wr* wr, ibv_send_wr** bad_wr, bool all_or_noth
         std::uint32_t room = qp.max_send_wr - std::min(qp.max_send_wr, qp.transport->roce().send_queue_size());
         if (all_or_nothing) { // every WR checked, and room for all, before the first is posted
             for (ibv_send_wr* w = wr; w != nullptr; w = w->next, --room) {
-                err = room == 0 ? ENOMEM : check_send_wr(qp, *w, lim);
+                err = room == 0 ? ENOMEM : check_send_wr(qp, *w, lim, true);
                 if (err) {
                     *bad_wr = w;
                     return err;
@@ -110,7 +118,7 @@ int post_ib_send(Qp& qp, ibv_send_wr* wr, ibv_send_wr** bad_wr, bool all_or_noth
         }
         const std::uint64_t deadline = dev.port.next_deadline_ns();
         for (; wr != nullptr; wr = wr->next) {
-            if ((err = all_or_nothing ? 0 : check_send_wr(qp, *wr, lim)) == 0) { // checked above
+            if ((err = all_or_nothing ? 0 : check_send_wr(qp, *wr, lim, false)) == 0) { // checked above
                 err = qp.transport->roce().send_queue_size() >= qp.max_send_wr ? ENOMEM
                                                                                : qp.transport->post_send(*wr);
             }
@@ -131,8 +139,9 @@ int post_work_recv(WorkRecvQueue& rq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noe
 }
 
 int post_ib_recv(Qp& qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept {
-    if (qp.srq != nullptr) {
-        *bad_wr = wr; // its receives come from the SRQ (ibv_post_srq_recv)
+    if (qp.srq != nullptr || qp.ibqp.qp_type == IBV_QPT_XRC_SEND ||
+        qp.ibqp.qp_type == IBV_QPT_XRC_RECV) {
+        *bad_wr = wr; // its receives come from an SRQ (ibv_post_srq_recv), or none exist
         return EINVAL;
     }
     Device& dev = *qp.ctx->device;

@@ -1,5 +1,7 @@
-// The RC/UC/UD transition table (device/qp_state.hpp). Written from the IB
-// specification's QP state table (volume 1, 11.2.5.2 and 10.3.1).
+// The RC/UC/UD/XRC transition table (device/qp_state.hpp). Written from the IB
+// specification's QP state table (volume 1, 11.2.5.2 and 10.3.1); XRC INI
+// (IBV_QPT_XRC_SEND) and TGT (IBV_QPT_XRC_RECV) as the kernel's
+// ib_modify_qp_is_ok lists them: INI is RC's send side, TGT its receive side.
 #include "device/qp_state.hpp"
 
 namespace rdmasim::device {
@@ -24,9 +26,11 @@ Transition init_to_rtr(ibv_qp_type t) noexcept {
     const int peer = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
     switch (t) {
     case IBV_QPT_RC:
+    case IBV_QPT_XRC_RECV:
         return {true, peer | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
                 IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX};
     case IBV_QPT_UC:
+    case IBV_QPT_XRC_SEND:
         return {true, peer, IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX};
     default:
         return {true, 0, IBV_QP_PKEY_INDEX | IBV_QP_QKEY};
@@ -37,10 +41,13 @@ Transition init_to_rtr(ibv_qp_type t) noexcept {
 Transition rtr_to_rts(ibv_qp_type t) noexcept {
     switch (t) {
     case IBV_QPT_RC:
+    case IBV_QPT_XRC_SEND:
         return {true,
                 IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
                     IBV_QP_MAX_QP_RD_ATOMIC,
                 IBV_QP_CUR_STATE | kPath | IBV_QP_MIN_RNR_TIMER};
+    case IBV_QPT_XRC_RECV:
+        return {true, IBV_QP_SQ_PSN | IBV_QP_TIMEOUT, IBV_QP_CUR_STATE | kPath | IBV_QP_MIN_RNR_TIMER};
     case IBV_QPT_UC:
         return {true, IBV_QP_SQ_PSN, IBV_QP_CUR_STATE | kPath};
     default:
@@ -52,8 +59,10 @@ Transition rtr_to_rts(ibv_qp_type t) noexcept {
 Transition running(ibv_qp_type t) noexcept {
     switch (t) {
     case IBV_QPT_RC:
+    case IBV_QPT_XRC_RECV:
         return {true, 0, IBV_QP_CUR_STATE | kPath | IBV_QP_MIN_RNR_TIMER};
     case IBV_QPT_UC:
+    case IBV_QPT_XRC_SEND:
         return {true, 0, IBV_QP_CUR_STATE | kPath};
     default:
         return {true, 0, IBV_QP_CUR_STATE | IBV_QP_QKEY};
@@ -67,6 +76,14 @@ Transition sqd_to_sqd(ibv_qp_type t) noexcept {
         return {true, 0,
                 IBV_QP_PORT | IBV_QP_AV | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
                     IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC | kPath |
+                    IBV_QP_PKEY_INDEX | IBV_QP_MIN_RNR_TIMER};
+    case IBV_QPT_XRC_SEND:
+        return {true, 0,
+                IBV_QP_PORT | IBV_QP_AV | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                    IBV_QP_MAX_QP_RD_ATOMIC | kPath | IBV_QP_PKEY_INDEX};
+    case IBV_QPT_XRC_RECV:
+        return {true, 0,
+                IBV_QP_PORT | IBV_QP_AV | IBV_QP_TIMEOUT | IBV_QP_MAX_DEST_RD_ATOMIC | kPath |
                     IBV_QP_PKEY_INDEX | IBV_QP_MIN_RNR_TIMER};
     case IBV_QPT_UC:
         return {true, 0, IBV_QP_AV | kPath | IBV_QP_PKEY_INDEX};

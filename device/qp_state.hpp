@@ -1,4 +1,4 @@
-// The QP state machine of RC, UC and UD QPs: which transitions exist and
+// The QP state machine of RC, UC, UD and XRC QPs: which transitions exist and
 // which ibv_modify_qp attribute bits each requires and allows, per QP type,
 // as the InfiniBand specification's table gives them (the kernel encodes the
 // same table in ib_modify_qp_is_ok, drivers/infiniband/core/verbs.c). See
@@ -24,7 +24,7 @@ struct Transition {
     int optional = 0; // attribute bits it also takes
 };
 
-// The transition cur -> next for `type` (IBV_QPT_RC, UC or UD).
+// The transition cur -> next for `type` (IBV_QPT_RC, UC, UD, XRC_SEND or XRC_RECV).
 [[nodiscard]] Transition qp_transition(ibv_qp_state cur, ibv_qp_state next, ibv_qp_type type) noexcept;
 
 // As ib_modify_qp_is_ok: IBV_QP_CUR_STATE only from RTR, RTS, SQD or SQE;

@@ -12,18 +12,19 @@
 #include "device/qp_ib.hpp"
 #include "device/qp_state.hpp"
 #include "device/srq.hpp"
+#include "device/xrcd.hpp"
 
 namespace rdmasim::device {
 
 namespace {
 
 datapath::QpTransport transport_type(ibv_qp_type t) noexcept {
-    return t == IBV_QPT_RC ? datapath::QpTransport::rc
+    return t == IBV_QPT_RC || t == IBV_QPT_XRC_SEND || t == IBV_QPT_XRC_RECV
+               ? datapath::QpTransport::rc
          : t == IBV_QPT_UC ? datapath::QpTransport::uc
                            : datapath::QpTransport::ud;
 }
 
-datapath::RecvRing& recv_ring(Qp& qp) noexcept { return qp.srq ? qp.srq->rq.ring : qp.rq.ring; }
 
 // A completion into `cq`; a full CQ loses it and reports the overrun
 // (cq_after_burst raises IBV_EVENT_CQ_ERR).
@@ -50,7 +51,8 @@ datapath::TransportAttrs QpTransport::attrs_from_qp() const noexcept {
     t.type = transport_type(qp_.ibqp.qp_type);
     t.qpn = qp_.ibqp.qp_num;
     t.pd = protection_domain(qp_.pd);
-    t.srq = qp_.srq != nullptr;
+    t.srq = qp_.srq != nullptr || qp_.xrcd != nullptr;
+    t.xrc = qp_.ibqp.qp_type == IBV_QPT_XRC_SEND || qp_.ibqp.qp_type == IBV_QPT_XRC_RECV;
     datapath::apply_qp_attr(t, qp_.attr, kQpAttrBits);
     // UD has no path MTU attribute: its messages are limited by the port's active MTU.
     if (t.type == datapath::QpTransport::ud)
@@ -104,8 +106,25 @@ void QpTransport::deadline_changed(std::uint64_t deadline_ns) noexcept {
     dev_.port.roce().deadline_changed(deadline_ns);
 }
 
+// The SRQ this QP's receives come from: its own SRQ; for an XRC TGT QP the
+// one its current request named (looked up each time: an SRQ may be
+// destroyed between the packets of a message); nullptr for its own RQ.
+Srq* QpTransport::receive_srq() const noexcept {
+    if (qp_.xrcd != nullptr) return find_xrc_srq(*qp_.xrcd->domain, xrc_srqn_);
+    return qp_.srq;
+}
+
+const void* QpTransport::select_xrc_srq(std::uint32_t srqn) noexcept {
+    if (qp_.xrcd == nullptr) return nullptr; // only an XRC TGT QP receives XRC requests
+    xrc_srqn_ = srqn;
+    const Srq* s = receive_srq();
+    return s ? protection_domain(s->pd) : nullptr;
+}
+
 bool QpTransport::peek_recv(datapath::RecvView& out) noexcept {
-    const datapath::RecvRing& ring = recv_ring(qp_);
+    Srq* srq = receive_srq();
+    if (srq == nullptr && qp_.xrcd != nullptr) return false;
+    const datapath::RecvRing& ring = srq ? srq->rq.ring : qp_.rq.ring;
     if (ring.empty()) return false;
     out.wqe = &ring.front();
     out.sges = ring.front_sges();
@@ -113,13 +132,23 @@ bool QpTransport::peek_recv(datapath::RecvView& out) noexcept {
 }
 
 void QpTransport::pop_recv() noexcept {
-    if (qp_.srq) pop_srq_wqe(*qp_.srq);
-    else qp_.rq.ring.pop();
+    if (Srq* srq = receive_srq()) pop_srq_wqe(*srq);
+    else if (qp_.xrcd == nullptr) qp_.rq.ring.pop();
 }
 
-void QpTransport::complete_send(const datapath::Cqe& cqe) noexcept { push_completion(*qp_.send_cq, cqe); }
+void QpTransport::complete_send(const datapath::Cqe& cqe) noexcept {
+    if (qp_.send_cq) push_completion(*qp_.send_cq, cqe); // an XRC TGT QP sends nothing
+}
 
-void QpTransport::complete_recv(const datapath::Cqe& cqe) noexcept { push_completion(*qp_.recv_cq, cqe); }
+// An XRC SRQ's receives complete on its CQ; one destroyed since its WQE was
+// taken loses the completion (its WQEs went with it).
+void QpTransport::complete_recv(const datapath::Cqe& cqe) noexcept {
+    if (qp_.xrcd != nullptr) {
+        if (Srq* srq = receive_srq()) push_completion(*srq->cq, cqe);
+        return;
+    }
+    push_completion(*qp_.recv_cq, cqe);
+}
 
 void QpTransport::event(datapath::TransportEvent kind) noexcept {
     using E = datapath::TransportEvent;

@@ -39,17 +39,20 @@ public:
     void complete_send(const datapath::Cqe& cqe) noexcept override;
     void complete_recv(const datapath::Cqe& cqe) noexcept override;
     void event(datapath::TransportEvent kind) noexcept override;
+    const void* select_xrc_srq(std::uint32_t srqn) noexcept override;
 
 private:
     [[nodiscard]] datapath::TransportAttrs attrs_from_qp() const noexcept;
     // The frame addressing toward `ah`'s GID (the destination MAC is the
     // port's to find: Port::send_roce).
     [[nodiscard]] net::RocePath path_to(const ibv_ah_attr& ah, std::uint32_t dest_qpn) const noexcept;
+    [[nodiscard]] Srq* receive_srq() const noexcept;
 
     Device& dev_;
     Qp& qp_;
     datapath::RoceQp roce_;
     std::vector<datapath::Sge> sges_; // post_send's SGE list (max_send_sge entries)
+    std::uint32_t xrc_srqn_ = 0;      // XRC TGT: the SRQ the current request named
 };
 
 // The time a verb calls into a transport at: the engine's clock, never

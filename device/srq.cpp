@@ -13,6 +13,7 @@
 #include "device/context.hpp"
 #include "device/async_events.hpp"
 #include "device/qp_ib.hpp"
+#include "device/xrcd.hpp"
 
 namespace rdmasim::device {
 
@@ -24,7 +25,9 @@ std::uint32_t pow2_at_least(std::uint64_t v) noexcept {
     return static_cast<std::uint32_t>(p);
 }
 
-ibv_srq* make_srq(ibv_pd* pd, void* srq_context, ibv_srq_attr& a) {
+// `xrcd` and `cq`: an XRC SRQ's domain and completion queue (both or neither).
+ibv_srq* make_srq(ibv_pd* pd, void* srq_context, ibv_srq_attr& a, Xrcd* xrcd = nullptr,
+                  Cq* cq = nullptr) {
     Context& ctx = *from_verbs(pd->context);
     const Capabilities& caps = ctx.device->caps;
     if (a.max_wr > caps.max_srq_wr || a.max_sge > caps.max_srq_sge) return fail<ibv_srq>(EINVAL);
@@ -58,6 +61,13 @@ ibv_srq* make_srq(ibv_pd* pd, void* srq_context, ibv_srq_attr& a) {
     pthread_cond_init(&s.cond, nullptr);
     a.max_wr = srq->rq.max_post;
     a.max_sge = srq->rq.max_sge;
+    if (xrcd != nullptr) {
+        srq->xrcd = xrcd;
+        srq->cq = cq;
+        if (int err = add_xrc_srq(*srq)) return fail<ibv_srq>(err);
+        xrcd->users.fetch_add(1);
+        cq->users.fetch_add(1);
+    }
     srq->pd->users.fetch_add(1);
     ctx.live_objects.fetch_add(1);
     release.dev = nullptr;
@@ -77,14 +87,22 @@ ibv_srq* create_srq_ex(ibv_context* context, ibv_srq_init_attr_ex* attr) noexcep
     return guard_ptr<ibv_srq>([&]() -> ibv_srq* {
         if (context == nullptr || attr == nullptr) return fail<ibv_srq>(EINVAL);
         if (attr->comp_mask >= IBV_SRQ_INIT_ATTR_RESERVED) return fail<ibv_srq>(EINVAL);
-        if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && attr->srq_type != IBV_SRQT_BASIC)
-            return fail<ibv_srq>(EOPNOTSUPP); // XRC, tag matching
-        if (attr->comp_mask & (IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_TM))
-            return fail<ibv_srq>(EOPNOTSUPP);
+        const std::int64_t type =
+            (attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) ? raw_enum(attr->srq_type) : std::int64_t{IBV_SRQT_BASIC};
+        if (type != IBV_SRQT_BASIC && type != IBV_SRQT_XRC)
+            return fail<ibv_srq>(EOPNOTSUPP); // tag matching
+        if (attr->comp_mask & IBV_SRQ_INIT_ATTR_TM) return fail<ibv_srq>(EOPNOTSUPP);
         if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || attr->pd == nullptr ||
             attr->pd->context != context)
             return fail<ibv_srq>(EINVAL);
-        return make_srq(attr->pd, attr->srq_context, attr->attr);
+        if (type == IBV_SRQT_BASIC) return make_srq(attr->pd, attr->srq_context, attr->attr);
+        // XRC (ibv_create_srq_ex(3)): a domain and a CQ of this context.
+        const unsigned xrc_mask = IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
+        if ((attr->comp_mask & xrc_mask) != xrc_mask || attr->xrcd == nullptr ||
+            attr->cq == nullptr || attr->xrcd->context != context || attr->cq->context != context)
+            return fail<ibv_srq>(EINVAL);
+        return make_srq(attr->pd, attr->srq_context, attr->attr, from_verbs(attr->xrcd),
+                        from_verbs(attr->cq));
     });
 }
 
@@ -121,6 +139,11 @@ int destroy_srq(ibv_srq* s) noexcept {
         {
             std::lock_guard port_lock(srq->ctx->device->port.mutex());
             srq->limit = 0; // nothing raises another event for it
+        }
+        if (srq->xrcd != nullptr) { // no request finds it from here on
+            remove_xrc_srq(*srq);
+            srq->xrcd->users.fetch_sub(1);
+            srq->cq->users.fetch_sub(1);
         }
         forget_async_events(*srq->ctx, s);
         const std::uint32_t reported = srq->events_reported;

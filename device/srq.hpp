@@ -1,5 +1,5 @@
 // Shared receive queues (device/README.md, "Shared receive queues"): basic
-// SRQs only (XRC and tag matching are EOPNOTSUPP).
+// and XRC SRQs (tag matching is EOPNOTSUPP).
 #pragma once
 
 #include "device/objects.hpp"

@@ -41,6 +41,10 @@ std::size_t udp_len(const OpcodeInfo& info, std::size_t payload_len) noexcept {
 // Writes the extension headers the opcode carries, in wire order; returns the end.
 std::uint8_t* store_extensions(const OpcodeInfo& info, const RoceHeaders& h,
                                std::uint8_t* p) noexcept {
+    if (info.has(kExtXrceth)) {
+        h.xrceth.store(p);
+        p += Xrceth::kSize;
+    }
     if (info.has(kExtDeth)) {
         h.deth.store(p);
         p += Deth::kSize;
@@ -73,6 +77,10 @@ std::uint8_t* store_extensions(const OpcodeInfo& info, const RoceHeaders& h,
 }
 
 void load_extensions(const OpcodeInfo& info, const std::uint8_t* p, RoceHeaders& h) noexcept {
+    if (info.has(kExtXrceth)) {
+        h.xrceth = Xrceth::load(p);
+        p += Xrceth::kSize;
+    }
     if (info.has(kExtDeth)) {
         h.deth = Deth::load(p);
         p += Deth::kSize;

@@ -47,6 +47,7 @@ struct RocePath {
 // and left at their defaults when parsing.
 struct RoceHeaders {
     Bth bth; // bth.pad is computed by build_roce_frame
+    Xrceth xrceth;
     Deth deth;
     Reth reth;
     AtomicEth atomic_eth;
@@ -107,7 +108,7 @@ enum class RoceDrop : std::uint8_t {
     short_packet,       // UDP payload shorter than BTH + ICRC, or than the opcode's headers + ICRC
     icrc,               // invariant CRC mismatch
     bth_version,        // TVer not 0
-    unknown_opcode,     // not an RC, UC or UD opcode of the table
+    unknown_opcode,     // not an RC, UC, UD or XRC opcode of the table
     bad_pad,            // bytes after the headers not a multiple of 4, or fewer than the pad count
     unexpected_payload, // payload (or pad) on an opcode that carries none
 };

@@ -231,6 +231,20 @@ struct AtomicAckEth {
     bool operator==(const AtomicAckEth&) const = default;
 };
 
+// XRC extended transport header, 4 bytes: reserved byte, the XRC SRQ
+// number (24 bits) the request's receive lands in.
+struct Xrceth {
+    static constexpr std::size_t kSize = 4;
+    std::uint32_t srqn = 0; // 24 bits
+
+    static Xrceth load(const std::uint8_t* p) noexcept { return {roce_detail::load_be24(p + 1)}; }
+    void store(std::uint8_t* p) const noexcept {
+        p[0] = 0;
+        roce_detail::store_be24(p + 1, srqn & 0xffffff);
+    }
+    bool operator==(const Xrceth&) const = default;
+};
+
 // Immediate data (ImmDt) and the invalidate header (IETH, an R_Key) are 4
 // bytes each; they travel as a host-order value of the big-endian field.
 // (The verbs API's imm_data is already big-endian: be32toh it first.)

@@ -1,4 +1,4 @@
-// The BTH opcodes of RC, UC and UD (IBA vol. 1, table 38; opcode bits 7..5
+// The BTH opcodes of RC, UC, UD and XRC (IBA vol. 1, table 38; opcode bits 7..5
 // the transport, 4..0 the operation): for each, the extension headers it
 // carries, in wire order, and how its payload is bounded.
 // (net/README.md, "RoCE v2 frames")
@@ -33,6 +33,7 @@ enum class RoceOpcode : std::uint8_t {
     rc_fetch_add = 0x14,
     rc_send_last_inv = 0x16,
     rc_send_only_inv = 0x17,
+    rc_atomic_write = 0x1d, // IBA 1.5 memory placement extensions
     uc_send_first = 0x20,
     uc_send_middle = 0x21,
     uc_send_last = 0x22,
@@ -49,7 +50,14 @@ enum class RoceOpcode : std::uint8_t {
     ud_send_only_imm = 0x65,
 };
 
-enum class RoceTransport : std::uint8_t { rc = 0, uc = 1, ud = 3 }; // opcode >> 5
+enum class RoceTransport : std::uint8_t { rc = 0, uc = 1, ud = 3, xrc = 5 }; // opcode >> 5
+
+// XRC speaks RC's operations under its own transport prefix (0xa0): the
+// opcode of `rc` (an RC opcode) as XRC sends it. Requests carry an XRCETH.
+inline constexpr std::uint8_t kXrcOpcodeBase = 0xa0;
+[[nodiscard]] constexpr std::uint8_t xrc_opcode(RoceOpcode rc) noexcept {
+    return static_cast<std::uint8_t>(kXrcOpcodeBase | static_cast<std::uint8_t>(rc));
+}
 
 // What the packet does.
 enum class RoceOp : std::uint8_t {
@@ -61,6 +69,7 @@ enum class RoceOp : std::uint8_t {
     atomic_ack,
     compare_swap,
     fetch_add,
+    atomic_write, // 8 bytes placed at once; answered by an empty READ RESPONSE ONLY
 };
 
 // Where the packet sits in its message. Operations that are never
@@ -68,7 +77,8 @@ enum class RoceOp : std::uint8_t {
 enum class SegmentPosition : std::uint8_t { first, middle, last, only };
 
 // Extension headers, as bits of OpcodeInfo::ext; they follow the BTH in the
-// order of the bits (DETH, RETH, AtomicETH, AETH, AtomicAckETH, ImmDt, IETH).
+// order XRCETH, DETH, RETH, AtomicETH, AETH, AtomicAckETH, ImmDt, IETH
+// (XRCETH and DETH never meet: XRC requests, UD).
 enum : std::uint8_t {
     kExtDeth = 1u << 0,
     kExtReth = 1u << 1,
@@ -77,6 +87,7 @@ enum : std::uint8_t {
     kExtAtomicAckEth = 1u << 4,
     kExtImmDt = 1u << 5,
     kExtIeth = 1u << 6,
+    kExtXrceth = 1u << 7,
 };
 
 struct OpcodeInfo {
@@ -95,13 +106,13 @@ struct OpcodeInfo {
 };
 
 // The opcode's entry, or nullptr for an opcode this HCA does not speak (RD,
-// XRC, CNP, reserved values).
+// CNP, reserved values, XRC's atomic write).
 [[nodiscard]] const OpcodeInfo* opcode_info(std::uint8_t opcode) noexcept;
 [[nodiscard]] inline const OpcodeInfo& opcode_info(RoceOpcode opcode) noexcept {
     return *opcode_info(static_cast<std::uint8_t>(opcode));
 }
 
-[[nodiscard]] const char* transport_name(RoceTransport transport) noexcept; // "RC", "UC", "UD"
+[[nodiscard]] const char* transport_name(RoceTransport transport) noexcept; // "RC", "UC", "UD", "XRC"
 
 // Every supported opcode's entry, in opcode order.
 [[nodiscard]] const OpcodeInfo* opcode_table_begin() noexcept;
@@ -109,7 +120,7 @@ struct OpcodeInfo {
 
 // The payload rule of the responder's length check (IBA 9.7.4): first and
 // middle packets carry exactly the path MTU, last packets 1..MTU, only
-// packets 0..MTU; opcodes without payload carry none.
+// packets 0..MTU; opcodes without payload carry none; ATOMIC WRITE exactly 8.
 [[nodiscard]] bool payload_length_ok(const OpcodeInfo& info, std::uint32_t payload_len,
                                      std::uint32_t mtu_bytes) noexcept;
 

@@ -1,6 +1,6 @@
 // The ops table, one assignment a slot: each slot the device model implements,
 // bound to the verb that implements it (context.cpp, cq.cpp, qp.cpp, srq.cpp,
-// wq.cpp, flow.cpp). open_device() installs it into every new context.
+// wq.cpp, flow.cpp, xrcd.cpp). open_device() installs it into every new context.
 #include "device/abi/ops.hpp"
 
 #include "device/context.hpp"
@@ -10,6 +10,7 @@
 #include "device/qp.hpp"
 #include "device/srq.hpp"
 #include "device/wq.hpp"
+#include "device/xrcd.hpp"
 
 namespace rdmasim::device {
 
@@ -40,6 +41,8 @@ void install_ops(verbs_context& v) noexcept {
     v.alloc_parent_domain = alloc_parent_domain;
     v.create_srq_ex = create_srq_ex;
     v.get_srq_num = get_srq_num;
+    v.open_xrcd = open_xrcd;
+    v.close_xrcd = close_xrcd;
     v.ibv_create_flow = create_flow;
     v.ibv_destroy_flow = destroy_flow;
 }

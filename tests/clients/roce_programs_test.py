@@ -16,6 +16,8 @@ packet per path-MTU piece (plus one ACK per message on RC) and, for UD,
 one datagram. UD's messages cannot exceed the port MTU: at the default
 1024, `-s 2048` must fail as the tool reports it ("Requested size larger
 than port MTU"); with `--set mtu=4096`, `-s 2048` and `-s 4096` work.
+`ibv_xsrq_pingpong` (XRC) runs too: both sides print "success", RoCE
+counters as above.
 
 About `-c`: the tools check the first byte of every page of each received
 buffer (set to 0 by the sender, 0x7b before) -- roce_capture_test.py reads
@@ -127,12 +129,39 @@ def oversize_ud(rdmasim, tmp):
         print(f"ok   {' '.join(args)}: refused: {p.stderr.strip().splitlines()[-1:]}")
 
 
+def xsrq_case(rdmasim, tmp, n, size, tests):
+    """ibv_xsrq_pingpong: XRC (a domain, an XRC SRQ, INI and TGT QPs) between two hosts."""
+    args = ["ibv_xsrq_pingpong", "-g", "0", "-d", "rdmasim0", "-m", str(MTU), "-s", str(size), "-n", str(tests)]
+    failed_before = len(check.failures)
+    pair = Pair(rdmasim, tmp, f"{n}-xsrq-{size}", args)
+    seconds = pair.run()
+    what = " ".join(args)
+    check(pair.server.rc == 0 and pair.client.rc == 0 and "success" in pair.server.stdout
+          and "success" in pair.client.stdout,
+          f"{what}: server and client exit 0 and print 'success' (got {pair.server.rc}, {pair.client.rc})",
+          pair.show())
+    notes = []
+    for side in ("server", "client"):
+        doc = pair.stats(side)
+        for problem in roce_problems(side, doc):
+            check(False, f"{what}: {problem}")
+        if doc:
+            rx = roce_counters(doc)["rx"]
+            refused = {k: rx[k] for k in ("wrong_transport", "invalid_request", "remote_access") if rx[k]}
+            check(not refused, f"{what}: {side}: no XRC request refused (got {refused})")
+            notes.append(f"  {side}: {summary(doc)}")
+    ok = len(check.failures) == failed_before
+    print(f"{'ok  ' if ok else 'FAIL'} {what}: {seconds:.2f} s")
+    print("\n".join(notes))
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__)
         return 2
     rdmasim = sys.argv[1]
-    missing = [t for t in ("ibv_rc_pingpong", "ibv_uc_pingpong", "ibv_ud_pingpong", "ibv_srq_pingpong")
+    missing = [t for t in ("ibv_rc_pingpong", "ibv_uc_pingpong", "ibv_ud_pingpong", "ibv_srq_pingpong",
+                           "ibv_xsrq_pingpong")
                if shutil.which(t) is None]
     if missing:
         print(f"FAIL: {', '.join(missing)} not installed (Debian ibverbs-utils; tools/dev installs it)")
@@ -142,6 +171,8 @@ def main():
         for n, (tool, size, iters, opts) in enumerate(CASES):
             run_case(rdmasim, tmp, n, tool, size, iters, opts)
         oversize_ud(rdmasim, tmp)
+        for n, size in enumerate((100, 4096)):
+            xsrq_case(rdmasim, tmp, len(CASES) + n, size, 50)
     return check.report(f" in {time.monotonic() - t0:.1f} s")
 
 

@@ -200,8 +200,9 @@ TEST_CASE("ibv_create_qp_ex: RSS configuration rules", "[device][rss]") {
             a.qp_type = t;
             CHECK(qp_errno(fx.ctx, a) == EOPNOTSUPP);
             // The plain path (comp_mask PD only goes through ibv_create_qp) too,
-            // for the types that are not emulated (RC, UC, UD are: test_rc_qp_state).
-            if (t == IBV_QPT_RC || t == IBV_QPT_UC || t == IBV_QPT_UD) continue;
+            // for the types that are not emulated (RC, UC, UD are: test_rc_qp_state;
+            // XRC: test_xrc).
+            if (t != IBV_QPT_DRIVER) continue;
             ibv_qp_init_attr_ex p{};
             p.qp_type = t;
             p.comp_mask = IBV_QP_INIT_ATTR_PD;

@@ -66,6 +66,7 @@ int write_frames(const std::string& path) {
                 h.bth.psn = psn;
                 h.bth.dest_qp = static_cast<std::uint32_t>(0x100 + i);
                 h.bth.ack_req = info.transport == RoceTransport::rc;
+                h.xrceth = {0x000789};
                 h.deth = {0x11111111, 0x000456};
                 h.reth = {0x7f0000001000 + len, 0x1234, static_cast<std::uint32_t>(len)};
                 h.atomic_eth = {0x7f0000002000, 0x5678, 1, 2};

@@ -76,6 +76,7 @@ RoceHeaders full_headers(std::uint8_t opcode) {
     h.bth.dest_qp = 0x00abcd;
     h.bth.ack_req = true;
     h.bth.psn = 0xfffffe;
+    h.xrceth = {0x00a5c3};
     h.deth = {0x80010002, 0x000123};
     h.reth = {0x00007f0012345678, 0x1234, 4096};
     h.atomic_eth = {0x1000, 0x42, 7, 9};
@@ -92,6 +93,7 @@ RoceHeaders expected_after_parse(const RoceHeaders& sent, std::size_t payload_le
     RoceHeaders h;
     h.bth = sent.bth;
     h.bth.pad = static_cast<std::uint8_t>((4 - payload_len % 4) % 4);
+    if (info.has(kExtXrceth)) h.xrceth = sent.xrceth;
     if (info.has(kExtDeth)) h.deth = sent.deth;
     if (info.has(kExtReth)) h.reth = sent.reth;
     if (info.has(kExtAtomicEth)) h.atomic_eth = sent.atomic_eth;
@@ -263,7 +265,56 @@ TEST_CASE("every opcode round trips, IPv4 and IPv6, with and without a VLAN tag"
                     ++frames;
                 }
     }
-    CHECK(frames == (23 + 12 + 2 - 5) * 4 * 7 + 5 * 4); // 5 opcodes carry no payload
+    CHECK(frames == (24 + 12 + 2 + 23 - 10) * 4 * 7 + 10 * 4); // 10 opcodes carry no payload
+}
+
+TEST_CASE("an XRC request: the XRCETH right after the BTH, covered by the ICRC", "[roce]") {
+    RoceHeaders h;
+    h.bth.opcode = xrc_opcode(RoceOpcode::rc_write_only_imm);
+    h.bth.dest_qp = 0x000321;
+    h.bth.psn = 0x42;
+    h.bth.ack_req = true;
+    h.xrceth = {0x000abc};
+    h.reth = {0x1000, 0x77, 4};
+    h.imm = {0x01020304};
+    const Buf payload = {'x', 'r', 'c', '!'};
+    Buf f = build(path_v4(), h, payload);
+    // BTH, XRCETH (reserved byte, SRQ number), RETH, ImmDt, payload.
+    CHECK(f[kBth] == 0xab);
+    CHECK(Buf(f.begin() + kBth + 12, f.begin() + kBth + 16) == Buf{0, 0, 0x0a, 0xbc});
+    CHECK(f[kBth + 16 + 15] == 4); // the RETH's DMA length ends the RETH
+    CHECK(Buf(f.begin() + kBth + 32, f.begin() + kBth + 36) == Buf{1, 2, 3, 4});
+    RocePacket p;
+    REQUIRE(parse_roce_frame(f, p) == RoceDrop::none);
+    CHECK(p.info->transport == RoceTransport::xrc);
+    CHECK(p.headers.xrceth.srqn == 0xabc);
+    CHECK(p.headers.reth == Reth{0x1000, 0x77, 4});
+    CHECK(std::string(p.payload.begin(), p.payload.end()) == "xrc!");
+    f[kBth + 15] ^= 1; // another SRQ number: the ICRC no longer matches
+    CHECK(parse(f) == RoceDrop::icrc);
+
+    // Responses carry no XRCETH: an XRC ACKNOWLEDGE is BTH and AETH.
+    RoceHeaders ack;
+    ack.bth.opcode = xrc_opcode(RoceOpcode::rc_ack);
+    ack.aeth = {0x1f, 5};
+    const Buf a = build(path_v4(), ack, {});
+    REQUIRE(parse_roce_frame(a, p) == RoceDrop::none);
+    CHECK(p.headers.aeth == Aeth{0x1f, 5});
+    CHECK(p.headers.xrceth == Xrceth{});
+}
+
+TEST_CASE("ATOMIC WRITE: a RETH and exactly 8 bytes", "[roce]") {
+    RoceHeaders h;
+    h.bth.opcode = static_cast<std::uint8_t>(RoceOpcode::rc_atomic_write);
+    h.reth = {0x2000, 0x99, 8};
+    const Buf eight = {1, 2, 3, 4, 5, 6, 7, 8};
+    const Buf f = build(path_v4(), h, eight);
+    RocePacket p;
+    REQUIRE(parse_roce_frame(f, p) == RoceDrop::none);
+    CHECK(p.info->op == RoceOp::atomic_write);
+    CHECK(p.headers.reth == Reth{0x2000, 0x99, 8});
+    CHECK(Buf(p.payload.begin(), p.payload.end()) == eight);
+    CHECK(payload_length_ok(*p.info, 8, 1024));
 }
 
 TEST_CASE("short frames are padded to 60 bytes; the padding is not payload", "[roce]") {

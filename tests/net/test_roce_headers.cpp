@@ -167,11 +167,11 @@ TEST_CASE("opcode table", "[roce]") {
         CHECK(e.invalidate() == (name.find("INVALIDATE") != std::string::npos));
         if (i) CHECK(static_cast<std::uint8_t>(table[i - 1].opcode) < code);
     }
-    CHECK(seen.size() == 37); // RC 23, UC 12, UD 2
+    CHECK(seen.size() == 61); // RC 24, UC 12, UD 2, XRC 23
 
-    // Reserved, RD, CNP and XRC opcodes are not spoken.
+    // Reserved, RD, CNP, FLUSH and XRC's atomic write are not spoken.
     for (std::uint8_t code :
-         {0x15, 0x18, 0x1f, 0x2c, 0x40, 0x4c, 0x60, 0x63, 0x66, 0x81, 0xa0, 0xff})
+         {0x15, 0x18, 0x1c, 0x1f, 0x2c, 0x40, 0x4c, 0x60, 0x63, 0x66, 0x81, 0xb5, 0xbd, 0xff})
         CHECK(opcode_info(code) == nullptr);
 
     const auto& write_imm = opcode_info(RoceOpcode::rc_write_only_imm);
@@ -200,6 +200,41 @@ TEST_CASE("opcode table", "[roce]") {
     CHECK(ud_imm.transport == RoceTransport::ud);
     CHECK(ud_imm.header_len == 12 + 8 + 4);
     CHECK(ud_imm.immediate());
+
+    const auto& atomic_write = opcode_info(RoceOpcode::rc_atomic_write);
+    CHECK(atomic_write.op == RoceOp::atomic_write);
+    CHECK(atomic_write.ext == kExtReth);
+    CHECK(atomic_write.header_len == 12 + 16);
+    CHECK(payload_length_ok(atomic_write, 8, 256));
+    CHECK(!payload_length_ok(atomic_write, 4, 256));
+    CHECK(!payload_length_ok(atomic_write, 0, 256));
+}
+
+TEST_CASE("XRC opcodes: RC's operations, requests with an XRCETH first", "[roce]") {
+    for (std::uint8_t code = 0; code < 0x18; ++code) {
+        const OpcodeInfo* rc = opcode_info(code);
+        const OpcodeInfo* xrc = opcode_info(xrc_opcode(static_cast<RoceOpcode>(code)));
+        INFO(int(code));
+        REQUIRE((rc == nullptr) == (xrc == nullptr));
+        if (rc == nullptr) continue;
+        CHECK(xrc->transport == RoceTransport::xrc);
+        CHECK(std::string(xrc->name) == rc->name);
+        CHECK(xrc->op == rc->op);
+        CHECK(xrc->position == rc->position);
+        const bool response = rc->op == RoceOp::rdma_read_response || rc->op == RoceOp::ack ||
+                              rc->op == RoceOp::atomic_ack;
+        CHECK(xrc->ext == (response ? rc->ext : rc->ext | kExtXrceth));
+        CHECK(xrc->header_len == rc->header_len + (response ? 0 : Xrceth::kSize));
+    }
+    CHECK(opcode_info(0xa4)->header_len == 16); // SEND_ONLY: BTH, XRCETH
+    CHECK(std::string(transport_name(RoceTransport::xrc)) == "XRC");
+
+    std::uint8_t b[4];
+    Xrceth{0x12345678}.store(b); // 24 bits: the top byte is cut
+    CHECK(b[0] == 0);
+    CHECK(b[1] == 0x34);
+    CHECK(b[3] == 0x78);
+    CHECK(Xrceth::load(b).srqn == 0x345678);
 }
 
 TEST_CASE("payload length rules per segment position", "[roce]") {

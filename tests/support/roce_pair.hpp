@@ -32,6 +32,8 @@ struct RoceEndpoint final : datapath::TransportHost {
     std::function<void(std::span<const std::uint8_t>, std::uint64_t)> out;
     std::uint64_t deadline_calls = 0;
     datapath::RocePort* port = nullptr; // when set, told of deadlines (as the device's host does)
+    // XRC TGT: the PD of the XRC SRQ a request names (its WQEs are `rq`), or null.
+    std::function<const void*(std::uint32_t)> xrc_srq;
 
     explicit RoceEndpoint(const datapath::TransportLimits& limits = {},
                           datapath::RoceCounters* port_counters = nullptr) {
@@ -78,6 +80,9 @@ struct RoceEndpoint final : datapath::TransportHost {
     void complete_send(const datapath::Cqe& c) noexcept override { send_cqes.push_back(c); }
     void complete_recv(const datapath::Cqe& c) noexcept override { recv_cqes.push_back(c); }
     void event(datapath::TransportEvent k) noexcept override { events.push_back(k); }
+    const void* select_xrc_srq(std::uint32_t srqn) noexcept override {
+        return xrc_srq ? xrc_srq(srqn) : nullptr;
+    }
 };
 
 struct Faults {

@@ -12,7 +12,8 @@ ROCE_FRAMES is build/tests/roce_frames (tests/net/roce_frames.cpp).
    layer does not cover); IP and UDP header fields must be as RoCE v2
    hardware sends them.
 2. tshark decodes the same file as InfiniBand over UDP (RRoCE) with the listed opcodes,
-   PSNs and destination QPs, and finds the ICRC where it belongs.
+   PSNs and destination QPs, and finds the ICRC where it belongs (where it
+   decodes the opcode past the BTH: Wireshark 4.0 does not for XRC and ATOMIC WRITE).
 3. scapy builds frames (its own ICRC) and `roce_frames check` must accept
    them with the right fields, and refuse damaged copies for the right
    reason.
@@ -139,6 +140,7 @@ def check_tshark(pcap, expected):
     if len(lines) != len(expected):
         fail(f"tshark decoded {len(lines)} frames, expected {len(expected)}")
     frames = rdpcap(pcap)
+    undecoded = 0
     for line, (n, family, opcode, psn, dqp, _length), pkt in zip(lines, expected, frames):
         number, protos, t_opcode, t_psn, t_dqp, t_icrc = line.split(",")
         if int(number) != n or ":udp:infiniband" not in protos:
@@ -146,11 +148,17 @@ def check_tshark(pcap, expected):
         if (int(t_opcode), int(t_psn), int(t_dqp, 0)) != (opcode, psn, dqp):
             fail(f"tshark frame {n} ({family}): opcode {t_opcode} psn {t_psn} destqp {t_dqp}, "
                  f"expected {opcode} {psn} {dqp}")
-        # tshark shows the four ICRC bytes as a big-endian number.
+        # tshark shows the four ICRC bytes as a big-endian number. Wireshark 4.0
+        # decodes neither XRC (0xa0..) nor ATOMIC WRITE (0x1d) past the BTH:
+        # for those it finds no ICRC, and the checks above are all it can give.
         icrc = ip_datagram(raw(pkt))[-4:]
+        if t_icrc == "" and (opcode >= 0xA0 or opcode == 0x1D):
+            undecoded += 1
+            continue
         if int(t_icrc, 0) != int.from_bytes(icrc, "big"):
             fail(f"tshark frame {n}: invariant CRC {t_icrc}, the frame ends in {icrc.hex()}")
-    print(f"tshark: {len(lines)} frames decoded as InfiniBand with the expected opcodes and PSNs")
+    print(f"tshark: {len(lines)} frames decoded as InfiniBand with the expected opcodes and PSNs"
+          f" ({undecoded} XRC / ATOMIC WRITE frames without an ICRC field: this tshark stops at their BTH)")
 
 
 def scapy_frame(opcode, psn, dqpn, body, ttl=64, tos=0, fecn=0, becn=0, pad=0, sport=0xC0DE):
