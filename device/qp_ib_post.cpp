@@ -7,6 +7,7 @@
 
 #include "device/abi_guard.hpp"
 #include "device/context.hpp"
+#include "device/mw.hpp"
 #include "device/qp_ib.hpp"
 #include "device/qp_transport.hpp"
 #include "device/recv.hpp"
@@ -20,12 +21,18 @@ bool is_atomic(ibv_wr_opcode op) noexcept {
 }
 
 // The opcodes each type carries (IB spec 9.4 and 3.6.1; mlx5 builds no
-// other). Memory windows are not emulated: no SEND_WITH_INV, LOCAL_INV, BIND_MW.
+// other). Window binds and local invalidation: RC and UC (mlx5's UD SQ
+// has no UMR); SEND with invalidate: RC (UC has no such opcode).
 bool opcode_allowed(ibv_qp_type t, ibv_wr_opcode op) noexcept {
     switch (op) {
     case IBV_WR_SEND:
     case IBV_WR_SEND_WITH_IMM:
         return true;
+    case IBV_WR_BIND_MW:
+    case IBV_WR_LOCAL_INV:
+        return t != IBV_QPT_UD;
+    case IBV_WR_SEND_WITH_INV:
+        return t == IBV_QPT_RC;
     case IBV_WR_RDMA_WRITE:
     case IBV_WR_RDMA_WRITE_WITH_IMM:
         return t != IBV_QPT_UD;
@@ -48,11 +55,14 @@ struct Limits {
 int check_send_wr(const Qp& qp, const ibv_send_wr& wr, const Limits& lim) noexcept {
     const ibv_qp_type t = qp.ibqp.qp_type;
     // Read as an integer first: a C caller may pass any value (device/README.md,
-    // "Error conventions"); none above FETCH_AND_ADD is allowed on these QPs.
+    // "Error conventions"); none above SEND_WITH_INV is allowed on these QPs.
     const std::int64_t raw = raw_enum(wr.opcode);
-    if (raw < IBV_WR_RDMA_WRITE || raw > IBV_WR_ATOMIC_FETCH_AND_ADD) return EINVAL;
+    if (raw < IBV_WR_RDMA_WRITE || raw > IBV_WR_SEND_WITH_INV) return EINVAL;
     const auto op = static_cast<ibv_wr_opcode>(raw);
     if (!opcode_allowed(t, op)) return EINVAL;
+    // A bind or local invalidate carries no data: its SGE fields are not read.
+    if (op == IBV_WR_BIND_MW) return check_bind_wr(qp, wr);
+    if (op == IBV_WR_LOCAL_INV) return 0;
     if (wr.num_sge < 0 || static_cast<std::uint32_t>(wr.num_sge) > qp.max_send_sge) return EINVAL;
     if (wr.num_sge > 0 && wr.sg_list == nullptr) return EINVAL;
     std::uint64_t total = 0;
