@@ -25,7 +25,8 @@ bool covers(const datapath::MrEntry& mr, std::uint64_t addr, std::uint64_t lengt
 // the HCA refuses the bind (IBA 10.6.7: an MR of the window's PD with
 // MW_BIND, the range inside it, remote write or atomic only over a locally
 // writable MR; a type 2 window must be free; a QP of the window's PD).
-bool bind_entry(const Qp& qp, const Mw& mw, const ibv_mw_bind_info& b, datapath::MrEntry& e) noexcept {
+bool bind_entry(const Qp& qp, const Mw& mw, const ibv_mw_bind_info& b,
+                datapath::MrEntry& e) noexcept {
     const Device& dev = *qp.ctx->device;
     const bool type2 = mw.ibmw.type == IBV_MW_TYPE_2;
     if (protection_domain(qp.pd) != e.pd) return false;
@@ -62,7 +63,8 @@ ibv_mw* alloc_mw(ibv_pd* p, ibv_mw_type type) noexcept {
     return guard_ptr<ibv_mw>([&]() -> ibv_mw* {
         if (p == nullptr) return fail<ibv_mw>(EINVAL);
         const std::int64_t t = raw_enum(type);
-        if (t != IBV_MW_TYPE_1 && t != IBV_MW_TYPE_2) return fail<ibv_mw>(EINVAL); // ib_uverbs_alloc_mw
+        if (t != IBV_MW_TYPE_1 && t != IBV_MW_TYPE_2)
+            return fail<ibv_mw>(EINVAL); // ib_uverbs_alloc_mw
         Pd* pd = from_verbs(p);
         Context& ctx = *from_verbs(p->context);
         Device& dev = *ctx.device;

@@ -19,8 +19,8 @@ using namespace rdmasim::test;
 
 namespace {
 
-constexpr int kQpAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-                          IBV_ACCESS_REMOTE_ATOMIC;
+constexpr int kQpAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                          IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 constexpr std::size_t kLen = 4096;
 
 // Connects `a` to `b` at the port's own GID 0: RESET -> RTS.
@@ -71,13 +71,16 @@ struct Pair {
         remote_mr = ibv_reg_mr(fx.pd, remote.data(), kLen, mr_access);
         REQUIRE(local_mr != nullptr);
         REQUIRE(remote_mr != nullptr);
-        for (std::size_t i = 0; i < kLen; ++i) local[i] = static_cast<std::uint8_t>(i * 7 + 1);
+        for (std::size_t i = 0; i < kLen; ++i)
+            local[i] = static_cast<std::uint8_t>(i * 7 + 1);
     }
     ~Pair() {
         if (remote_mr) CHECK(ibv_dereg_mr(remote_mr) == 0);
         CHECK(ibv_dereg_mr(local_mr) == 0);
     }
-    std::uint64_t raddr(std::size_t at) const { return reinterpret_cast<std::uint64_t>(remote.data() + at); }
+    std::uint64_t raddr(std::size_t at) const {
+        return reinterpret_cast<std::uint64_t>(remote.data() + at);
+    }
 
     // a's RDMA WRITE or READ of `len` bytes at remote offset `at` with `rkey`: its completion.
     ibv_wc rdma(ibv_wr_opcode op, std::uint32_t rkey, std::size_t at, std::uint32_t len) {
@@ -148,7 +151,8 @@ TEST_CASE("memory windows: allocation, the PD, dealloc", "[mw]") {
     CHECK(errno == EINVAL);
 }
 
-TEST_CASE("memory windows: a type 1 window grants remote WRITE and READ inside its bounds", "[mw]") {
+TEST_CASE("memory windows: a type 1 window grants remote WRITE and READ inside its bounds",
+          "[mw]") {
     Pair p;
     ibv_mw* mw = ibv_alloc_mw(p.fx.pd, IBV_MW_TYPE_1);
     REQUIRE(mw != nullptr);
@@ -156,7 +160,8 @@ TEST_CASE("memory windows: a type 1 window grants remote WRITE and READ inside i
     ibv_mw_bind bind{};
     bind.wr_id = 0x51;
     bind.send_flags = IBV_SEND_SIGNALED;
-    bind.bind_info = {p.remote_mr, p.raddr(64), 256, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ};
+    bind.bind_info = {p.remote_mr, p.raddr(64), 256,
+                      IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ};
     REQUIRE(ibv_bind_mw(p.b.qp, mw, &bind) == 0);
     CHECK(mw->rkey == ibv_inc_rkey(before)); // the new key, as mlx5_bind_mw sets it
     const ibv_wc bound = one(p.b.cq);
@@ -193,7 +198,8 @@ TEST_CASE("memory windows: a type 1 window grants remote WRITE and READ inside i
         REQUIRE(ibv_bind_mw(p.b.qp, mw, &bind) == 0);
         CHECK(one(p.b.cq).status == IBV_WC_SUCCESS);
         CHECK(p.rdma(IBV_WR_RDMA_READ, mw->rkey, 0, 64).status == IBV_WC_SUCCESS);
-        CHECK(p.rdma(IBV_WR_RDMA_WRITE, mw->rkey, 0, 64).status == IBV_WC_REM_ACCESS_ERR); // read only
+        CHECK(p.rdma(IBV_WR_RDMA_WRITE, mw->rkey, 0, 64).status ==
+              IBV_WC_REM_ACCESS_ERR); // read only
     }
     SECTION("a zero-length bind unbinds") {
         bind.bind_info = {p.remote_mr, 0, 0, 0};
@@ -338,7 +344,8 @@ TEST_CASE("memory windows: a SEND with invalidate naming no window of the QP is 
 }
 
 TEST_CASE("memory windows: binds the HCA refuses complete with IBV_WC_MW_BIND_ERR", "[mw]") {
-    const auto refused = [](Pair& p, ibv_mw* mw, std::size_t at, std::uint64_t len, unsigned access) {
+    const auto refused = [](Pair& p, ibv_mw* mw, std::size_t at, std::uint64_t len,
+                            unsigned access) {
         REQUIRE(p.bind2(p.b.qp, mw, 1, at, len, access) != 0);
         // A WR after it never runs: it is flushed.
         ibv_send_wr next{};
@@ -398,8 +405,8 @@ TEST_CASE("memory windows: extended QPs bind, invalidate and send with invalidat
         a.cap.max_send_sge = a.cap.max_recv_sge = 1;
         a.pd = fx.pd;
         a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-        a.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV |
-                           IBV_QP_EX_WITH_SEND_WITH_INV;
+        a.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_BIND_MW |
+                           IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV;
         ibv_qp* qp = ibv_create_qp_ex(fx.ctx, &a);
         REQUIRE(qp != nullptr);
         return qp;
@@ -426,7 +433,8 @@ TEST_CASE("memory windows: extended QPs bind, invalidate and send with invalidat
         }
     }
     std::vector<std::uint8_t> buf(256), src(64, 0x3c);
-    ibv_mr* mr = ibv_reg_mr(fx.pd, buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+    ibv_mr* mr =
+        ibv_reg_mr(fx.pd, buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
     ibv_mr* smr = ibv_reg_mr(fx.pd, src.data(), src.size(), IBV_ACCESS_LOCAL_WRITE);
     REQUIRE(mr != nullptr);
     REQUIRE(smr != nullptr);
@@ -435,11 +443,13 @@ TEST_CASE("memory windows: extended QPs bind, invalidate and send with invalidat
     const auto poll1 = [&](ibv_cq_ex* cq, std::uint32_t* inv = nullptr) {
         ibv_poll_cq_attr pa{};
         int r = ENOENT;
-        for (int i = 0; i < 100000 && r == ENOENT; ++i) r = ibv_start_poll(cq, &pa);
+        for (int i = 0; i < 100000 && r == ENOENT; ++i)
+            r = ibv_start_poll(cq, &pa);
         REQUIRE(r == 0);
         const ibv_wc_status st = cq->status;
         const ibv_wc_opcode op = ibv_wc_read_opcode(cq);
-        if (inv && (ibv_wc_read_wc_flags(cq) & IBV_WC_WITH_INV)) *inv = ibv_wc_read_invalidated_rkey(cq);
+        if (inv && (ibv_wc_read_wc_flags(cq) & IBV_WC_WITH_INV))
+            *inv = ibv_wc_read_invalidated_rkey(cq);
         ibv_end_poll(cq);
         return std::pair{st, op};
     };
