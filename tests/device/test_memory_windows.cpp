@@ -8,7 +8,9 @@
 
 #include <infiniband/verbs.h>
 
+#include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 #include "tests/device/ib_qp_helpers.hpp"
@@ -63,8 +65,9 @@ ibv_wc one(ibv_cq* cq) {
 // Two connected RC QPs: `a` the requester, `b` the window's owner; b's
 // buffer is registered for binding only (no remote access of its own).
 struct Pair {
-    explicit Pair(int mr_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND)
-        : a(fx.pd, IBV_QPT_RC, 16), b(fx.pd, IBV_QPT_RC, 16), local(kLen, 0), remote(kLen, 0) {
+    explicit Pair(int mr_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND,
+                  ibv_qp_type type = IBV_QPT_RC)
+        : a(fx.pd, type, 16), b(fx.pd, type, 16), local(kLen, 0), remote(kLen, 0) {
         connect(a, b, fx.ctx);
         connect(b, a, fx.ctx);
         local_mr = ibv_reg_mr(fx.pd, local.data(), kLen, IBV_ACCESS_LOCAL_WRITE);
@@ -317,6 +320,30 @@ TEST_CASE("memory windows: type 2, bound to its QP, invalidated locally and remo
         CHECK(p.rdma(IBV_WR_RDMA_WRITE, rkey, 8, 32).status == IBV_WC_REM_ACCESS_ERR);
     }
     if (mw) CHECK(ibv_dealloc_mw(mw) == 0);
+}
+
+TEST_CASE("memory windows: a UC WRITE through a type 2 window, dropped outside it", "[mw]") {
+    Pair p(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND, IBV_QPT_UC);
+    ibv_mw* mw = ibv_alloc_mw(p.fx.pd, IBV_MW_TYPE_2);
+    REQUIRE(mw != nullptr);
+    const std::uint32_t rkey = p.bind2(p.b.qp, mw, 0x33, 128, 128, IBV_ACCESS_REMOTE_WRITE);
+    REQUIRE(rkey != 0);
+    CHECK(one(p.b.cq).opcode == IBV_WC_BIND_MW);
+    CHECK(p.rdma(IBV_WR_RDMA_WRITE, rkey, 128, 128).status == IBV_WC_SUCCESS);
+    CHECK(std::equal(p.local.begin(), p.local.begin() + 128, p.remote.begin() + 128));
+    std::fill(p.remote.begin(), p.remote.end(), 0);
+    // UC has no NAK: the sender completes, the receiver drops the WRITE.
+    CHECK(p.rdma(IBV_WR_RDMA_WRITE, rkey, 200, 128).status == IBV_WC_SUCCESS);
+    CHECK(std::all_of(p.remote.begin(), p.remote.end(), [](std::uint8_t v) { return v == 0; }));
+    {
+        std::lock_guard lock(p.fx.device().port.mutex());
+        CHECK(p.fx.device()
+                  .port.roce()
+                  .qp_counters()
+                  ->rx[static_cast<std::size_t>(datapath::RoceRx::remote_access)]
+                  .get() == 1);
+    }
+    CHECK(ibv_dealloc_mw(mw) == 0);
 }
 
 TEST_CASE("memory windows: a SEND with invalidate naming no window of the QP is an invalid request",
