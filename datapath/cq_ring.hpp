@@ -49,6 +49,7 @@ public:
         const auto h = head_.load(std::memory_order_relaxed);
         entries_[h & mask_] = cqe;
         head_.store(h + 1, std::memory_order_release);
+        count_written();
         return true;
     }
     // Producer, in two steps: the next entry to fill (room() checked by the
@@ -60,6 +61,13 @@ public:
     }
     void publish() noexcept {
         head_.store(head_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+        count_written();
+    }
+    // Completions ever written, modulo 2^32: purge() and resize() move
+    // entries but leave it. A CQ's arm compares it with its value at the arm
+    // (device/cq.cpp: an event is for a completion written after the arm).
+    [[nodiscard]] std::uint32_t written() const noexcept {
+        return written_.load(std::memory_order_acquire);
     }
     // Marks an overflow the producer avoided by not consuming (see room()).
     void mark_overflow() noexcept { overflowed_.store(true, std::memory_order_release); }
@@ -93,7 +101,12 @@ private:
     std::vector<Cqe> entries_;
     std::uint32_t mask_ = 0;
     std::atomic<bool> overflowed_{false};
+    void count_written() noexcept {
+        written_.store(written_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+    }
+
     alignas(64) std::atomic<std::uint32_t> head_{0};
+    std::atomic<std::uint32_t> written_{0}; // the producer's, beside head_
     alignas(64) std::atomic<std::uint32_t> tail_{0};
 };
 

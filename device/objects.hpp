@@ -174,6 +174,7 @@ struct Cq {
     datapath::Cqe current;      // the entry start_poll / next_poll exposes
     bool have_current = false;
     std::atomic<bool> armed{false};
+    std::atomic<std::uint32_t> armed_at{0};  // ring.written() when armed: the event is for a later one
     std::atomic<bool> solicited_only{false}; // armed by ibv_req_notify_cq(cq, 1)
     std::atomic<bool> solicited_seen{false}; // a solicited or error completion since then
     std::atomic<std::uint32_t> users{0}; // WQs and QPs

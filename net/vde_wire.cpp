@@ -9,7 +9,9 @@ extern "C" {
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <ctime>
 
@@ -148,23 +150,47 @@ void VdeWire::check_hangup() noexcept {
 
 void VdeWire::send(std::span<const std::uint8_t> frame, std::uint64_t) noexcept {
     ssize_t n = vde_send(conn_, frame.data(), frame.size(), 0);
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) [[unlikely]] {
-        // The peer's queue is full: wait for room a little, as a NIC's
-        // transmit queue holds the sender back, then try once more.
-        // Not while frames wait to be read here: the peer may be the one
-        // waiting on us, and two senders holding each other's queues full
-        // would crawl at one frame per wait.
-        pollfd p{data_fd_, POLLOUT | POLLIN, 0};
-        if (::poll(&p, 1, kFullQueueWaitMs) > 0 && (p.revents & POLLOUT))
-            n = vde_send(conn_, frame.data(), frame.size(), 0);
-    }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && !stalled_.load(std::memory_order_relaxed))
+        [[unlikely]] n = wait_and_resend(frame);
     if (n == static_cast<ssize_t>(frame.size())) [[likely]] {
+        stalled_.store(false, std::memory_order_relaxed);
         wire_.tx_frames.fetch_add(1, std::memory_order_relaxed);
         wire_.tx_bytes.fetch_add(frame.size(), std::memory_order_relaxed);
         return;
     }
     wire_.tx_failures.fetch_add(1, std::memory_order_relaxed);
     wire_.tx_last_errno.store(n < 0 ? errno : EMSGSIZE, std::memory_order_relaxed);
+}
+
+ssize_t VdeWire::wait_and_resend(std::span<const std::uint8_t> frame) noexcept {
+    // The peer's queue is full: its reader is busy or not scheduled. Wait
+    // for room, as a lossless link's pause holds a NIC's transmit queue,
+    // then send again. Not while frames wait to be read here: the peer may
+    // be the one waiting, on us (two senders holding each other's queues
+    // full); then the frame is refused at once, and the transport recovers
+    // (RC) or loses it (UD), as before a full switch buffer.
+    using Clock = std::chrono::steady_clock;
+    const auto deadline = Clock::now() + std::chrono::milliseconds(kFullQueueWaitMs);
+    for (;;) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+        pollfd p{data_fd_, POLLOUT | POLLIN, 0};
+        const int r = ::poll(&p, 1, static_cast<int>(std::max<std::int64_t>(left.count(), 0)));
+        if (r < 0 && errno == EINTR) continue;
+        if (r == 0) {
+            // A peer that reads nothing for that long is stopped or gone:
+            // refuse at once from now on, until a send gets through.
+            stalled_.store(true, std::memory_order_relaxed);
+            errno = EAGAIN;
+            return -1;
+        }
+        if (r < 0 || !(p.revents & POLLOUT)) {
+            if (r > 0) errno = EAGAIN; // frames to read here, or an error on the socket
+            return -1;
+        }
+        const ssize_t n = vde_send(conn_, frame.data(), frame.size(), 0);
+        if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return n;
+        // Room was taken back before the send (poll's wake-up is a hint): wait on.
+    }
 }
 
 } // namespace rdmasim::net

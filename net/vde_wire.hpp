@@ -4,6 +4,8 @@
 // object, the device's source and one of its sinks.
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -64,10 +66,13 @@ public:
     }
     [[nodiscard]] int wait_fd() const noexcept override { return data_fd_; }
 
-    // --- sink: one datagram per frame; a full peer queue is waited on for
-    // at most kFullQueueWaitMs (a NIC's transmit queue holds its sender back
-    // rather than dropping), then the refusal is counted ---
-    static constexpr int kFullQueueWaitMs = 2;
+    // --- sink: one datagram per frame. A full peer queue is waited on, as
+    // a lossless link's pause holds a NIC's transmit queue, for at most
+    // kFullQueueWaitMs, and only while no frame waits to be read here (the
+    // peer may be waiting on us); a refusal is counted. After a wait that
+    // ran out, refusals are immediate until a send gets through (a stopped
+    // peer costs one wait, not one per frame) ---
+    static constexpr int kFullQueueWaitMs = 500;
     void send(std::span<const std::uint8_t> frame, std::uint64_t ts_ns) noexcept override;
 
     [[nodiscard]] const WireCounters& wire_counters() const noexcept { return wire_; }
@@ -77,6 +82,9 @@ private:
     VdeWire() = default;
     // After a read found nothing: did the switch close its control connection?
     void check_hangup() noexcept;
+    // send()'s wait for room in the peer's queue, then one more send; as
+    // vde_send (-1 and errno when refused).
+    ssize_t wait_and_resend(std::span<const std::uint8_t> frame) noexcept;
 
     ::vdeconn* conn_ = nullptr;
     int data_fd_ = -1;
@@ -86,6 +94,7 @@ private:
     SourceCounters counters_;
     WireCounters wire_;
     std::atomic<bool> hung_up_{false};
+    std::atomic<bool> stalled_{false}; // a wait for the peer ran out; none succeeded since
     std::string hangup_; // failure()'s text once hung up, made at open
 };
 

@@ -38,12 +38,20 @@ const PortSettings& settings(const Config& config, std::uint32_t index) {
     return index < config.ports.size() ? config.ports[index] : none;
 }
 
+// Whether device `index` can meet another host: a wire or a live interface.
+bool meets_other_hosts(const Config& config, std::uint32_t index) {
+    const auto set = [&](const std::vector<std::string>& v) { return index < v.size() && !v[index].empty(); };
+    return set(config.wire) || set(config.iface) || set(config.pcap_live);
+}
+
 // Device `index`'s MAC: configured, or the stable or random default, moved
-// past the MACs configured for other devices.
+// past the MACs configured for other devices. The stable default is only for
+// devices that meet no other host: two deterministic processes on one wire
+// would otherwise both be 02:52:44:4d:00:00.
 net::MacAddress device_mac(const Config& config, std::uint32_t index) {
     if (const auto& mac = settings(config, index).mac) return *mac;
     net::MacAddress mac;
-    if (config.engine == EngineKind::inline_) {
+    if (config.engine == EngineKind::inline_ && !meets_other_hosts(config, index)) {
         mac = {0x02, 0x52, 0x44, 0x4d, 0x00, static_cast<std::uint8_t>(index)}; // "RDM"
     } else {
         const std::uint64_t r = splitmix64(process_seed() + index);

@@ -29,7 +29,7 @@ const std::vector<KeyInfo>& Config::keys() {
          "mode of the socket files ptp:// and vde:// wires create"},
         {"tx_capture", "a pcap file", "none", "sent.pcap", "--tx-capture", "pcap file of every frame rdmasim0's port sends"},
         {"tx_capture.N", "a pcap file", "none", "sent.pcap", "", "the same for device N"},
-        {"mac", "a unicast MAC address", "random 02:xx:xx:xx:xx:xx per process; 02:52:44:4d:00:NN on the inline engine",
+        {"mac", "a unicast MAC address", "random 02:xx:xx:xx:xx:xx per process; 02:52:44:4d:00:NN on the inline engine without a wire or live interface",
          "02:00:00:00:00:01", "", "rdmasim0's port MAC (node GUID and the IPv6 GID follow it)"},
         {"mac.N", "a unicast MAC address", "as mac", "02:00:00:00:00:02", "", "the same for device N"},
         {"ip", "an IPv4 address", "169.254.X.Y derived from the MAC (RFC 3927)", "192.0.2.1", "",

@@ -163,7 +163,14 @@ void report_losses(std::size_t index, const net::FrameSource& source) {
 } // namespace
 
 void Simulator::report_losses() const {
-    for (std::size_t i = 0; i < engines_.size(); ++i) sim::report_losses(i, engines_[i]->source());
+    for (std::size_t i = 0; i < engines_.size(); ++i) {
+        sim::report_losses(i, engines_[i]->source());
+        const datapath::Port& port = devices_[i]->port;
+        if (const auto n = port.neighbours().counters().arp_address_conflicts.get(); n != 0)
+            log().warn("rdmasim{}: {} ARP frame(s) from another MAC claimed this port's address {}: "
+                       "give each host its own `ip` (and `mac`)",
+                       i, n, net::to_string(port.neighbours().addresses().ipv4));
+    }
 }
 
 Simulator::~Simulator() {

@@ -184,7 +184,7 @@ def roce_problems(side, doc, receives=True, sends=True, unknown_qp_allowed=0):
     Frames arrived and reached a QP, none was a parse drop or for an unknown
     QP, the port's balance holds, and every frame sent left on the wire
     (directly or after ARP) or was lost in the ARP wait queue (`arp_wait.overflow`,
-    a burst sent before the peer's MAC is known: RC recovers; see arp_lost)."""
+    a burst sent before the peer's MAC is known: RC recovers)."""
     if doc is None:
         return [f"{side}: no --stats document"]
     r = roce_counters(doc)
@@ -208,11 +208,6 @@ def roce_problems(side, doc, receives=True, sends=True, unknown_qp_allowed=0):
     if r["tx_unroutable"] or r["arp_wait"]["unresolved"]:
         bad.append(f"{side}: unroutable {r['tx_unroutable']}, ARP wait {r['arp_wait']}")
     return bad
-
-
-def arp_lost(doc):
-    """Frames a side lost because its ARP wait queue was full (0 without a document)."""
-    return roce_counters(doc)["arp_wait"]["overflow"] if doc else 0
 
 
 def summary(doc):

@@ -13,6 +13,9 @@
 #include <cerrno>
 #include <cstdint>
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -162,7 +165,8 @@ TEST_CASE("wire datagrams are not trusted: longer ones are handed over truncated
     CHECK_FALSE(f.truncated());
 }
 
-TEST_CASE("sending never blocks: no peer, or a peer that does not read, counts failures", "[net][wire]") {
+TEST_CASE("no peer, or a peer that stopped reading, counts failures; a stalled peer costs one wait",
+          "[net][wire]") {
     RDMASIM_SKIP_WITHOUT_VDEPLUG();
     TempDir dir;
     const std::string url = "ptp://" + (dir / "sock");
@@ -177,12 +181,66 @@ TEST_CASE("sending never blocks: no peer, or a peer that does not read, counts f
 
     auto b = open_ok(url); // plugged in, but never reads
     const Bytes big = pattern(1500, 7);
+    const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < 2000; ++i) a->send(big, 0);
+    const auto waited = std::chrono::steady_clock::now() - t0;
     const auto& c = a->wire_counters();
     CHECK(c.tx_frames + c.tx_failures == 2001);
     CHECK(c.tx_frames > 0);
-    CHECK(c.tx_failures > 1); // the peer's queue filled: EAGAIN, counted, not waited for
+    CHECK(c.tx_failures > 1); // the peer's queue filled: EAGAIN, counted
     CHECK(c.tx_last_errno == EAGAIN);
+    // One wait ran out; the refusals after it did not wait.
+    CHECK(waited >= std::chrono::milliseconds(VdeWire::kFullQueueWaitMs));
+    CHECK(waited < std::chrono::milliseconds(3 * VdeWire::kFullQueueWaitMs));
+}
+
+TEST_CASE("a peer slow to read loses nothing: the sender waits for room", "[net][wire]") {
+    RDMASIM_SKIP_WITHOUT_VDEPLUG();
+    TempDir dir;
+    const std::string url = "ptp://" + (dir / "sock");
+    auto a = open_ok(url);
+    auto b = open_ok(url);
+    constexpr int kFrames = 2000;
+    const Bytes big = pattern(1100, 8);
+    std::atomic<int> received{0};
+    std::atomic<bool> intact{true};
+    // The reader starts late and pauses now and then, as an engine not
+    // scheduled for a while; the queue fills meanwhile.
+    std::thread reader([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        Frame f;
+        while (received.load() < kFrames) {
+            if (!next_frame(*b, f)) return;
+            if (f.len != big.size() || !std::equal(f.data, f.data + f.len, big.begin())) intact = false;
+            if (received.fetch_add(1) % 500 == 499) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+    });
+    for (int i = 0; i < kFrames; ++i) a->send(big, 0);
+    reader.join();
+    CHECK(a->wire_counters().tx_failures == 0);
+    CHECK(a->wire_counters().tx_frames == kFrames);
+    CHECK(received.load() == kFrames);
+    CHECK(intact.load());
+}
+
+TEST_CASE("a sender with frames to read does not wait on its peer's full queue", "[net][wire]") {
+    // Both ends sending, neither reading: waiting would let two senders
+    // hold each other up. The refusal is immediate and leaves the peer not
+    // stalled (a send still waits once the frames here are read).
+    RDMASIM_SKIP_WITHOUT_VDEPLUG();
+    TempDir dir;
+    const std::string url = "ptp://" + (dir / "sock");
+    auto a = open_ok(url);
+    auto b = open_ok(url);
+    const Bytes big = pattern(1500, 9);
+    b->send(big, 0); // a frame waits at a
+    REQUIRE(b->wire_counters().tx_frames == 1);
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < 2000; ++i) a->send(big, 0);
+    const auto took = std::chrono::steady_clock::now() - t0;
+    CHECK(a->wire_counters().tx_failures > 0);
+    CHECK(a->wire_counters().tx_last_errno == EAGAIN);
+    CHECK(took < std::chrono::milliseconds(VdeWire::kFullQueueWaitMs));
 }
 
 TEST_CASE("a wire URL libvdeplug cannot open is an error naming the URL and the reason", "[net][wire]") {

@@ -58,6 +58,21 @@ TEST_CASE("addresses: stable on the inline engine, from the device index", "[sim
     }
 }
 
+TEST_CASE("addresses: a deterministic device on a wire or live interface gets the random default",
+          "[sim][addresses]") {
+    // Two deterministic processes on one wire must not both be 02:52:44:4d:00:00.
+    for (const char* key : {"wire", "iface", "pcap_live"}) {
+        INFO(key);
+        const Config c = with({{"devices", "2"}, {"deterministic", "on"},
+                               {(std::string(key) + ".1").c_str(), "ptp:///tmp/x"}});
+        CHECK(sim::device_identity(c, 0).mac == net::MacAddress{0x02, 0x52, 0x44, 0x4d, 0x00, 0x00});
+        const auto d1 = sim::device_identity(c, 1);
+        CHECK(d1.mac != net::MacAddress{0x02, 0x52, 0x44, 0x4d, 0x00, 0x01});
+        CHECK(d1.mac[0] == 0x02);
+        CHECK(sim::device_identity(c, 1).mac == d1.mac); // drawn once per process
+    }
+}
+
 TEST_CASE("addresses: random per process on the thread engine, the same on every call", "[sim][addresses]") {
     const Config c = with({{"devices", "16"}});
     for (std::uint32_t i = 0; i < 16; ++i) {

@@ -117,7 +117,10 @@ def replay_into_run(tmp):
 def two_programs_on_a_wire(tmp):
     sock, sent, stats = os.path.join(tmp, "sock"), os.path.join(tmp, "a-sent.pcap"), os.path.join(tmp, "a.json")
     pcap = os.path.join(tmp, "request.pcap")
-    wrpcap(pcap, [request(OUR_IP)])
+    # The request, then a gratuitous ARP from the peer's MAC claiming the
+    # holder's own address: a conflict the holder counts and logs at exit.
+    claim = Ether(src=PEER_MAC, dst="ff:ff:ff:ff:ff:ff") / ARP(op=1, hwsrc=PEER_MAC, psrc=OUR_IP, pdst=OUR_IP)
+    wrpcap(pcap, [request(OUR_IP), claim])
     holder = subprocess.Popen([rdmasim, "run", "--wire", f"ptp://{sock}", "--tx-capture", sent, "--stats", stats,
                                "--start", "now", *ADDRESSED, "--", "/usr/bin/python3", "-c", HOLDER, "3"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -142,6 +145,8 @@ def two_programs_on_a_wire(tmp):
     with open(stats) as f:
         arp = json.load(f)["devices"][0]["port"]["arp"]
     check(arp["arp_requests_answered"] == 1, f"wire: the first port answered ({arp})")
+    check(arp["arp_address_conflicts"] == 1, f"wire: the claim on its address counted ({arp})")
+    check(f"claimed this port's address {OUR_IP}" in err, "wire: the conflict is logged at exit")
 
 
 def devinfo():
