@@ -43,6 +43,17 @@ bool MrTable::replace(std::uint32_t lkey, const MrEntry& entry) noexcept {
     return true;
 }
 
+bool MrTable::rekey(std::uint32_t key, std::uint32_t new_key, const MrEntry& entry) noexcept {
+    std::lock_guard lock(mu_);
+    const std::uint32_t i = (key >> 8) - 1;
+    if ((key >> 8) == 0 || (new_key >> 8) != (key >> 8) || i >= capacity_ ||
+        slots_[i].lkey.load(std::memory_order_relaxed) != key)
+        return false;
+    slots_[i].entry = entry;
+    slots_[i].lkey.store(new_key, std::memory_order_release);
+    return true;
+}
+
 const MrEntry* MrTable::live(std::uint32_t key) const noexcept {
     const std::uint32_t i = (key >> 8) - 1;
     if ((key >> 8) == 0 || i >= capacity_) return nullptr;
@@ -60,20 +71,28 @@ bool covers(const MrEntry& e, std::uint64_t addr, std::uint32_t length) noexcept
 std::uint8_t* MrTable::translate(std::uint32_t lkey, const void* pd, std::uint64_t addr,
                                  std::uint32_t length, bool write) const noexcept {
     const MrEntry* e = live(lkey);
-    if (e == nullptr || e->pd != pd || (write && !e->local_write) || !covers(*e, addr, length))
+    if (e == nullptr || e->window || e->pd != pd || (write && !e->local_write) ||
+        !covers(*e, addr, length))
         return nullptr;
     return reinterpret_cast<std::uint8_t*>(e->host + (addr - e->addr));
 }
 
 std::uint8_t* MrTable::translate_remote(std::uint32_t rkey, const void* pd, std::uint64_t addr,
-                                        std::uint32_t length, std::uint8_t access) const noexcept {
+                                        std::uint32_t length, std::uint8_t access,
+                                        std::uint32_t qpn) const noexcept {
     const MrEntry* e = live(rkey);
     if (e == nullptr || e->pd != pd) return nullptr;
     if (((access & kRemoteRead) && !e->remote_read) ||
         ((access & kRemoteWrite) && !e->remote_write) ||
         ((access & kRemoteAtomic) && !e->remote_atomic) || !covers(*e, addr, length))
         return nullptr;
-    return reinterpret_cast<std::uint8_t*>(e->host + (addr - e->addr));
+    if (!e->window) return reinterpret_cast<std::uint8_t*>(e->host + (addr - e->addr));
+    if (!e->bound || (e->qpn != MrEntry::kAnyQp && e->qpn != qpn)) return nullptr;
+    // Through the MR the window was bound to, which may have gone or shrunk since.
+    const MrEntry* mr = live(e->mr_key);
+    const std::uint64_t at = e->base + (addr - e->addr);
+    if (mr == nullptr || mr->window || mr->pd != pd || !covers(*mr, at, length)) return nullptr;
+    return reinterpret_cast<std::uint8_t*>(mr->host + (at - mr->addr));
 }
 
 } // namespace rdmasim::datapath

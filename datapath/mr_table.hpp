@@ -1,7 +1,9 @@
-// Registered memory regions by lkey, readable by the engine without a lock.
-// Registration and deregistration happen on the program's side under the
-// table's own mutex; a slot's key is published last (release), so a reader
-// that sees the key sees the fields. lkey = slot << 8 | generation.
+// Registered memory regions by lkey, and memory windows by rkey, readable by
+// the engine without a lock. Registration and deregistration happen on the
+// program's side under the table's own mutex; a slot's key is published last
+// (release), so a reader that sees the key sees the fields. An MR's lkey =
+// (slot + 1) << 8 | generation; a window's rkey = (slot + 1) << 8 | the key
+// byte its last bind chose (datapath/README.md, "Memory windows").
 #pragma once
 
 #include <atomic>
@@ -12,6 +14,7 @@
 namespace rdmasim::datapath {
 
 struct MrEntry {
+    static constexpr std::uint32_t kAnyQp = 0xffffffff; // a window any QP of the PD may use
     std::uint64_t addr = 0;   // start in the address space SGEs use (the iova)
     std::uint64_t length = 0;
     std::uint64_t host = 0;   // where addr lives in this process
@@ -22,6 +25,15 @@ struct MrEntry {
     bool remote_read = false;
     bool remote_write = false;
     bool remote_atomic = false;
+    // A memory window (ibv_alloc_mw) instead of an MR. It grants remote
+    // access only, while bound, through the MR it was bound to: addr and
+    // length are the window (the remote side's addresses), `base` the MR
+    // address that addr maps to (addr itself unless zero-based). Never an lkey.
+    bool window = false;
+    bool bound = false;
+    std::uint32_t mr_key = 0;      // the MR's lkey (checked live on every access)
+    std::uint64_t base = 0;
+    std::uint32_t qpn = kAnyQp;    // type 2: the one QP whose requests may use it
 };
 
 // What a remote request needs of an MR (bits, one per request kind).
@@ -45,6 +57,10 @@ public:
     // false when `lkey` is not live. Readers must be excluded by the caller
     // (the port lock).
     bool replace(std::uint32_t lkey, const MrEntry& entry) noexcept;
+    // A window's bind: the live slot of `key` now holds `entry` and answers
+    // to `new_key` (same slot, new key byte); false when `key` is not live or
+    // names another slot. Readers excluded by the caller (the port lock).
+    bool rekey(std::uint32_t key, std::uint32_t new_key, const MrEntry& entry) noexcept;
 
     // The MR check (datapath/README.md, "Per-frame order"): lkey names a live MR of `pd` with local write
     // access (or any access, for reads) that covers [addr, addr + length).
@@ -53,13 +69,17 @@ public:
                                           std::uint32_t length, bool write) const noexcept;
     // The rkey check of a remote READ, WRITE or atomic (datapath/README.md,
     // "RoCE transport"): rkey names a live MR of `pd` granting every bit of
-    // `access` that covers [addr, addr + length). Host address or nullptr.
-    // A zero-length request still needs a live key of the PD with the access.
+    // `access` that covers [addr, addr + length), or a bound window of `pd`
+    // doing the same (a type 2 window only for requests arriving on QP
+    // `qpn`) whose MR is live and still covers the range. Host address or
+    // nullptr. A zero-length request still needs a live key of the PD with
+    // the access.
     [[nodiscard]] std::uint8_t* translate_remote(std::uint32_t rkey, const void* pd,
                                                  std::uint64_t addr, std::uint32_t length,
-                                                 std::uint8_t access) const noexcept;
+                                                 std::uint8_t access,
+                                                 std::uint32_t qpn = MrEntry::kAnyQp) const noexcept;
     [[nodiscard]] std::uint32_t capacity() const noexcept { return capacity_; }
-    // The MR `key` names, or nullptr when it is not live.
+    // The MR or window `key` names, or nullptr when it is not live.
     [[nodiscard]] const MrEntry* live(std::uint32_t key) const noexcept;
 
 private:

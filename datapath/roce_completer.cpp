@@ -18,7 +18,10 @@ std::uint8_t wc_opcode(SendOp op) noexcept {
     switch (op) {
     case SendOp::send:
     case SendOp::send_imm:
+    case SendOp::send_inv:
         return IBV_WC_SEND;
+    case SendOp::local:
+        return IBV_WC_SEND; // the slot's own opcode (complete_send)
     case SendOp::write:
     case SendOp::write_imm:
         return IBV_WC_RDMA_WRITE;
@@ -324,7 +327,7 @@ void RoceQp::complete_send(SendSlot& s, std::uint8_t status) noexcept {
     c.timestamp_ns = now_ns_;
     c.qp_num = attrs_.qpn;
     c.status = status;
-    c.opcode = wc_opcode(s.wr.op);
+    c.opcode = s.wr.op == SendOp::local ? s.wr.local_opcode : wc_opcode(s.wr.op);
     if (status == IBV_WC_SUCCESS && is_read_or_atomic(s.wr.op)) c.byte_len = s.length;
     host_.complete_send(c);
 }
@@ -333,6 +336,11 @@ void RoceQp::complete_send(SendSlot& s, std::uint8_t status) noexcept {
 void RoceQp::retire() noexcept {
     while (sq_tail_ != sq_head_ && slot(sq_tail_).done) {
         SendSlot& s = slot(sq_tail_);
+        if (s.wr.op == SendOp::local && s.wr.local_status != IBV_WC_SUCCESS) {
+            fail_send(sq_tail_, s.wr.local_status); // a failed bind: the QP goes to error
+            enter_error();
+            return;
+        }
         if (s.wr.signaled) complete_send(s, IBV_WC_SUCCESS);
         ++sq_tail_;
     }

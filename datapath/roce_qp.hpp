@@ -69,15 +69,21 @@ struct TransportLimits {
     std::uint32_t ack_every = 32;   // the responder ACKs at least every this many packets
 };
 
+// `local`: a WR that sends nothing (a memory window bind or a local
+// invalidate, which the device carried out when it was posted): it completes
+// in posting order with its own opcode and status; an error status fails it
+// and moves the QP to ERROR once everything before it has completed.
 enum class SendOp : std::uint8_t {
     send,
     send_imm,
+    send_inv,
     write,
     write_imm,
     read,
     cmp_swp,
     fetch_add,
     atomic_write, // RC: 8 bytes (compare_add's) placed at once, answered like a READ
+    local,
 };
 
 // One send work request, already decoded from ibv_send_wr / ibv_wr_*.
@@ -90,7 +96,7 @@ struct SendWr {
     bool inline_data = false; // SGE addresses are process addresses, copied at post
     std::uint32_t imm = 0;    // ImmDt as a host-order number (be32toh of ibv_send_wr.imm_data)
     std::uint64_t remote_addr = 0;
-    std::uint32_t rkey = 0;
+    std::uint32_t rkey = 0; // send_inv: the R_Key the IETH carries
     // CMP_SWP: compare; FETCH_ADD: the addend; ATOMIC_WRITE: the 8 bytes to
     // write, as the program's memory holds them.
     std::uint64_t compare_add = 0;
@@ -101,6 +107,9 @@ struct SendWr {
     std::uint32_t remote_qpn = 0;
     std::uint32_t remote_qkey = 0;
     std::uint32_t xrc_srqn = 0; // XRC INI: the remote XRC SRQ the request's receive lands in
+    // local only: the completion's enum ibv_wc_opcode and enum ibv_wc_status.
+    std::uint8_t local_opcode = 0;
+    std::uint8_t local_status = 0;
 };
 
 // A posted receive WQE as the host lends it (its RQ's or SRQ's front).
@@ -141,6 +150,10 @@ public:
     // and complete_recv use that SRQ until the next call); nullptr
     // otherwise (an INI QP, an unknown SRQ, another domain's).
     virtual const void* select_xrc_srq(std::uint32_t /*srqn*/) noexcept { return nullptr; }
+    // A SEND with invalidate arrived whole on this QP: invalidate the window
+    // `rkey` names. False (nothing changed) when it is not a window this QP
+    // may invalidate; a host without windows has none.
+    virtual bool invalidate_rkey(std::uint32_t /*rkey*/) noexcept { return false; }
 };
 
 class RoceQp {

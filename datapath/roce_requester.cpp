@@ -45,9 +45,11 @@ std::uint8_t data_opcode(QpTransport t, SendOp op, net::SegmentPosition pos) noe
         base += 1;
         break;
     case net::SegmentPosition::last:
+        if (op == SendOp::send_inv) return static_cast<std::uint8_t>(RoceOpcode::rc_send_last_inv);
         base += has_imm(op) ? 3 : 2;
         break;
     case net::SegmentPosition::only:
+        if (op == SendOp::send_inv) return static_cast<std::uint8_t>(RoceOpcode::rc_send_only_inv);
         base += has_imm(op) ? 5 : 4;
         break;
     }
@@ -154,7 +156,7 @@ int RoceQp::post_send(const SendWr& wr, std::span<const Sge> sges, std::uint64_t
     now_ns_ = now_ns;
     const QpTransport t = attrs_.type;
     if ((t == QpTransport::ud && wr.op != SendOp::send && wr.op != SendOp::send_imm) ||
-        (t == QpTransport::uc && is_read_or_atomic(wr.op)))
+        (t == QpTransport::uc && (is_read_or_atomic(wr.op) || wr.op == SendOp::send_inv)))
         return EINVAL;
     if (sges.size() > limits_.max_send_sge) return EINVAL;
     std::uint64_t total = 0;
@@ -267,6 +269,7 @@ bool RoceQp::send_packet(std::uint32_t idx, std::uint32_t pkt, std::uint64_t now
     const net::OpcodeInfo* info = net::opcode_info(h.bth.opcode);
     if (info->has(net::kExtReth)) h.reth = {s.wr.remote_addr, s.wr.rkey, s.length};
     if (info->immediate()) h.imm.value = s.wr.imm;
+    if (info->invalidate()) h.ieth.rkey = s.wr.rkey;
     if (net::psn_before(h.bth.psn, sent_psn_)) {
         counters_.retransmitted.add();
         if (port_counters_) port_counters_->retransmitted.add();
@@ -328,10 +331,23 @@ void RoceQp::pump(std::uint64_t now_ns) noexcept {
     if ((state_ != TransportState::rts && !sqd) || rnr_deadline_ != kNoDeadline) return;
     const bool rc = attrs_.type == QpTransport::rc;
     const std::uint32_t mtu = net::mtu_bytes(attrs_.mtu);
+    bool local = false; // a local WR was reached: retire may complete it
     while (send_idx_ != sq_head_ &&
            (state_ == TransportState::rts || state_ == TransportState::sqd)) {
         SendSlot& s = slot(send_idx_);
         if (sqd && !s.assigned) break;
+        if (s.wr.op == SendOp::local) { // no packets: done once reached, in order
+            if (!s.assigned) {
+                s.assigned = s.done = true;
+                s.first_psn = next_psn_;
+                assigned_ = send_idx_ + 1;
+            }
+            local = true;
+            if (s.wr.local_status != IBV_WC_SUCCESS) break; // nothing after it goes
+            ++send_idx_;
+            send_pkt_ = 0;
+            continue;
+        }
         if (s.assigned && s.done) { // acknowledged while go-back-N was about to resend it
             ++send_idx_;
             send_pkt_ = 0;
@@ -391,7 +407,7 @@ void RoceQp::pump(std::uint64_t now_ns) noexcept {
         ++send_idx_;
         send_pkt_ = 0;
     }
-    if (!rc) retire();
+    if (!rc || local) retire();
 }
 
 // Go-back-N: the next packet sent is `psn` (a NAK's, a timeout's oldest

@@ -66,7 +66,10 @@ void RoceQp::complete_recv(std::uint8_t status, std::uint8_t opcode, std::uint32
     c.opcode = opcode;
     c.byte_len = status == IBV_WC_SUCCESS ? byte_len : 0;
     c.wc_flags = status == IBV_WC_SUCCESS ? wc_flags : 0;
-    c.imm_data = (wc_flags & IBV_WC_WITH_IMM) ? be32(imm_host) : 0;
+    // ibv_wc's union: imm_data in network order, invalidated_rkey in host order.
+    c.imm_data = (wc_flags & IBV_WC_WITH_IMM)   ? be32(imm_host)
+                 : (wc_flags & IBV_WC_WITH_INV) ? imm_host
+                                                : 0;
     c.src_qp = src_qp;
     c.solicited = solicited;
     have_wqe_ = false;
@@ -182,7 +185,7 @@ RoceRx RoceQp::rc_duplicate(const net::RocePacket& p, std::uint64_t now_ns) noex
             const net::Reth& r = p.headers.reth;
             const std::uint8_t* src =
                 (attrs_.access & IBV_ACCESS_REMOTE_READ)
-                    ? mrs_.translate_remote(r.rkey, resp_pd_, r.va, r.dma_len, kRemoteRead)
+                    ? mrs_.translate_remote(r.rkey, resp_pd_, r.va, r.dma_len, kRemoteRead, attrs_.qpn)
                     : nullptr;
             if (src != nullptr || r.dma_len == 0) send_read_responses(psn, src, r.dma_len, now_ns);
             break;
@@ -239,11 +242,20 @@ RoceRx RoceQp::rc_send(const net::RocePacket& p, std::uint64_t now_ns) noexcept 
     msg_off_ += len;
     const bool end = message_end(pos);
     if (end) {
+        const bool inv = p.info->invalidate();
+        // SEND with invalidate: the IETH's window goes once the data is placed
+        // (IBA 9.4.1.1); one this QP may not invalidate is an invalid request.
+        if (inv && !host_.invalidate_rkey(p.headers.ieth.rkey)) {
+            complete_recv(IBV_WC_REM_INV_REQ_ERR, IBV_WC_RECV, 0, 0, 0, 0);
+            return responder_fail(RoceRx::invalid_request, net::NakCode::invalid_request, psn,
+                                  now_ns);
+        }
         msn_ = net::psn_add(msn_, 1);
         in_msg_ = InMsg::none;
         const bool imm = p.info->immediate();
-        complete_recv(IBV_WC_SUCCESS, IBV_WC_RECV, msg_off_, imm ? IBV_WC_WITH_IMM : 0,
-                      p.headers.imm.value, 0, p.headers.bth.solicited);
+        complete_recv(IBV_WC_SUCCESS, IBV_WC_RECV, msg_off_,
+                      imm ? IBV_WC_WITH_IMM : inv ? IBV_WC_WITH_INV : 0,
+                      inv ? p.headers.ieth.rkey : p.headers.imm.value, 0, p.headers.bth.solicited);
     } else {
         in_msg_ = InMsg::send;
     }
@@ -259,7 +271,7 @@ RoceRx RoceQp::rc_write(const net::RocePacket& p, std::uint64_t now_ns) noexcept
         const net::Reth& r = p.headers.reth;
         std::uint8_t* dst = nullptr;
         if ((attrs_.access & IBV_ACCESS_REMOTE_WRITE) && r.dma_len > 0)
-            dst = mrs_.translate_remote(r.rkey, resp_pd_, r.va, r.dma_len, kRemoteWrite);
+            dst = mrs_.translate_remote(r.rkey, resp_pd_, r.va, r.dma_len, kRemoteWrite, attrs_.qpn);
         if (!(attrs_.access & IBV_ACCESS_REMOTE_WRITE) || (dst == nullptr && r.dma_len > 0))
             return responder_fail(RoceRx::remote_access, net::NakCode::remote_access_error, psn,
                                   now_ns);
@@ -325,7 +337,7 @@ RoceRx RoceQp::rc_read(const net::RocePacket& p, std::uint64_t now_ns) noexcept 
     const net::Reth& r = p.headers.reth;
     const std::uint8_t* src = nullptr;
     if (attrs_.access & IBV_ACCESS_REMOTE_READ)
-        src = r.dma_len ? mrs_.translate_remote(r.rkey, resp_pd_, r.va, r.dma_len, kRemoteRead)
+        src = r.dma_len ? mrs_.translate_remote(r.rkey, resp_pd_, r.va, r.dma_len, kRemoteRead, attrs_.qpn)
                         : nullptr;
     if (!(attrs_.access & IBV_ACCESS_REMOTE_READ) || (src == nullptr && r.dma_len > 0))
         return responder_fail(RoceRx::remote_access, net::NakCode::remote_access_error, psn,
@@ -349,7 +361,7 @@ RoceRx RoceQp::rc_atomic(const net::RocePacket& p, std::uint64_t now_ns) noexcep
     if (a.va % 8 != 0)
         return responder_fail(RoceRx::invalid_request, net::NakCode::invalid_request, psn, now_ns);
     std::uint8_t* dst = (attrs_.access & IBV_ACCESS_REMOTE_ATOMIC)
-                            ? mrs_.translate_remote(a.rkey, resp_pd_, a.va, 8, kRemoteAtomic)
+                            ? mrs_.translate_remote(a.rkey, resp_pd_, a.va, 8, kRemoteAtomic, attrs_.qpn)
                             : nullptr;
     if (dst == nullptr)
         return responder_fail(RoceRx::remote_access, net::NakCode::remote_access_error, psn,
@@ -393,7 +405,7 @@ RoceRx RoceQp::rc_atomic_write(const net::RocePacket& p, std::uint64_t now_ns) n
     if (r.dma_len != 8 || r.va % 8 != 0)
         return responder_fail(RoceRx::invalid_request, net::NakCode::invalid_request, psn, now_ns);
     std::uint8_t* dst = (attrs_.access & IBV_ACCESS_REMOTE_WRITE)
-                            ? mrs_.translate_remote(r.rkey, resp_pd_, r.va, 8, kRemoteWrite)
+                            ? mrs_.translate_remote(r.rkey, resp_pd_, r.va, 8, kRemoteWrite, attrs_.qpn)
                             : nullptr;
     if (dst == nullptr)
         return responder_fail(RoceRx::remote_access, net::NakCode::remote_access_error, psn,

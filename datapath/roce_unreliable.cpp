@@ -67,7 +67,7 @@ RoceRx RoceQp::uc_request(const net::RocePacket& p, std::uint64_t) noexcept {
         const net::Reth& r = p.headers.reth;
         std::uint8_t* dst = nullptr;
         if ((attrs_.access & IBV_ACCESS_REMOTE_WRITE) && r.dma_len > 0)
-            dst = mrs_.translate_remote(r.rkey, attrs_.pd, r.va, r.dma_len, kRemoteWrite);
+            dst = mrs_.translate_remote(r.rkey, attrs_.pd, r.va, r.dma_len, kRemoteWrite, attrs_.qpn);
         if (!(attrs_.access & IBV_ACCESS_REMOTE_WRITE) || (dst == nullptr && r.dma_len > 0))
             return drop_message(RoceRx::remote_access);
         write_dst_ = dst;

@@ -12,6 +12,8 @@ std::optional<SendOp> send_op_from_ibv(ibv_wr_opcode opcode) noexcept {
         return SendOp::send;
     case IBV_WR_SEND_WITH_IMM:
         return SendOp::send_imm;
+    case IBV_WR_SEND_WITH_INV:
+        return SendOp::send_inv;
     case IBV_WR_RDMA_WRITE:
         return SendOp::write;
     case IBV_WR_RDMA_WRITE_WITH_IMM:
@@ -54,6 +56,11 @@ std::optional<SendWr> send_wr_from_ibv(const ibv_send_wr& wr, bool sq_sig_all) n
         w.rkey = wr.wr.atomic.rkey;
         w.compare_add = wr.wr.atomic.compare_add;
         w.swap = wr.wr.atomic.swap;
+        break;
+    case SendOp::send_inv:
+        w.rkey = wr.invalidate_rkey;
+        break;
+    case SendOp::local: // never from send_op_from_ibv
         break;
     case SendOp::send:
     case SendOp::send_imm:

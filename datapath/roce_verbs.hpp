@@ -14,7 +14,8 @@
 namespace rdmasim::datapath {
 
 // The operation of an ibv_send_wr opcode; nullopt for those the transport
-// does not carry (LOCAL_INV, BIND_MW, SEND_WITH_INV, TSO, ...).
+// does not carry as such (LOCAL_INV and BIND_MW are the device's to carry
+// out: it posts them as SendOp::local; TSO, ...).
 [[nodiscard]] std::optional<SendOp> send_op_from_ibv(ibv_wr_opcode opcode) noexcept;
 
 // The WR's fields (flags, immediate in host order, RDMA / atomic / UD

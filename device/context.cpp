@@ -34,7 +34,11 @@ void fill_device_attr(const Device& dev, ibv_device_attr& a) noexcept {
     // One field sizes both QPs and WQs (DPDK sizes its WQs from it): report
     // the smaller limit, so that every size the query allows is accepted.
     a.max_qp_wr = static_cast<int>(std::min(c.max_qp_wr, c.max_wr));
-    a.device_cap_flags = IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_XRC | IBV_DEVICE_RAW_IP_CSUM * c.ip_csum;
+    // XRC, and memory windows of both types, type 2 bound to a QP (2B), as
+    // mlx5 reports them (mlx5_ib_query_device); windows and MRs share one key
+    // space, so max_mw = max_mr (both 1 << log_max_mkey on mlx5).
+    a.device_cap_flags = IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_XRC | IBV_DEVICE_RAW_IP_CSUM * c.ip_csum |
+                         IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
     a.max_sge = static_cast<int>(c.max_sge);
     a.max_sge_rd = 1;
     a.max_cq = static_cast<int>(c.max_cq);
@@ -54,7 +58,7 @@ void fill_device_attr(const Device& dev, ibv_device_attr& a) noexcept {
     a.atomic_cap = IBV_ATOMIC_HCA;
     a.max_ee = 1;
     a.max_rdd = 1;
-    a.max_mw = 1;
+    a.max_mw = static_cast<int>(c.max_mr);
     a.max_raw_ipv6_qp = 1;
     a.max_raw_ethy_qp = static_cast<int>(c.max_qp);
     a.max_mcast_grp = 1;

@@ -141,7 +141,7 @@ struct Context {
 
 struct Pd {
     ibv_pd ibpd;
-    std::atomic<std::uint32_t> users{0}; // MRs, WQs, QPs, parent domains
+    std::atomic<std::uint32_t> users{0}; // MRs, MWs, WQs, QPs, parent domains
     // A parent domain (ibv_alloc_parent_domain): the PD it stands for. Its
     // allocators are kept, never called (rdmasim's queues are its own memory).
     Pd* protection = nullptr;
@@ -166,6 +166,14 @@ struct Xrcd {
 struct Mr {
     ibv_mr ibmr;
     int access = 0;
+};
+
+// A memory window (device/mw.hpp). Its state (bound or not, range, access,
+// QP) lives in the device's MrTable slot under `key`.
+struct Mw {
+    ibv_mw ibmw;
+    Pd* pd = nullptr;
+    std::uint32_t key = 0; // the slot's current key (changes with each bind; port lock)
 };
 
 struct CompChannel {
@@ -315,6 +323,7 @@ static_assert(std::is_standard_layout_v<Device>);
 static_assert(std::is_standard_layout_v<Context>);
 static_assert(std::is_standard_layout_v<Pd>);
 static_assert(std::is_standard_layout_v<Mr>);
+static_assert(std::is_standard_layout_v<Mw>);
 static_assert(std::is_standard_layout_v<CompChannel>);
 static_assert(std::is_standard_layout_v<Cq>);
 static_assert(std::is_standard_layout_v<Wq>);
@@ -334,6 +343,7 @@ inline Context* from_verbs(ibv_context* c) noexcept {
 }
 inline Pd* from_verbs(ibv_pd* p) noexcept { return reinterpret_cast<Pd*>(p); }
 inline Mr* from_verbs(ibv_mr* m) noexcept { return reinterpret_cast<Mr*>(m); }
+inline Mw* from_verbs(ibv_mw* m) noexcept { return reinterpret_cast<Mw*>(m); }
 inline CompChannel* from_verbs(ibv_comp_channel* c) noexcept { return reinterpret_cast<CompChannel*>(c); }
 inline Cq* from_verbs(ibv_cq* c) noexcept { return reinterpret_cast<Cq*>(c); }
 inline Cq* from_verbs(ibv_cq_ex* c) noexcept { return reinterpret_cast<Cq*>(c); }

@@ -50,6 +50,23 @@ void wr_send(ibv_qp_ex* x) { (void)begin_wr(x, IBV_WR_SEND); }
 void wr_send_imm(ibv_qp_ex* x, __be32 imm) {
     if (ibv_send_wr* w = begin_wr(x, IBV_WR_SEND_WITH_IMM)) w->imm_data = imm;
 }
+void wr_send_inv(ibv_qp_ex* x, uint32_t invalidate_rkey) {
+    if (ibv_send_wr* w = begin_wr(x, IBV_WR_SEND_WITH_INV)) w->invalidate_rkey = invalidate_rkey;
+}
+void wr_local_inv(ibv_qp_ex* x, uint32_t invalidate_rkey) {
+    if (ibv_send_wr* w = begin_wr(x, IBV_WR_LOCAL_INV)) w->invalidate_rkey = invalidate_rkey;
+}
+void wr_bind_mw(ibv_qp_ex* x, ibv_mw* mw, uint32_t rkey, const ibv_mw_bind_info* info) {
+    if (info == nullptr) {
+        if (builder(x).err == 0) builder(x).err = EINVAL;
+        return;
+    }
+    if (ibv_send_wr* w = begin_wr(x, IBV_WR_BIND_MW)) {
+        w->bind_mw.mw = mw;
+        w->bind_mw.rkey = rkey;
+        w->bind_mw.bind_info = *info;
+    }
+}
 void rdma(ibv_qp_ex* x, ibv_wr_opcode op, uint32_t rkey, uint64_t addr, __be32 imm) {
     if (ibv_send_wr* w = begin_wr(x, op)) {
         w->wr.rdma.rkey = rkey;
@@ -176,12 +193,14 @@ int make_extended(Qp& qp, std::uint64_t ops) noexcept {
     if (qp.ibqp.qp_type != IBV_QPT_UD)
         allowed |= IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
     const bool xrc = qp.ibqp.qp_type == IBV_QPT_XRC_SEND;
+    if (qp.ibqp.qp_type == IBV_QPT_RC || qp.ibqp.qp_type == IBV_QPT_UC)
+        allowed |= IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV;
     if (qp.ibqp.qp_type == IBV_QPT_RC || xrc)
         allowed |= IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
                    IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
-    if (qp.ibqp.qp_type == IBV_QPT_RC) allowed |= IBV_QP_EX_WITH_ATOMIC_WRITE;
+    if (qp.ibqp.qp_type == IBV_QPT_RC) allowed |= IBV_QP_EX_WITH_ATOMIC_WRITE | IBV_QP_EX_WITH_SEND_WITH_INV;
     if (ops == 0 || qp.ibqp.qp_type == IBV_QPT_XRC_RECV) return EINVAL; // TGT: no send queue
-    if (ops & ~allowed) return EOPNOTSUPP; // memory windows, TSO, flush: not emulated
+    if (ops & ~allowed) return EOPNOTSUPP; // TSO, flush: not emulated
     auto* b = new (std::nothrow) WrBuilder;
     if (b == nullptr) return ENOMEM;
     try {
@@ -215,6 +234,9 @@ int make_extended(Qp& qp, std::uint64_t ops) noexcept {
     if (ops & IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP) x.wr_atomic_cmp_swp = wr_atomic_cmp_swp;
     if (ops & IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD) x.wr_atomic_fetch_add = wr_atomic_fetch_add;
     if (ops & IBV_QP_EX_WITH_ATOMIC_WRITE) x.wr_atomic_write = wr_atomic_write;
+    if (ops & IBV_QP_EX_WITH_SEND_WITH_INV) x.wr_send_inv = wr_send_inv;
+    if (ops & IBV_QP_EX_WITH_LOCAL_INV) x.wr_local_inv = wr_local_inv;
+    if (ops & IBV_QP_EX_WITH_BIND_MW) x.wr_bind_mw = wr_bind_mw;
     return 0;
 }
 

@@ -7,6 +7,7 @@
 
 #include "device/abi_guard.hpp"
 #include "device/context.hpp"
+#include "device/mw.hpp"
 #include "device/qp_ib.hpp"
 #include "device/qp_transport.hpp"
 #include "device/recv.hpp"
@@ -20,16 +21,21 @@ bool is_atomic(ibv_wr_opcode op) noexcept {
 }
 
 // The opcodes each type carries (IB spec 9.4 and 3.6.1; mlx5 builds no
-// other; an XRC INI QP what RC does, an XRC TGT QP sends nothing). Memory
-// windows are not emulated: no SEND_WITH_INV, LOCAL_INV, BIND_MW. ATOMIC
-// WRITE only comes from ibv_wr_atomic_write (`extended`): ibv_send_wr has
-// no field for its 8 bytes.
+// other; an XRC INI QP what RC does, an XRC TGT QP sends nothing). Window
+// binds and local invalidation: RC and UC (mlx5's UD SQ has no UMR); SEND
+// with invalidate: RC (UC has no such opcode). ATOMIC WRITE only comes from
+// ibv_wr_atomic_write (`extended`): ibv_send_wr has no field for its 8 bytes.
 bool opcode_allowed(ibv_qp_type t, ibv_wr_opcode op, bool extended) noexcept {
     if (t == IBV_QPT_XRC_RECV) return false;
     switch (op) {
     case IBV_WR_SEND:
     case IBV_WR_SEND_WITH_IMM:
         return true;
+    case IBV_WR_BIND_MW:
+    case IBV_WR_LOCAL_INV:
+        return t == IBV_QPT_RC || t == IBV_QPT_UC;
+    case IBV_WR_SEND_WITH_INV:
+        return t == IBV_QPT_RC;
     case IBV_WR_RDMA_WRITE:
     case IBV_WR_RDMA_WRITE_WITH_IMM:
         return t != IBV_QPT_UD;
@@ -61,6 +67,9 @@ int check_send_wr(const Qp& qp, const ibv_send_wr& wr, const Limits& lim, bool e
     if (!opcode_allowed(t, op, extended)) return EINVAL;
     if (op == IBV_WR_ATOMIC_WRITE) // 8 bytes to an 8-aligned address, carried by the WR
         return wr.num_sge == 0 && (wr.wr.atomic.remote_addr & 7) == 0 ? 0 : EINVAL;
+    // A bind or local invalidate carries no data: its SGE fields are not read.
+    if (op == IBV_WR_BIND_MW) return check_bind_wr(qp, wr);
+    if (op == IBV_WR_LOCAL_INV) return 0;
     if (wr.num_sge < 0 || static_cast<std::uint32_t>(wr.num_sge) > qp.max_send_sge) return EINVAL;
     if (wr.num_sge > 0 && wr.sg_list == nullptr) return EINVAL;
     std::uint64_t total = 0;

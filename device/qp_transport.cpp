@@ -9,6 +9,7 @@
 #include "device/async_events.hpp"
 #include "device/context.hpp"
 #include "device/device.hpp"
+#include "device/mw.hpp"
 #include "device/qp_ib.hpp"
 #include "device/qp_state.hpp"
 #include "device/srq.hpp"
@@ -84,6 +85,19 @@ void QpTransport::modify(ibv_qp_state next) noexcept {
 }
 
 int QpTransport::post_send(const ibv_send_wr& wr) noexcept {
+    if (wr.opcode == IBV_WR_BIND_MW || wr.opcode == IBV_WR_LOCAL_INV) {
+        // Carried out now, completed in order (datapath/README.md, "Memory
+        // windows"); a QP in ERR flushes it without carrying it out.
+        datapath::SendWr w;
+        w.wr_id = wr.wr_id;
+        w.op = datapath::SendOp::local;
+        w.signaled = qp_.sq_sig_all || (wr.send_flags & IBV_SEND_SIGNALED);
+        w.local_opcode = wr.opcode == IBV_WR_BIND_MW ? IBV_WC_BIND_MW : IBV_WC_LOCAL_INV;
+        w.local_status = roce_.state() == datapath::TransportState::error
+                             ? static_cast<std::uint8_t>(IBV_WC_SUCCESS)
+                             : execute_window_wr(qp_, wr);
+        return roce_.post_send(w, {}, transport_now(dev_));
+    }
     auto w = datapath::send_wr_from_ibv(wr, qp_.sq_sig_all);
     if (!w) return EINVAL;
     if (qp_.ibqp.qp_type == IBV_QPT_UD) w->ud_path = path_to(from_verbs(wr.wr.ud.ah)->attr, w->remote_qpn);
@@ -149,6 +163,8 @@ void QpTransport::complete_recv(const datapath::Cqe& cqe) noexcept {
     }
     push_completion(*qp_.recv_cq, cqe);
 }
+
+bool QpTransport::invalidate_rkey(std::uint32_t rkey) noexcept { return invalidate_window(qp_, rkey); }
 
 void QpTransport::event(datapath::TransportEvent kind) noexcept {
     using E = datapath::TransportEvent;

@@ -25,7 +25,8 @@ public:
     // ibv_modify_qp moved the QP to `next` (its attributes are in qp.attr).
     void modify(ibv_qp_state next) noexcept;
     // One WR the device validated: 0, or ENOMEM when the send queue is full
-    // (datapath::RoceQp::post_send).
+    // (datapath::RoceQp::post_send). A BIND_MW or LOCAL_INV is carried out
+    // here (device/mw.hpp) and queued as a local WR for its completion.
     [[nodiscard]] int post_send(const ibv_send_wr& wr) noexcept;
     // A receive WR was posted to a QP in ERR: it is flushed at once.
     void flush_receives() noexcept { roce_.flush_receive_queue(); }
@@ -40,6 +41,7 @@ public:
     void complete_recv(const datapath::Cqe& cqe) noexcept override;
     void event(datapath::TransportEvent kind) noexcept override;
     const void* select_xrc_srq(std::uint32_t srqn) noexcept override;
+    bool invalidate_rkey(std::uint32_t rkey) noexcept override;
 
 private:
     [[nodiscard]] datapath::TransportAttrs attrs_from_qp() const noexcept;

@@ -1,11 +1,12 @@
 // The ops table, one assignment a slot: each slot the device model implements,
-// bound to the verb that implements it (context.cpp, cq.cpp, qp.cpp, srq.cpp,
+// bound to the verb that implements it (context.cpp, cq.cpp, mw.cpp, qp.cpp, srq.cpp,
 // wq.cpp, flow.cpp, xrcd.cpp). open_device() installs it into every new context.
 #include "device/abi/ops.hpp"
 
 #include "device/context.hpp"
 #include "device/cq.hpp"
 #include "device/flow.hpp"
+#include "device/mw.hpp"
 #include "device/pd.hpp"
 #include "device/qp.hpp"
 #include "device/srq.hpp"
@@ -29,6 +30,9 @@ void install_ops(verbs_context& v) noexcept {
     ops.post_send = post_send;
     ops.post_recv = post_recv;
     ops.post_srq_recv = post_srq_recv;
+    ops.alloc_mw = alloc_mw;
+    ops.dealloc_mw = dealloc_mw;
+    ops.bind_mw = bind_mw;
     v.query_port = query_port_op;
     v.query_device_ex = query_device_ex;
     v.create_cq_ex = create_cq_ex;

@@ -18,7 +18,8 @@ TEST_CASE("roce verbs: send WRs: opcodes, flags, immediate in host order, RDMA a
     CHECK(datapath::send_op_from_ibv(IBV_WR_RDMA_WRITE_WITH_IMM) == SendOp::write_imm);
     CHECK(datapath::send_op_from_ibv(IBV_WR_ATOMIC_FETCH_AND_ADD) == SendOp::fetch_add);
     CHECK_FALSE(datapath::send_op_from_ibv(IBV_WR_LOCAL_INV).has_value());
-    CHECK_FALSE(datapath::send_op_from_ibv(IBV_WR_SEND_WITH_INV).has_value());
+    CHECK_FALSE(datapath::send_op_from_ibv(IBV_WR_BIND_MW).has_value());
+    CHECK(datapath::send_op_from_ibv(IBV_WR_SEND_WITH_INV) == SendOp::send_inv);
 
     ibv_send_wr wr{};
     wr.wr_id = 42;

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "device/objects.hpp"
+#include "tests/device/ib_qp_helpers.hpp"
 #include "tests/device/private_verbs.hpp"
 #include "tests/device/verbs_helpers.hpp"
 
@@ -282,6 +283,40 @@ public:
     }
     ibv_mr* mr(ibv_pd* p = nullptr) {
         ibv_mr* m = ibv_reg_mr(p ? p : pd, buf.data(), buf.size(), int{IBV_ACCESS_LOCAL_WRITE});
+        REQUIRE(m != nullptr);
+        keep("mr", [m] { return ibv_dereg_mr(m); });
+        return m;
+    }
+
+    // An RC or UC QP on its own CQ, in RTS (its peer address is nobody's).
+    ibv_qp* ib_qp_rts(ibv_qp_type t = IBV_QPT_RC) {
+        ibv_cq* q = cq();
+        ibv_qp_init_attr a{};
+        a.qp_type = t;
+        a.send_cq = q;
+        a.recv_cq = q;
+        a.cap.max_send_wr = 4;
+        a.cap.max_recv_wr = 4;
+        a.cap.max_send_sge = 1;
+        a.cap.max_recv_sge = 1;
+        ibv_qp* qp = ibv_create_qp(pd, &a);
+        REQUIRE(qp != nullptr);
+        keep("ib qp", [qp] { return ibv_destroy_qp(qp); });
+        for (ibv_qp_state s : {IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS}) {
+            ibv_qp_attr at = good_attr(s);
+            const int mask = s == IBV_QPS_INIT ? init_mask(t) : s == IBV_QPS_RTR ? rtr_mask(t) : rts_mask(t);
+            REQUIRE(ibv_modify_qp(qp, &at, mask) == 0);
+        }
+        return qp;
+    }
+    ibv_mw* mw(ibv_mw_type type) {
+        ibv_mw* w = ibv_alloc_mw(pd, type);
+        REQUIRE(w != nullptr);
+        keep("mw", [w] { return ibv_dealloc_mw(w); });
+        return w;
+    }
+    ibv_mr* bindable_mr() {
+        ibv_mr* m = ibv_reg_mr(pd, buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
         REQUIRE(m != nullptr);
         keep("mr", [m] { return ibv_dereg_mr(m); });
         return m;
@@ -872,6 +907,120 @@ void pd_mr_rows(std::vector<Row>& rows) {
     }
     rows.push_back(
         {"ibv_dereg_mr(NULL)", [](Bed&) { return from_int(ibv_dereg_mr(nullptr)); }, rc(EINVAL)});
+}
+
+// Memory windows (device/README.md, "Memory windows").
+void mw_rows(std::vector<Row>& rows) {
+    const auto alloc = [](Bed& b, int type) {
+        ibv_mw_type t;
+        std::memcpy(&t, &type, sizeof t); // a C caller may store any value
+        errno = 0;
+        return from_ptr(ibv_alloc_mw(b.pd, t), [](ibv_mw* w) { return ibv_dealloc_mw(w); });
+    };
+    for (int type : {0, 3, -1})
+        rows.push_back({"ibv_alloc_mw type " + std::to_string(type), [=](Bed& b) { return alloc(b, type); },
+                        null(EINVAL)});
+    // The wrappers read pd->context, mw->context: NULL only through the ops.
+    rows.push_back({"alloc_mw op(NULL pd)",
+                    [](Bed& b) {
+                        errno = 0;
+                        return from_ptr(ops(b.ctx).context.ops.alloc_mw(nullptr, IBV_MW_TYPE_1),
+                                        [](ibv_mw* w) { return ibv_dealloc_mw(w); });
+                    },
+                    null(EINVAL)});
+    rows.push_back({"dealloc_mw op(NULL)",
+                    [](Bed& b) { return from_int(ops(b.ctx).context.ops.dealloc_mw(nullptr)); }, rc(EINVAL)});
+    rows.push_back({"bind_mw op(NULL qp)",
+                    [](Bed& b) {
+                        ibv_mw_bind bind{};
+                        return from_int(ops(b.ctx).context.ops.bind_mw(nullptr, b.mw(IBV_MW_TYPE_1), &bind));
+                    },
+                    rc(EINVAL)});
+    // mlx5_bind_mw refuses zero-based windows and zero-based MRs.
+    rows.push_back({"ibv_bind_mw zero-based",
+                    [](Bed& b) {
+                        ibv_mw_bind bind{};
+                        bind.bind_info = {b.bindable_mr(), reinterpret_cast<std::uint64_t>(b.buf.data()), 64,
+                                          IBV_ACCESS_REMOTE_READ | IBV_ACCESS_ZERO_BASED};
+                        return from_int(ibv_bind_mw(b.ib_qp_rts(), b.mw(IBV_MW_TYPE_1), &bind));
+                    },
+                    rc(EINVAL)});
+    rows.push_back({"ibv_bind_mw QP in RESET",
+                    [](Bed& b) {
+                        ibv_cq* q = b.cq();
+                        ibv_qp_init_attr a{};
+                        a.qp_type = IBV_QPT_RC;
+                        a.send_cq = a.recv_cq = q;
+                        a.cap.max_send_wr = a.cap.max_recv_wr = a.cap.max_send_sge = a.cap.max_recv_sge = 1;
+                        ibv_qp* qp = ibv_create_qp(b.pd, &a);
+                        REQUIRE(qp != nullptr);
+                        ibv_mw* w = b.mw(IBV_MW_TYPE_1);
+                        const std::uint32_t rkey = w->rkey;
+                        ibv_mw_bind bind{};
+                        bind.bind_info = {b.bindable_mr(), reinterpret_cast<std::uint64_t>(b.buf.data()), 64,
+                                          IBV_ACCESS_REMOTE_READ};
+                        const Outcome o = from_int(ibv_bind_mw(qp, w, &bind));
+                        CHECK(w->rkey == rkey); // nothing posted: the key stays
+                        CHECK(ibv_destroy_qp(qp) == 0);
+                        return o;
+                    },
+                    rc(EINVAL)});
+    // IBV_WR_BIND_MW through ibv_post_send.
+    const auto bind_wr = [](Bed& b, ibv_qp* qp, ibv_mw* w, std::uint64_t len, unsigned access) {
+        ibv_send_wr wr{};
+        wr.opcode = IBV_WR_BIND_MW;
+        wr.bind_mw.mw = w;
+        wr.bind_mw.rkey = w ? ibv_inc_rkey(w->rkey) : 0;
+        wr.bind_mw.bind_info = {b.bindable_mr(), reinterpret_cast<std::uint64_t>(b.buf.data()), len, access};
+        return post_send_checked(qp, wr);
+    };
+    rows.push_back({"IBV_WR_BIND_MW without a window",
+                    [=](Bed& b) { return bind_wr(b, b.ib_qp_rts(), nullptr, 64, IBV_ACCESS_REMOTE_READ); },
+                    rc(EINVAL)});
+    rows.push_back({"IBV_WR_BIND_MW unknown access bit",
+                    [=](Bed& b) {
+                        return bind_wr(b, b.ib_qp_rts(), b.mw(IBV_MW_TYPE_2), 64, IBV_ACCESS_MW_BIND);
+                    },
+                    rc(EINVAL)});
+    // set_bind_wr (providers/mlx5/qp.c): a KLM covers at most 2 GiB.
+    rows.push_back({"IBV_WR_BIND_MW over 2 GiB",
+                    [=](Bed& b) {
+                        return bind_wr(b, b.ib_qp_rts(), b.mw(IBV_MW_TYPE_2), (1ull << 31) + 1,
+                                       IBV_ACCESS_REMOTE_READ);
+                    },
+                    rc(EOPNOTSUPP)});
+    rows.push_back({"IBV_WR_LOCAL_INV on UD",
+                    [](Bed& b) {
+                        ibv_cq* q = b.cq();
+                        ibv_qp_init_attr a{};
+                        a.qp_type = IBV_QPT_UD;
+                        a.send_cq = a.recv_cq = q;
+                        a.cap.max_send_wr = a.cap.max_recv_wr = a.cap.max_send_sge = a.cap.max_recv_sge = 1;
+                        ibv_qp* qp = ibv_create_qp(b.pd, &a);
+                        REQUIRE(qp != nullptr);
+                        for (ibv_qp_state s : {IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS}) {
+                            ibv_qp_attr at = good_attr(s);
+                            const int mask = s == IBV_QPS_INIT  ? init_mask(IBV_QPT_UD)
+                                             : s == IBV_QPS_RTR ? rtr_mask(IBV_QPT_UD)
+                                                                : rts_mask(IBV_QPT_UD);
+                            REQUIRE(ibv_modify_qp(qp, &at, mask) == 0);
+                        }
+                        ibv_send_wr wr{};
+                        wr.opcode = IBV_WR_LOCAL_INV;
+                        wr.invalidate_rkey = b.mw(IBV_MW_TYPE_2)->rkey;
+                        const Outcome o = post_send_checked(qp, wr);
+                        CHECK(ibv_destroy_qp(qp) == 0);
+                        return o;
+                    },
+                    rc(EINVAL)});
+    rows.push_back({"IBV_WR_SEND_WITH_INV on UC",
+                    [](Bed& b) {
+                        SendWr s(b);
+                        s.wr.opcode = IBV_WR_SEND_WITH_INV;
+                        s.wr.invalidate_rkey = 0x100;
+                        return post_send_checked(b.ib_qp_rts(IBV_QPT_UC), s.wr);
+                    },
+                    rc(EINVAL)});
 }
 
 void cq_rows(std::vector<Row>& rows) {
@@ -1939,9 +2088,6 @@ void unsupported_rows(std::vector<Row>& rows) {
         },
         rc(EOPNOTSUPP));
     add(
-        "ibv_alloc_mw (ops.alloc_mw NULL)",
-        [np](Bed& b) { return np(ibv_alloc_mw(b.pd, IBV_MW_TYPE_1)); }, null(EOPNOTSUPP));
-    add(
         "ibv_open_xrcd fd -1 without O_CREAT",
         [np](Bed& b) {
             ibv_xrcd_init_attr a{};
@@ -2145,6 +2291,7 @@ std::vector<Row> all_rows() {
     std::vector<Row> rows;
     context_rows(rows);
     pd_mr_rows(rows);
+    mw_rows(rows);
     cq_rows(rows);
     wq_rows(rows);
     qp_rows(rows);

@@ -174,8 +174,11 @@ TEST_CASE("ibv_post_send: state and per-WR checks", "[ib_qp][post]") {
         CHECK(post_send(rc.qp, wr, &bad) == EINVAL);
         wr.sg_list = &sge;
         // As ints, stored by memcpy: an enum object never holds 99 (UBSan's -fsanitize=enum).
-        for (const int op : {int{IBV_WR_LOCAL_INV}, int{IBV_WR_BIND_MW}, int{IBV_WR_SEND_WITH_INV},
-                             int{IBV_WR_TSO}, 99}) {
+        wr.opcode = IBV_WR_SEND_WITH_INV; // RC only: UC has no such opcode
+        CHECK(post_send(uc.qp, wr, &bad) == EINVAL);
+        wr.opcode = IBV_WR_LOCAL_INV; // RC and UC (device/README.md, "Memory windows")
+        CHECK(post_send(ud.qp, wr, &bad) == EINVAL);
+        for (const int op : {int{IBV_WR_TSO}, 99}) {
             CAPTURE(op);
             std::memcpy(&wr.opcode, &op, sizeof op);
             CHECK(post_send(rc.qp, wr, &bad) == EINVAL);
