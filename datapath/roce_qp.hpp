@@ -86,6 +86,13 @@ enum class SendOp : std::uint8_t {
     local,
 };
 
+// What takes a READ / atomic credit and is answered by a response (an
+// ATOMIC WRITE by an empty READ RESPONSE ONLY).
+constexpr bool is_read_or_atomic(SendOp op) noexcept {
+    return op == SendOp::read || op == SendOp::cmp_swp || op == SendOp::fetch_add ||
+           op == SendOp::atomic_write;
+}
+
 // One send work request, already decoded from ibv_send_wr / ibv_wr_*.
 struct SendWr {
     std::uint64_t wr_id = 0;
@@ -230,10 +237,12 @@ private:
     void go_back(std::uint32_t psn) noexcept;
     void arm_ack_timer(std::uint64_t now_ns, bool restart) noexcept;
 
-    // completer (roce_completer.cpp)
+    // completer (roce_completer.cpp; READ and atomic answers: roce_responses.cpp)
     RoceRx on_ack(const net::RocePacket& p, std::uint64_t now_ns) noexcept;
     RoceRx on_read_response(const net::RocePacket& p, std::uint64_t now_ns) noexcept;
     RoceRx on_atomic_ack(const net::RocePacket& p, std::uint64_t now_ns) noexcept;
+    RoceRx on_atomic_write_response(const net::RocePacket& p, std::uint32_t idx,
+                                    std::uint64_t now_ns) noexcept;
     bool ack_through(std::uint32_t psn, std::uint64_t now_ns) noexcept;
     void retire() noexcept;
     void complete_send(SendSlot& s, std::uint8_t status) noexcept;
@@ -241,7 +250,7 @@ private:
     void enter_error() noexcept; // on its own: flush, and tell the host
     void flush_all() noexcept;
 
-    // responder (roce_responder.cpp, roce_unreliable.cpp)
+    // responder (roce_responder.cpp, roce_read_atomic.cpp, roce_unreliable.cpp)
     RoceRx rc_request(const net::RocePacket& p, std::uint64_t now_ns) noexcept;
     RoceRx rc_duplicate(const net::RocePacket& p, std::uint64_t now_ns) noexcept;
     RoceRx rc_send(const net::RocePacket& p, std::uint64_t now_ns) noexcept;
@@ -249,8 +258,6 @@ private:
     RoceRx rc_read(const net::RocePacket& p, std::uint64_t now_ns) noexcept;
     RoceRx rc_atomic(const net::RocePacket& p, std::uint64_t now_ns) noexcept;
     RoceRx rc_atomic_write(const net::RocePacket& p, std::uint64_t now_ns) noexcept;
-    RoceRx on_atomic_write_response(const net::RocePacket& p, std::uint32_t idx,
-                                    std::uint64_t now_ns) noexcept;
     RoceRx responder_fail(RoceRx why, net::NakCode code, std::uint32_t psn,
                           std::uint64_t now_ns) noexcept;
     void send_read_responses(std::uint32_t psn, const std::uint8_t* src, std::uint32_t len,
