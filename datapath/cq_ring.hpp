@@ -20,6 +20,8 @@ struct Cqe {
     std::uint32_t vendor_err = 0;
     std::uint32_t imm_data = 0; // as ibv_wc.imm_data: network byte order (IBV_WC_WITH_IMM)
     std::uint32_t src_qp = 0;   // UD receives: the sender's QPN (from the DETH)
+    std::uint32_t tm_priv = 0;  // tag-matched receive: the TMH's app_ctx (ibv_wc_tm_info.priv)
+    std::uint64_t tm_tag = 0;   // tag-matched receive: the TMH's tag (ibv_wc_tm_info.tag)
     std::uint16_t cvlan = 0;  // stripped TCI, host order; 0 when nothing was stripped
     std::uint8_t status = 0;  // enum ibv_wc_status
     std::uint8_t opcode = 0;  // enum ibv_wc_opcode

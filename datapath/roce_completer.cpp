@@ -186,6 +186,7 @@ RoceRx RoceQp::on_ack(const net::RocePacket& p, std::uint64_t now_ns) noexcept {
 }
 
 void RoceQp::complete_send(SendSlot& s, std::uint8_t status) noexcept {
+    if (s.wr.tm != SendWr::Tm::none) return tm_send_done(s, status); // the responder's own
     Cqe c;
     c.wr_id = s.wr.wr_id;
     c.timestamp_ns = now_ns_;

@@ -17,7 +17,10 @@ RoceQp::RoceQp(TransportHost& host, const MrTable& mrs, const TransportLimits& l
     limits_.max_recv_sge = std::max(1u, limits_.max_recv_sge);
     limits_.window = std::clamp(limits_.window, 1u, 1u << 22);
     limits_.ack_every = std::max(1u, limits_.ack_every);
-    const std::uint32_t cap = std::bit_ceil(std::max(1u, limits_.max_send_wr));
+    user_cap_ = std::bit_ceil(std::max(1u, limits_.max_send_wr));
+    // Tag matching: slots only the rendezvous takes, and room for a FIN's TMH inline.
+    const std::uint32_t cap = std::bit_ceil(user_cap_ + limits_.tm_reserve);
+    if (limits_.tm_reserve > 0) limits_.max_inline = std::max(limits_.max_inline, 16u);
     sq_mask_ = cap - 1;
     slots_.assign(cap, SendSlot{});
     sq_sges_.assign(static_cast<std::size_t>(cap) * limits_.max_send_sge, Sge{});
@@ -64,7 +67,7 @@ void RoceQp::modify(const TransportAttrs& attrs, TransportState state,
     switch (state) {
     case TransportState::reset:
         sq_tail_ = assigned_ = send_idx_ = sq_head_;
-        send_pkt_ = rd_in_flight_ = 0;
+        send_pkt_ = rd_in_flight_ = tm_inflight_ = 0;
         ack_deadline_ = rnr_deadline_ = kNoDeadline;
         read_gap_pending_ = false;
         reset_responder();

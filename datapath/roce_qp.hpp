@@ -10,6 +10,7 @@
 // memory is read when a packet is (re)sent, as hardware does.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -67,6 +68,9 @@ struct TransportLimits {
     std::uint32_t max_recv_sge = 4; // at least the RQ's or SRQ's max_sge (a WQE is copied whole)
     std::uint32_t window = 512;     // request PSNs in flight before the requester waits for ACKs
     std::uint32_t ack_every = 32;   // the responder ACKs at least every this many packets
+    // Send slots beyond max_send_wr that only the responder's rendezvous
+    // (tag matching: an RDMA READ and its FIN each) may take; 0 without a TM SRQ.
+    std::uint32_t tm_reserve = 0;
 };
 
 // `local`: a WR that sends nothing (a memory window bind or a local
@@ -117,6 +121,12 @@ struct SendWr {
     // local only: the completion's enum ibv_wc_opcode and enum ibv_wc_status.
     std::uint8_t local_opcode = 0;
     std::uint8_t local_status = 0;
+    // Tag matching (datapath/README.md, "Tag matching"): a WR the responder
+    // posted for a matched rendezvous, never completed on the send CQ. rndv_read
+    // reads the sender's buffer into the tagged buffer (wr_id: the tagged
+    // buffer's recv_wr_id, compare_add: the tag, imm: app_ctx); fin is the
+    // 16-byte TMH (opcode FIN) sent once the data is in.
+    enum class Tm : std::uint8_t { none, rndv_read, fin } tm = Tm::none;
 };
 
 // A posted receive WQE as the host lends it (its RQ's or SRQ's front).
@@ -157,6 +167,15 @@ public:
     // and complete_recv use that SRQ until the next call); nullptr
     // otherwise (an INI QP, an unknown SRQ, another domain's).
     virtual const void* select_xrc_srq(std::uint32_t /*srqn*/) noexcept { return nullptr; }
+    // Tag matching (an RC QP on a tag-matching SRQ; datapath/README.md, "Tag
+    // matching"). tag_matching(): SENDs start with an ibv_tmh. match_tag: the
+    // first posted tagged buffer whose (tag & mask) == its tag, consumed and
+    // lent as a WQE (wr_id = its recv_wr_id); false when none matches (or
+    // matching waits for a sync). unexpected_tag: a tagged message went to the
+    // SRQ's ordinary WQE; true asks for IBV_WC_TM_SYNC_REQ on its completion.
+    virtual bool tag_matching() noexcept { return false; }
+    virtual bool match_tag(std::uint64_t /*tag*/, RecvView& /*out*/) noexcept { return false; }
+    virtual bool unexpected_tag() noexcept { return false; }
     // A SEND with invalidate arrived whole on this QP: invalidate the window
     // `rkey` names. False (nothing changed) when it is not a window this QP
     // may invalidate; a host without windows has none.
@@ -198,7 +217,7 @@ public:
     [[nodiscard]] TransportState state() const noexcept { return state_; }
     [[nodiscard]] const TransportAttrs& attrs() const noexcept { return attrs_; }
     [[nodiscard]] const RoceCounters& counters() const noexcept { return counters_; }
-    [[nodiscard]] std::uint32_t send_queue_size() const noexcept { return sq_head_ - sq_tail_; }
+    [[nodiscard]] std::uint32_t send_queue_size() const noexcept { return sq_head_ - sq_tail_ - tm_inflight_; } // the program's WRs
     [[nodiscard]] std::uint32_t expected_psn() const noexcept { return epsn_; }
     [[nodiscard]] std::uint32_t next_send_psn() const noexcept { return next_psn_; }
 
@@ -275,6 +294,17 @@ private:
                        bool solicited = false) noexcept;
     void reset_responder() noexcept;
 
+    // tag matching (roce_tag_matching.cpp)
+    enum class TmMsg : std::uint8_t { none, no_tag, unexpected, eager, rndv };
+    // First packet of a SEND on a TM QP: takes the tagged buffer or the
+    // ordinary WQE; false when neither is there (RNR).
+    bool tm_take(const net::RocePacket& p) noexcept;
+    [[nodiscard]] std::uint8_t tm_wc_opcode() const noexcept;
+    [[nodiscard]] std::uint32_t tm_wc_flags() const noexcept;
+    void tm_start_rndv(std::uint64_t now_ns) noexcept; // the matched RNDV's READ
+    void tm_send_done(const SendSlot& s, std::uint8_t status) noexcept;
+    bool post_internal(const SendWr& wr, std::span<const Sge> sges) noexcept;
+
     void transmit(const net::RocePath& path, const net::RoceHeaders& h,
                   std::span<const std::span<const std::uint8_t>> payload,
                   std::uint64_t now_ns) noexcept;
@@ -332,6 +362,19 @@ private:
     std::uint32_t unacked_ = 0;   // packets accepted since the last ACK
     std::vector<RdAtomicSlot> rd_slots_;
     std::uint32_t rd_next_ = 0;
+
+    // tag matching
+    std::uint32_t user_cap_ = 0;    // send slots the program may fill (max_send_wr rounded)
+    std::uint32_t tm_inflight_ = 0; // rendezvous WRs posted, not retired
+    TmMsg tm_msg_ = TmMsg::none;    // the SEND in progress on a TM QP
+    bool tm_sync_req_ = false;
+    std::uint32_t tm_skip_ = 0; // header bytes not placed (a matched EAGER's TMH)
+    std::uint32_t tm_priv_ = 0;
+    std::uint64_t tm_tag_ = 0;
+    std::uint64_t tm_va_ = 0; // a matched RNDV's RVH
+    std::uint32_t tm_rkey_ = 0;
+    std::uint32_t tm_len_ = 0;
+    std::array<std::uint8_t, 16> tm_fin_{}; // the FIN's TMH (sent from the inline buffer)
 };
 
 } // namespace rdmasim::datapath

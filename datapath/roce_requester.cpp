@@ -67,7 +67,7 @@ int RoceQp::post_send(const SendWr& wr, std::span<const Sge> sges, std::uint64_t
     if (wr.op == SendOp::atomic_write && (t != QpTransport::rc || attrs_.xrc || !sges.empty()))
         return EINVAL; // its 8 bytes travel in the WR; RC only (no XRC opcode for it)
     if (total > kMaxMessage) return EINVAL;
-    if (sq_head_ - sq_tail_ > sq_mask_) return ENOMEM;
+    if (sq_head_ - sq_tail_ - tm_inflight_ >= user_cap_) return ENOMEM; // rendezvous slots apart
 
     SendSlot& s = slot(sq_head_);
     s = SendSlot{};

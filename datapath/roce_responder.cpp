@@ -37,6 +37,8 @@ void RoceQp::reset_responder() noexcept {
     write_dst_ = nullptr;
     write_len_ = 0;
     unacked_ = 0;
+    tm_msg_ = TmMsg::none;
+    tm_skip_ = 0;
 }
 
 bool RoceQp::take_recv_wqe() noexcept {
@@ -72,6 +74,10 @@ void RoceQp::complete_recv(std::uint8_t status, std::uint8_t opcode, std::uint32
                                                 : 0;
     c.src_qp = src_qp;
     c.solicited = solicited;
+    if (tm_msg_ == TmMsg::eager || tm_msg_ == TmMsg::rndv) {
+        c.tm_tag = tm_tag_;
+        c.tm_priv = tm_priv_;
+    }
     have_wqe_ = false;
     host_.complete_recv(c);
 }
@@ -220,8 +226,10 @@ RoceRx RoceQp::rc_duplicate(const net::RocePacket& p, std::uint64_t now_ns) noex
 RoceRx RoceQp::rc_send(const net::RocePacket& p, std::uint64_t now_ns) noexcept {
     const auto pos = p.info->position;
     const std::uint32_t psn = p.headers.bth.psn;
-    if (pos == SegmentPosition::first || pos == SegmentPosition::only) {
-        if (!take_recv_wqe()) {
+    const bool first = pos == SegmentPosition::first || pos == SegmentPosition::only;
+    if (first) {
+        // On a tag-matching QP the TMH picks the buffer (roce_tag_matching.cpp).
+        if (!(host_.tag_matching() ? tm_take(p) : take_recv_wqe())) {
             send_aeth(static_cast<std::uint8_t>(RoceOpcode::rc_ack),
                       net::Aeth::make_syndrome(net::AckKind::rnr_nak, attrs_.min_rnr_timer), psn,
                       now_ns);
@@ -229,13 +237,17 @@ RoceRx RoceQp::rc_send(const net::RocePacket& p, std::uint64_t now_ns) noexcept 
         }
         msg_off_ = 0;
     }
-    const auto len = static_cast<std::uint32_t>(p.payload.size());
+    // msg_off_ counts bytes placed: a matched EAGER's TMH and a matched
+    // RNDV's headers are not.
+    const auto data = p.payload.subspan(first ? std::min<std::size_t>(tm_skip_, p.payload.size()) : 0);
+    const auto len = static_cast<std::uint32_t>(data.size());
+    const std::uint8_t rop = tm_msg_ != TmMsg::none ? tm_wc_opcode() : std::uint8_t{IBV_WC_RECV};
     if (len > rwqe_len_ - std::min(rwqe_len_, msg_off_)) {
-        complete_recv(IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, 0, 0, 0);
+        complete_recv(IBV_WC_LOC_LEN_ERR, rop, 0, 0, 0, 0);
         return responder_fail(RoceRx::length_error, net::NakCode::invalid_request, psn, now_ns);
     }
-    if (!place(msg_off_, p.payload)) {
-        complete_recv(IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, 0, 0, 0);
+    if (!place(msg_off_, data)) {
+        complete_recv(IBV_WC_LOC_PROT_ERR, rop, 0, 0, 0, 0);
         return responder_fail(RoceRx::remote_operation, net::NakCode::remote_operational_error, psn,
                               now_ns);
     }
@@ -246,20 +258,24 @@ RoceRx RoceQp::rc_send(const net::RocePacket& p, std::uint64_t now_ns) noexcept 
         // SEND with invalidate: the IETH's window goes once the data is placed
         // (IBA 9.4.1.1); one this QP may not invalidate is an invalid request.
         if (inv && !host_.invalidate_rkey(p.headers.ieth.rkey)) {
-            complete_recv(IBV_WC_REM_INV_REQ_ERR, IBV_WC_RECV, 0, 0, 0, 0);
+            complete_recv(IBV_WC_REM_INV_REQ_ERR, rop, 0, 0, 0, 0);
             return responder_fail(RoceRx::invalid_request, net::NakCode::invalid_request, psn,
                                   now_ns);
         }
         msn_ = net::psn_add(msn_, 1);
         in_msg_ = InMsg::none;
         const bool imm = p.info->immediate();
-        complete_recv(IBV_WC_SUCCESS, IBV_WC_RECV, msg_off_,
-                      imm ? IBV_WC_WITH_IMM : inv ? IBV_WC_WITH_INV : 0,
-                      inv ? p.headers.ieth.rkey : p.headers.imm.value, 0, p.headers.bth.solicited);
+        const std::uint32_t tm_flags = tm_msg_ != TmMsg::none ? tm_wc_flags() : 0;
+        if (tm_msg_ != TmMsg::rndv) // a matched RNDV completes after its ACK (below)
+            complete_recv(IBV_WC_SUCCESS, rop, msg_off_,
+                          tm_flags | (imm ? IBV_WC_WITH_IMM : inv ? IBV_WC_WITH_INV : 0),
+                          inv ? p.headers.ieth.rkey : p.headers.imm.value, 0, p.headers.bth.solicited);
     } else {
         in_msg_ = InMsg::send;
     }
     after_accept(p, end, now_ns);
+    if (end && tm_msg_ == TmMsg::rndv) tm_start_rndv(now_ns);
+    if (end) tm_msg_ = TmMsg::none;
     return RoceRx::consumed;
 }
 

@@ -13,6 +13,7 @@
 #include "device/abi/ops.hpp"
 #include "device/abi/sysfs.hpp"
 #include "device/abi_guard.hpp"
+#include "device/tm_srq.hpp"
 #include "device/verb_faults.hpp"
 
 namespace rdmasim::device {
@@ -190,6 +191,11 @@ int query_device_ex(ibv_context* context, const ibv_query_device_ex_input* input
                         (c.ip_csum ? IBV_RAW_PACKET_CAP_IP_CSUM : 0) |
                         (c.delay_drop ? IBV_RAW_PACKET_CAP_DELAY_DROP : 0);
     a.phys_port_cnt_ex = 1;
+    a.tm_caps.max_rndv_hdr_size = kTmMaxRndvHdr; // mlx5's (device/tm_srq.hpp)
+    a.tm_caps.max_num_tags = kTmMaxNumTags;
+    a.tm_caps.flags = IBV_TM_CAP_RC;
+    a.tm_caps.max_ops = std::min(kTmMaxOps, c.max_qp_wr);
+    a.tm_caps.max_sge = kTmMaxSge;
     std::memcpy(attr, &a, std::min(attr_size, sizeof a));
     return 0;
 }

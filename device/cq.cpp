@@ -47,7 +47,10 @@ uint8_t read_dlid_path_bits(ibv_cq_ex*) { return 0; }
 uint64_t read_completion_ts(ibv_cq_ex* c) { return cq_of(c)->current.timestamp_ns; }
 uint16_t read_cvlan(ibv_cq_ex* c) { return cq_of(c)->current.cvlan; }
 uint32_t read_flow_tag(ibv_cq_ex*) { return 0; }
-void read_tm_info(ibv_cq_ex*, ibv_wc_tm_info* info) { std::memset(info, 0, sizeof *info); }
+void read_tm_info(ibv_cq_ex* c, ibv_wc_tm_info* info) {
+    info->tag = cq_of(c)->current.tm_tag;
+    info->priv = cq_of(c)->current.tm_priv;
+}
 uint64_t read_wallclock_ns(ibv_cq_ex* c) { return cq_of(c)->current.timestamp_ns; }
 
 // Takes one fired CQ's token off the channel's eventfd (EFD_SEMAPHORE: one

@@ -43,6 +43,7 @@ struct Qp;
 struct Flow;
 struct Ah;
 struct Srq;
+struct TagList;   // device/tm_srq.hpp
 class QpTransport; // device/qp_transport.hpp
 struct WrBuilder;  // device/qp_ex.hpp
 
@@ -261,6 +262,9 @@ struct Srq {
     // XRC SRQ (IBV_SRQT_XRC): its domain, and the CQ its receives complete on.
     Xrcd* xrcd = nullptr;
     Cq* cq = nullptr;
+    // Tag-matching SRQ (IBV_SRQT_TM; cq is where its list operations
+    // complete): the tag list, owned; under the port lock.
+    TagList* tm = nullptr;
     WorkRecvQueue rq;
     // Armed limit (0: not armed): when a WQE taken leaves fewer posted,
     // IBV_EVENT_SRQ_LIMIT_REACHED and the limit disarms. Under the port lock.

@@ -271,6 +271,9 @@ ibv_qp* create_ib_qp(Context& ctx, ibv_qp_init_attr_ex& attr) noexcept {
         limits.max_recv_sge = xrc_tgt   ? dev.caps.max_srq_sge // any XRC SRQ of its domain
                               : qp->srq ? qp->srq->rq.max_sge
                                         : std::max<std::uint32_t>(sz.recv_sge, 1);
+        // A tag-matching SRQ's rendezvous: READ and FIN slots of the QP's own
+        // (datapath/README.md, "Tag matching"), 8 rendezvous at a time.
+        if (qp->srq != nullptr && qp->srq->tm != nullptr) limits.tm_reserve = 16;
         if (attr.comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
             if (int err = make_extended(*qp, attr.send_ops_flags)) return fail<ibv_qp>(err);
         {

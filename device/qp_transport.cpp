@@ -13,6 +13,7 @@
 #include "device/qp_ib.hpp"
 #include "device/qp_state.hpp"
 #include "device/srq.hpp"
+#include "device/tm_srq.hpp"
 #include "device/xrcd.hpp"
 
 namespace rdmasim::device {
@@ -165,6 +166,17 @@ void QpTransport::complete_recv(const datapath::Cqe& cqe) noexcept {
 }
 
 bool QpTransport::invalidate_rkey(std::uint32_t rkey) noexcept { return invalidate_window(qp_, rkey); }
+
+// Tag matching: an RC QP on a tag-matching SRQ (device/tm_srq.hpp).
+bool QpTransport::tag_matching() noexcept {
+    return qp_.srq != nullptr && qp_.srq->tm != nullptr && qp_.ibqp.qp_type == IBV_QPT_RC;
+}
+
+bool QpTransport::match_tag(std::uint64_t tag, datapath::RecvView& out) noexcept {
+    return device::match_tag(*qp_.srq->tm, tag, out.wqe, out.sges);
+}
+
+bool QpTransport::unexpected_tag() noexcept { return count_unexpected(*qp_.srq->tm); }
 
 void QpTransport::event(datapath::TransportEvent kind) noexcept {
     using E = datapath::TransportEvent;

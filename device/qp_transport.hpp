@@ -42,6 +42,9 @@ public:
     void event(datapath::TransportEvent kind) noexcept override;
     const void* select_xrc_srq(std::uint32_t srqn) noexcept override;
     bool invalidate_rkey(std::uint32_t rkey) noexcept override;
+    bool tag_matching() noexcept override;
+    bool match_tag(std::uint64_t tag, datapath::RecvView& out) noexcept override;
+    bool unexpected_tag() noexcept override;
 
 private:
     [[nodiscard]] datapath::TransportAttrs attrs_from_qp() const noexcept;

@@ -13,6 +13,7 @@
 #include "device/context.hpp"
 #include "device/async_events.hpp"
 #include "device/qp_ib.hpp"
+#include "device/tm_srq.hpp"
 #include "device/xrcd.hpp"
 
 namespace rdmasim::device {
@@ -25,9 +26,10 @@ std::uint32_t pow2_at_least(std::uint64_t v) noexcept {
     return static_cast<std::uint32_t>(p);
 }
 
-// `xrcd` and `cq`: an XRC SRQ's domain and completion queue (both or neither).
+// `xrcd` and `cq`: an XRC SRQ's domain and completion queue (both or
+// neither); `tm`: a tag-matching SRQ's attributes (device/tm_srq.hpp).
 ibv_srq* make_srq(ibv_pd* pd, void* srq_context, ibv_srq_attr& a, Xrcd* xrcd = nullptr,
-                  Cq* cq = nullptr) {
+                  Cq* cq = nullptr, const ibv_srq_init_attr_ex* tm = nullptr) {
     Context& ctx = *from_verbs(pd->context);
     const Capabilities& caps = ctx.device->caps;
     if (a.max_wr > caps.max_srq_wr || a.max_sge > caps.max_srq_sge) return fail<ibv_srq>(EINVAL);
@@ -59,6 +61,11 @@ ibv_srq* make_srq(ibv_pd* pd, void* srq_context, ibv_srq_attr& a, Xrcd* xrcd = n
     s.handle = ctx.device->next_handle.fetch_add(1);
     pthread_mutex_init(&s.mutex, nullptr);
     pthread_cond_init(&s.cond, nullptr);
+    if (tm != nullptr) {
+        if (int err = make_tag_list(*srq, *tm, srq->tm)) return fail<ibv_srq>(err);
+        srq->cq = from_verbs(tm->cq);
+        srq->cq->users.fetch_add(1);
+    }
     a.max_wr = srq->rq.max_post;
     a.max_sge = srq->rq.max_sge;
     if (xrcd != nullptr) {
@@ -89,13 +96,14 @@ ibv_srq* create_srq_ex(ibv_context* context, ibv_srq_init_attr_ex* attr) noexcep
         if (attr->comp_mask >= IBV_SRQ_INIT_ATTR_RESERVED) return fail<ibv_srq>(EINVAL);
         const std::int64_t type =
             (attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) ? raw_enum(attr->srq_type) : std::int64_t{IBV_SRQT_BASIC};
-        if (type != IBV_SRQT_BASIC && type != IBV_SRQT_XRC)
-            return fail<ibv_srq>(EOPNOTSUPP); // tag matching
-        if (attr->comp_mask & IBV_SRQ_INIT_ATTR_TM) return fail<ibv_srq>(EOPNOTSUPP);
+        if (type != IBV_SRQT_BASIC && type != IBV_SRQT_XRC && type != IBV_SRQT_TM)
+            return fail<ibv_srq>(EINVAL); // mlx5_create_srq_ex
         if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || attr->pd == nullptr ||
             attr->pd->context != context)
             return fail<ibv_srq>(EINVAL);
         if (type == IBV_SRQT_BASIC) return make_srq(attr->pd, attr->srq_context, attr->attr);
+        if (type == IBV_SRQT_TM) // tm_cap and an extended CQ (device/tm_srq.cpp)
+            return make_srq(attr->pd, attr->srq_context, attr->attr, nullptr, nullptr, attr);
         // XRC (ibv_create_srq_ex(3)): a domain and a CQ of this context.
         const unsigned xrc_mask = IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
         if ((attr->comp_mask & xrc_mask) != xrc_mask || attr->xrcd == nullptr ||
@@ -144,6 +152,10 @@ int destroy_srq(ibv_srq* s) noexcept {
             remove_xrc_srq(*srq);
             srq->xrcd->users.fetch_sub(1);
             srq->cq->users.fetch_sub(1);
+        }
+        if (srq->tm != nullptr) {
+            srq->cq->users.fetch_sub(1);
+            delete srq->tm;
         }
         forget_async_events(*srq->ctx, s);
         const std::uint32_t reported = srq->events_reported;

@@ -1,5 +1,5 @@
 // Shared receive queues (device/README.md, "Shared receive queues"): basic
-// and XRC SRQs (tag matching is EOPNOTSUPP).
+// XRC and tag-matching SRQs (the tag list: device/tm_srq.hpp).
 #pragma once
 
 #include "device/objects.hpp"

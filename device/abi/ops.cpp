@@ -1,6 +1,6 @@
 // The ops table, one assignment a slot: each slot the device model implements,
 // bound to the verb that implements it (context.cpp, cq.cpp, mw.cpp, qp.cpp, srq.cpp,
-// wq.cpp, flow.cpp, xrcd.cpp). open_device() installs it into every new context.
+// tm_srq.cpp, wq.cpp, flow.cpp, xrcd.cpp). open_device() installs it into every new context.
 #include "device/abi/ops.hpp"
 
 #include "device/context.hpp"
@@ -10,6 +10,7 @@
 #include "device/pd.hpp"
 #include "device/qp.hpp"
 #include "device/srq.hpp"
+#include "device/tm_srq.hpp"
 #include "device/wq.hpp"
 #include "device/xrcd.hpp"
 
@@ -45,6 +46,7 @@ void install_ops(verbs_context& v) noexcept {
     v.alloc_parent_domain = alloc_parent_domain;
     v.create_srq_ex = create_srq_ex;
     v.get_srq_num = get_srq_num;
+    v.post_srq_ops = post_srq_ops;
     v.open_xrcd = open_xrcd;
     v.close_xrcd = close_xrcd;
     v.ibv_create_flow = create_flow;
