@@ -39,7 +39,7 @@ void complete_op(Srq& srq, const ibv_ops_wr& wr, std::uint8_t opcode, std::uint8
 // One operation, checked as mlx5_post_srq_ops checks it; 0 or the errno.
 int apply_op(Srq& srq, TagList& l, ibv_ops_wr& wr, std::uint64_t now_ns) noexcept {
     const bool signaled = (wr.flags & IBV_OPS_SIGNALED) != 0;
-    switch (static_cast<std::int64_t>(wr.opcode)) {
+    switch (raw_enum(wr.opcode)) { // as an integer: a C caller may pass any value
     case IBV_WR_TAG_ADD: {
         if (wr.tm.add.num_sge < 0 || static_cast<std::uint32_t>(wr.tm.add.num_sge) > kTmMaxSge ||
             (wr.tm.add.num_sge > 0 && wr.tm.add.sg_list == nullptr))
