@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <mutex>
 
+#include "device/abi_guard.hpp"
 #include "device/context.hpp"
 #include "device/device.hpp"
 #include "device/qp_transport.hpp"
