@@ -250,6 +250,12 @@ private:
         return &sq_inline_[static_cast<std::size_t>(i & sq_mask_) * limits_.max_inline];
     }
     void pump(std::uint64_t now_ns) noexcept;
+    // Fills the slot at sq_head_ with `wr` (its SGEs, or their bytes copied
+    // when inline) and `length`; the caller advances sq_head_.
+    void fill_head_slot(const SendWr& wr, std::span<const Sge> sges, std::uint32_t length) noexcept;
+    // The oldest READ or atomic not answered yet: answers come back in request
+    // order. assigned_ when there is none.
+    [[nodiscard]] std::uint32_t oldest_unanswered() noexcept;
     bool send_packet(std::uint32_t idx, std::uint32_t pkt, std::uint64_t now_ns) noexcept;
     bool send_read_request(std::uint32_t idx, std::uint32_t pkt, std::uint64_t now_ns) noexcept;
     bool gather(std::uint32_t idx, std::uint32_t offset, std::uint32_t len) noexcept;

@@ -69,10 +69,24 @@ int RoceQp::post_send(const SendWr& wr, std::span<const Sge> sges, std::uint64_t
     if (total > kMaxMessage) return EINVAL;
     if (sq_head_ - sq_tail_ - tm_inflight_ >= user_cap_) return ENOMEM; // rendezvous slots apart
 
+    fill_head_slot(wr, sges,
+                   is_atomic(wr.op) || wr.op == SendOp::atomic_write ? 8 : static_cast<std::uint32_t>(total));
+    if (state_ == TransportState::error) {
+        // Flushed at once, in order: everything before it was flushed already.
+        ++sq_head_;
+        fail_send(sq_tail_, IBV_WC_WR_FLUSH_ERR);
+        return 0;
+    }
+    ++sq_head_;
+    if (state_ == TransportState::rts) pump(now_ns);
+    return 0;
+}
+
+void RoceQp::fill_head_slot(const SendWr& wr, std::span<const Sge> sges, std::uint32_t length) noexcept {
     SendSlot& s = slot(sq_head_);
     s = SendSlot{};
     s.wr = wr;
-    s.length = is_atomic(wr.op) || wr.op == SendOp::atomic_write ? 8 : static_cast<std::uint32_t>(total);
+    s.length = length;
     if (wr.inline_data) {
         std::uint8_t* dst = slot_inline(sq_head_);
         for (const Sge& g : sges) {
@@ -83,15 +97,6 @@ int RoceQp::post_send(const SendWr& wr, std::span<const Sge> sges, std::uint64_t
         s.num_sge = static_cast<std::uint32_t>(sges.size());
         std::copy(sges.begin(), sges.end(), slot_sges(sq_head_));
     }
-    if (state_ == TransportState::error) {
-        // Flushed at once, in order: everything before it was flushed already.
-        ++sq_head_;
-        fail_send(sq_tail_, IBV_WC_WR_FLUSH_ERR);
-        return 0;
-    }
-    ++sq_head_;
-    if (state_ == TransportState::rts) pump(now_ns);
-    return 0;
 }
 
 // Collects [offset, offset + len) of slot idx's data into pieces_ (local

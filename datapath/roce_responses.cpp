@@ -13,15 +13,14 @@ namespace rdmasim::datapath {
 
 using net::RoceOpcode;
 
-RoceRx RoceQp::on_read_response(const net::RocePacket& p, std::uint64_t now_ns) noexcept {
-    // Responses come back in request order: they belong to the oldest READ
-    // or atomic not answered yet.
-    std::uint32_t idx = assigned_;
+std::uint32_t RoceQp::oldest_unanswered() noexcept {
     for (std::uint32_t i = sq_tail_; i != assigned_; ++i)
-        if (!slot(i).done && is_read_or_atomic(slot(i).wr.op)) {
-            idx = i;
-            break;
-        }
+        if (!slot(i).done && is_read_or_atomic(slot(i).wr.op)) return i;
+    return assigned_;
+}
+
+RoceRx RoceQp::on_read_response(const net::RocePacket& p, std::uint64_t now_ns) noexcept {
+    const std::uint32_t idx = oldest_unanswered();
     if (idx != assigned_ && slot(idx).wr.op == SendOp::atomic_write)
         return on_atomic_write_response(p, idx, now_ns);
     if (idx == assigned_ || slot(idx).wr.op != SendOp::read) return RoceRx::stale_ack;
@@ -80,12 +79,7 @@ RoceRx RoceQp::on_read_response(const net::RocePacket& p, std::uint64_t now_ns) 
 }
 
 RoceRx RoceQp::on_atomic_ack(const net::RocePacket& p, std::uint64_t now_ns) noexcept {
-    std::uint32_t idx = assigned_;
-    for (std::uint32_t i = sq_tail_; i != assigned_; ++i)
-        if (!slot(i).done && is_read_or_atomic(slot(i).wr.op)) {
-            idx = i;
-            break;
-        }
+    const std::uint32_t idx = oldest_unanswered();
     if (idx == assigned_ || slot(idx).wr.op == SendOp::read ||
         slot(idx).wr.op == SendOp::atomic_write)
         return RoceRx::stale_ack;

@@ -98,23 +98,10 @@ std::uint32_t RoceQp::tm_wc_flags() const noexcept {
 
 bool RoceQp::post_internal(const SendWr& wr, std::span<const Sge> sges) noexcept {
     if (state_ != TransportState::rts || sq_head_ - sq_tail_ > sq_mask_) return false;
-    SendSlot& s = slot(sq_head_);
-    s = SendSlot{};
-    s.wr = wr;
     std::uint32_t total = 0;
     for (const Sge& g : sges)
         total += g.length;
-    s.length = total;
-    if (wr.inline_data) {
-        std::uint8_t* dst = slot_inline(sq_head_);
-        for (const Sge& g : sges) {
-            std::memcpy(dst, reinterpret_cast<const void*>(g.addr), g.length);
-            dst += g.length;
-        }
-    } else {
-        s.num_sge = static_cast<std::uint32_t>(sges.size());
-        std::copy(sges.begin(), sges.end(), slot_sges(sq_head_));
-    }
+    fill_head_slot(wr, sges, total);
     ++sq_head_;
     ++tm_inflight_;
     return true;
