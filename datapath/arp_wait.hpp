@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "datapath/counters.hpp"
+#include "datapath/uninit_bytes.hpp"
 #include "net/addresses.hpp"
 #include "net/frame_sink.hpp"
 
@@ -49,7 +50,7 @@ private:
         std::uint32_t off = 0;
         std::uint32_t len = 0;
     };
-    std::vector<std::uint8_t> bytes_; // frames back to back, oldest first
+    UninitBytes bytes_;               // frames back to back, oldest first
     std::vector<Entry> entries_;      // reserved: never grows past its capacity
     std::size_t used_ = 0;            // bytes_ in use
     ArpWaitCounters counters_;

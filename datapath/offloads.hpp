@@ -35,6 +35,8 @@ struct WqSettings {
 // The bytes a completion delivers, as up to three pieces to be written in
 // order: the frame around a stripped tag, and the FCS.
 struct RxImage {
+    // The frame from its first byte, or (stripped) its 12 MAC bytes and the
+    // bytes after the tag; then the 4 FCS bytes or nothing.
     std::array<std::span<const std::uint8_t>, 3> pieces{};
     std::uint32_t byte_len = 0;
     std::uint16_t cvlan = 0; // TCI stripped, host order

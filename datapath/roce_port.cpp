@@ -34,7 +34,7 @@ bool RocePort::queue_loopback(std::span<const std::uint8_t> frame) noexcept {
         counters_.loopback_overflow.add();
         return false;
     }
-    std::copy(frame.begin(), frame.end(), lb_bytes_.begin() + static_cast<std::ptrdiff_t>(off));
+    std::copy(frame.begin(), frame.end(), lb_bytes_.data() + off);
     lb_entries_[lb_head_ & (lb_entries_.size() - 1)] = {static_cast<std::uint32_t>(off),
                                                         static_cast<std::uint32_t>(len)};
     ++lb_head_;

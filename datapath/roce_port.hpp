@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "datapath/roce_qp.hpp"
+#include "datapath/uninit_bytes.hpp"
 #include "net/roce_frame.hpp"
 
 namespace rdmasim::datapath {
@@ -90,7 +91,7 @@ private:
         std::uint32_t off = 0;
         std::uint32_t len = 0;
     };
-    std::vector<std::uint8_t> lb_bytes_;
+    UninitBytes lb_bytes_;
     std::vector<LoopbackEntry> lb_entries_;   // power of two
     std::uint32_t lb_head_ = 0, lb_tail_ = 0; // free-running entry indices
     std::size_t lb_write_ = 0;                // where the next frame's bytes go

@@ -20,7 +20,7 @@ void RxQueue::init(const RxQueueConfig& config, CqRing* cq, const MrTable* mrs, 
 
 RxOutcome RxQueue::receive(const net::Frame& frame, const net::ParsedFrame& parsed,
                            std::uint64_t now_ns, bool delay_drop_armed, bool primary,
-                           RxTally& released) noexcept {
+                           RxTally* released) noexcept {
     counters_.frames.add();
     counters_.bytes.add(frame.len);
     if (!ready_) [[unlikely]]
@@ -30,7 +30,7 @@ RxOutcome RxQueue::receive(const net::Frame& frame, const net::ParsedFrame& pars
     // overtakes them, whether it then waits behind them or, with delay drop
     // disarmed, is judged on its own.
     if (!hold_.empty() && !ring_.empty()) [[unlikely]] {
-        released = release_held(now_ns);
+        *released = release_held(now_ns);
         if (!ready_) [[unlikely]] // a released frame stopped the queue
             return counted(RxOutcome::dropped(Drop::wq_not_ready));
     }

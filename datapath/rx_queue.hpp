@@ -81,10 +81,11 @@ public:
     // device's delay-drop mode. A non-primary frame is an extra copy (a
     // sniffer flow's): never held, and the port does not count its outcome.
     // Held frames go first: those the call releases to WQEs posted since they
-    // came are summed in `released` (left untouched when there are none).
+    // came are summed in `*released` (left untouched when there are none),
+    // which may be nullptr only when has_held() is false.
     [[nodiscard]] RxOutcome receive(const net::Frame& frame, const net::ParsedFrame& parsed,
                                     std::uint64_t now_ns, bool delay_drop_armed, bool primary,
-                                    RxTally& released) noexcept;
+                                    RxTally* released) noexcept;
     // Delivers held frames while WQEs are posted and the CQ has room.
     [[nodiscard]] RxTally release_held(std::uint64_t now_ns) noexcept;
     // Drops every held frame when the oldest has waited `timeout_ns`;

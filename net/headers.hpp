@@ -245,7 +245,7 @@ struct ParsedFrame {
     std::uint16_t vlan_tci = 0;   // full TCI (PCP, DEI, VID) when has_vlan
     std::uint16_t ether_type = 0; // after the tag when has_vlan
     std::uint16_t l3_offset = 0;  // 14, or 18 when tagged
-    L3Kind l3 = L3Kind::none;
+    L3Kind l3 = L3Kind::none;     // ipv4 / ipv6: a whole, well-formed header lies at l3_offset
     bool ip_fragment = false;     // IPv4 MF / offset: no L4 ports are read
     std::uint8_t ip_proto = 0;    // IPv4 protocol / IPv6 next header (no extension walking)
     std::uint16_t l4_offset = 0;

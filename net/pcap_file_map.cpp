@@ -81,6 +81,31 @@ bool PcapFileSource::next_mapped(pcap_pkthdr& hdr, const std::uint8_t*& data) no
     return true;
 }
 
+bool PcapFileSource::next_mapped_frame(Frame& out) noexcept {
+    const std::size_t left = map_len_ - map_offset_;
+    if (left < kRecordHeaderLen) return false; // the end, or a cut header
+    const std::uint8_t* rec = map_ + map_offset_;
+    const std::uint32_t caplen = load32(rec + 8, map_swapped_);
+    if (caplen > map_snapshot_ || caplen > left - kRecordHeaderLen) return false;
+    const std::uint32_t wire_len = load32(rec + 12, map_swapped_);
+    const std::uint32_t frac = load32(rec + 4, map_swapped_);
+    out.data = rec + kRecordHeaderLen;
+    out.len = std::min(caplen, wire_len); // as take(): never past what the wire carried
+    out.wire_len = wire_len;
+    out.fcs_len = out.len >= static_cast<std::uint32_t>(fcs_len_) ? static_cast<std::uint8_t>(fcs_len_) : 0;
+    out.ts_ns = std::uint64_t{load32(rec, map_swapped_)} * 1'000'000'000u +
+                (map_nano_ ? frac : std::uint64_t{frac} * 1000);
+    out.lost = false;
+    map_offset_ += kRecordHeaderLen + caplen;
+    ++counters_.frames;
+    counters_.bytes += out.len;
+    if (out.len < out.wire_len) [[unlikely]]
+        ++counters_.truncated_records;
+    if ((records_++ & 1023) == 0)
+        position_.store(static_cast<long long>(map_offset_), std::memory_order_relaxed);
+    return true;
+}
+
 int PcapFileSource::next_libpcap(pcap_pkthdr*& hdr, const std::uint8_t*& data) noexcept {
     FILE* f = map_ ? pcap_file(pcap_) : nullptr;
     if (f != nullptr && std::fseek(f, static_cast<long>(map_offset_), SEEK_SET) != 0) {

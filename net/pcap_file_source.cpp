@@ -281,6 +281,8 @@ void PcapFileSource::fail_read(const char* why) noexcept {
 }
 
 bool PcapFileSource::next(Frame& out) noexcept {
+    if (map_ != nullptr && link_ == Link::ethernet && next_mapped_frame(out)) [[likely]]
+        return true;
     while (!done_.load(std::memory_order_relaxed)) {
         pcap_pkthdr mapped;
         pcap_pkthdr* hdr = &mapped;

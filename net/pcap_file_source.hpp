@@ -111,6 +111,11 @@ private:
     // The next record from the mapping: true with its header and bytes, or
     // false when libpcap must read it (or the file ended: done_ set).
     bool next_mapped(pcap_pkthdr& hdr, const std::uint8_t*& data) noexcept;
+    // next()'s fast path, for an Ethernet capture: the next record from the
+    // mapping straight into `out`, counted as take() counts it; false (nothing
+    // consumed) for anything but an ordinary record, which next() then reads
+    // the general way.
+    bool next_mapped_frame(Frame& out) noexcept;
     // The next record through libpcap, from map_offset_ when mapped: 1, or
     // libpcap's return code.
     int next_libpcap(pcap_pkthdr*& hdr, const std::uint8_t*& data) noexcept;

@@ -58,7 +58,7 @@ struct Queue {
         f.ts_ns = now;
         port.frames.add();
         datapath::RxTally released;
-        const auto out = q.receive(f, net::parse_frame(f.payload()), now, armed, true, released);
+        const auto out = q.receive(f, net::parse_frame(f.payload()), now, armed, true, &released);
         port.count(released);
         port.count(out);
         return out;
