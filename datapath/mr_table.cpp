@@ -54,29 +54,6 @@ bool MrTable::rekey(std::uint32_t key, std::uint32_t new_key, const MrEntry& ent
     return true;
 }
 
-const MrEntry* MrTable::live(std::uint32_t key) const noexcept {
-    const std::uint32_t i = (key >> 8) - 1;
-    if ((key >> 8) == 0 || i >= capacity_) return nullptr;
-    const Slot& s = slots_[i];
-    if (s.lkey.load(std::memory_order_acquire) != key) return nullptr;
-    return &s.entry;
-}
-
-namespace {
-bool covers(const MrEntry& e, std::uint64_t addr, std::uint32_t length) noexcept {
-    return addr >= e.addr && length <= e.length && addr - e.addr <= e.length - length;
-}
-} // namespace
-
-std::uint8_t* MrTable::translate(std::uint32_t lkey, const void* pd, std::uint64_t addr,
-                                 std::uint32_t length, bool write) const noexcept {
-    const MrEntry* e = live(lkey);
-    if (e == nullptr || e->window || e->pd != pd || (write && !e->local_write) ||
-        !covers(*e, addr, length))
-        return nullptr;
-    return reinterpret_cast<std::uint8_t*>(e->host + (addr - e->addr));
-}
-
 std::uint8_t* MrTable::translate_remote(std::uint32_t rkey, const void* pd, std::uint64_t addr,
                                         std::uint32_t length, std::uint8_t access,
                                         std::uint32_t qpn) const noexcept {

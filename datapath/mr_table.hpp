@@ -65,8 +65,15 @@ public:
     // The MR check (datapath/README.md, "Per-frame order"): lkey names a live MR of `pd` with local write
     // access (or any access, for reads) that covers [addr, addr + length).
     // Returns the host address of `addr`, or nullptr when the check fails.
+    // Inline: the per-frame path calls it for every SGE it writes.
     [[nodiscard]] std::uint8_t* translate(std::uint32_t lkey, const void* pd, std::uint64_t addr,
-                                          std::uint32_t length, bool write) const noexcept;
+                                          std::uint32_t length, bool write) const noexcept {
+        const MrEntry* e = live(lkey);
+        if (e == nullptr || e->window || e->pd != pd || (write && !e->local_write) ||
+            !covers(*e, addr, length))
+            return nullptr;
+        return reinterpret_cast<std::uint8_t*>(e->host + (addr - e->addr));
+    }
     // The rkey check of a remote READ, WRITE or atomic (datapath/README.md,
     // "RoCE transport"): rkey names a live MR of `pd` granting every bit of
     // `access` that covers [addr, addr + length), or a bound window of `pd`
@@ -80,7 +87,17 @@ public:
                                                  std::uint32_t qpn = MrEntry::kAnyQp) const noexcept;
     [[nodiscard]] std::uint32_t capacity() const noexcept { return capacity_; }
     // The MR or window `key` names, or nullptr when it is not live.
-    [[nodiscard]] const MrEntry* live(std::uint32_t key) const noexcept;
+    [[nodiscard]] const MrEntry* live(std::uint32_t key) const noexcept {
+        const std::uint32_t i = (key >> 8) - 1;
+        if ((key >> 8) == 0 || i >= capacity_) return nullptr;
+        const Slot& s = slots_[i];
+        if (s.lkey.load(std::memory_order_acquire) != key) return nullptr;
+        return &s.entry;
+    }
+    // [addr, addr + length) lies inside the region `e` describes.
+    [[nodiscard]] static bool covers(const MrEntry& e, std::uint64_t addr, std::uint32_t length) noexcept {
+        return addr >= e.addr && length <= e.length && addr - e.addr <= e.length - length;
+    }
 
 private:
     struct Slot {

@@ -1,46 +1,14 @@
 #include "datapath/scatter.hpp"
 
-#include "datapath/small_copy.hpp"
-
 #include <array>
 #include <cstring>
 
 namespace rdmasim::datapath {
 
-ScatterStatus scatter(const Wqe& wqe, const Sge* sges, const RxImage& image, const MrTable& mrs,
-                      const void* pd, std::uint32_t pad_align) noexcept {
+ScatterStatus scatter_sges(const Wqe& wqe, const Sge* sges, const RxImage& image,
+                           const MrTable& mrs, const void* pd, std::uint32_t pad_align) noexcept {
     if (image.byte_len > wqe.total_len) [[unlikely]]
         return ScatterStatus::length_error;
-
-    // One SGE (the common WQE): the pieces go back to back, no SGE walk.
-    if (wqe.num_sge == 1 && image.byte_len != 0) [[likely]] {
-        const Sge& s = sges[0];
-        std::uint8_t* const host = mrs.translate(s.lkey, pd, s.addr, s.length, true);
-        if (host == nullptr) [[unlikely]]
-            return ScatterStatus::protection_error;
-        // The usual shapes (build_rx_image) get fixed-size moves: 12 MAC
-        // bytes before a stripped tag, 4 FCS bytes at the end.
-        const auto& p = image.pieces;
-        std::uint8_t* out = host;
-        if (p[0].size() == 12)
-            __builtin_memcpy(out, p[0].data(), 12);
-        else
-            copy_bytes(out, p[0].data(), p[0].size());
-        out += p[0].size();
-        if (!p[1].empty()) {
-            copy_bytes(out, p[1].data(), p[1].size());
-            out += p[1].size();
-        }
-        if (p[2].size() == 4)
-            __builtin_memcpy(out, p[2].data(), 4);
-        else
-            copy_bytes(out, p[2].data(), p[2].size());
-        out += p[2].size();
-        if (pad_align != 0)
-            zero_bytes(out, end_padding_len(s.addr + image.byte_len, s.addr + s.length, pad_align));
-        return ScatterStatus::ok;
-    }
-
     // Check (and translate) every SGE the image touches before writing any.
     constexpr std::uint32_t kMaxSge = 64;
     std::array<std::uint8_t*, kMaxSge> host; // [0, used) set below; not zeroed per frame

@@ -148,6 +148,34 @@ struct Tally {
     }
 };
 
+// A completed WQE to post again.
+struct Done {
+    std::uint32_t wq, slot;
+};
+
+// Posts `repost` again: each WQ's WQEs as one chain when `chain`, else one
+// post per WQE in completion order. `by_wq`: scratch, one list per WQ.
+void repost_all(Receiver& rx, const std::vector<Done>& repost, bool chain,
+                std::vector<std::vector<std::uint32_t>>& by_wq) {
+    if (!chain) {
+        for (const Done& d : repost)
+            if (auto r = rx.post(d.wq, d.slot); !r) fail(r.error().message);
+        return;
+    }
+    // At most 64 completions: every list stays within its reserved capacity,
+    // and the WQs they name are posted in the order they first completed.
+    std::array<std::uint32_t, Receiver::kMaxChain> touched;
+    std::size_t n = 0;
+    for (const Done& d : repost) {
+        if (by_wq[d.wq].empty()) touched[n++] = d.wq;
+        by_wq[d.wq].push_back(d.slot);
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+        if (auto r = rx.post_chain(touched[i], by_wq[touched[i]]); !r) fail(r.error().message);
+        by_wq[touched[i]].clear();
+    }
+}
+
 // Polls, captures, shows and re-posts until the capture is done: the source
 // drained or stopped, nothing held, and the CQ empty twice in a row.
 Tally receive(const ReplayOptions& o, sim::Simulator& sim, Receiver& rx, net::PcapWriter* writer,
@@ -155,11 +183,15 @@ Tally receive(const ReplayOptions& o, sim::Simulator& sim, Receiver& rx, net::Pc
     ProgressBar bar(isatty(STDERR_FILENO) && !o.json);
     Tally tally;
     std::uint64_t shown = 0;
-    struct Done {
-        std::uint32_t wq, slot;
-    };
     std::vector<Done> repost;
-    repost.reserve(64);
+    repost.reserve(Receiver::kMaxChain);
+    // Without delay drop, each WQ's WQEs go back as one chain (one post per
+    // WQ per poll batch). With it, one post per WQE, in completion order:
+    // each post lets held frames take the WQE at once, so chaining would
+    // change the order of completions in the CQ (the golden test's contract).
+    const bool chain = (receiver_settings(o).wq_flags & IBV_WQ_FLAGS_DELAY_DROP) == 0;
+    std::vector<std::vector<std::uint32_t>> by_wq(rx.wq_count());
+    for (auto& slots : by_wq) slots.reserve(Receiver::kMaxChain);
     const auto& port = sim.port_counters(0);
     ibv_cq_ex* cq = rx.cq();
     // Thread engine, no pacing: polls that find nothing spin for kSpinIdle
@@ -201,15 +233,10 @@ Tally receive(const ReplayOptions& o, sim::Simulator& sim, Receiver& rx, net::Pc
                 // would only be flushed again, for ever (sim/README.md, "Fault
                 // injection": cqe-error, wq-fatal). Every other WQE goes back.
                 if (cq->status != IBV_WC_WR_FLUSH_ERR) repost.push_back({rx.wq_of(id), rx.slot_of(id)});
-            } while (repost.size() < 64 && ibv_next_poll(cq) == 0);
+            } while (repost.size() < Receiver::kMaxChain && ibv_next_poll(cq) == 0);
             ibv_end_poll(cq);
         }
-        // One ibv_post_wq_recv per WQE, in completion order: each post lets
-        // held frames (delay drop) take the WQE at once, so chaining a WQ's
-        // WQEs would change the order of completions in the CQ (the golden
-        // test's contract).
-        for (const Done& d : repost)
-            if (auto r = rx.post(d.wq, d.slot); !r) fail(r.error().message);
+        repost_all(rx, repost, chain, by_wq);
         bar.update(sim.engine(0).source().progress(), port.frames.get());
         if (repost.empty()) {
             if (sim.idle())

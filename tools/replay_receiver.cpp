@@ -296,4 +296,23 @@ Result<void> Receiver::post(std::uint32_t wq, std::uint32_t slot) {
     return {};
 }
 
+Result<void> Receiver::post_chain(std::uint32_t wq, std::span<const std::uint32_t> slots) {
+    if (slots.empty()) return {};
+    const std::size_t n = std::min(slots.size(), kMaxChain);
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::uint64_t id = static_cast<std::uint64_t>(wq) * settings_.ring + slots[i];
+        chain_sges_[i] = {reinterpret_cast<std::uintptr_t>(mem_.get() + id * settings_.buf),
+                          settings_.buf, mr_->lkey};
+        ibv_recv_wr& wr = chain_wrs_[i];
+        wr.wr_id = id;
+        wr.sg_list = &chain_sges_[i];
+        wr.num_sge = 1;
+        wr.next = i + 1 < n ? &chain_wrs_[i + 1] : nullptr;
+    }
+    ibv_recv_wr* bad = nullptr;
+    if (int err = ibv_post_wq_recv(wqs_[wq].get(), chain_wrs_.data(), &bad); err != 0)
+        return verb_error("ibv_post_wq_recv", err);
+    return {};
+}
+
 } // namespace rdmasim::tools

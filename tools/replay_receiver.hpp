@@ -13,9 +13,11 @@
 
 #include <infiniband/verbs.h>
 
+#include <array>
 #include <cerrno>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "net/result.hpp"
@@ -70,8 +72,15 @@ public:
     }
     // Posts buffer `slot` of WQ `wq` (again).
     Result<void> post(std::uint32_t wq, std::uint32_t slot);
+    // Posts buffers `slots` (at most kMaxChain) of WQ `wq` in that order,
+    // as one chain of work requests: one ibv_post_wq_recv.
+    static constexpr std::size_t kMaxChain = 64;
+    Result<void> post_chain(std::uint32_t wq, std::span<const std::uint32_t> slots);
 
 private:
+    // post_chain's work requests, built in place (no allocation per call).
+    std::array<ibv_sge, kMaxChain> chain_sges_{};
+    std::array<ibv_recv_wr, kMaxChain> chain_wrs_{};
     // Destroy verbs, one overload per object type; a failure is recorded in
     // `failures` (the Receiver's, declared before every handle, so it outlives them).
     struct Destroy {
