@@ -88,7 +88,10 @@ void ThreadEngine::stop() {
 }
 
 void ThreadEngine::post_step() noexcept {
-    if (step_queued_.exchange(true)) return;
+    // A plain load first: a program posting while a step is queued (the
+    // common case) must not take the line the engine thread writes for an
+    // exchange on every post.
+    if (step_queued_.load(std::memory_order_relaxed) || step_queued_.exchange(true)) return;
     try {
         boost::asio::post(io_, [this] { step(); });
     } catch (...) {
@@ -132,24 +135,23 @@ void ThreadEngine::wait_for_source() {
 }
 
 std::uint64_t ThreadEngine::arrival(const net::Frame& frame) noexcept {
+    if (config_.speed <= 0) return to_ns(burst_start_ - t0_);
+    // An absolute schedule from the first frame: each frame's due time
+    // comes from its own timestamp, so waking late never accumulates.
     const auto now = Clock::now();
-    if (config_.speed > 0) {
-        // An absolute schedule from the first frame: each frame's due time
-        // comes from its own timestamp, so waking late never accumulates.
-        if (!have_t0_) {
-            have_t0_ = true;
-            capture_t0_ns_ = frame.ts_ns;
-            replay_t0_ = now;
-        }
-        const auto offset = frame.ts_ns > capture_t0_ns_ ? frame.ts_ns - capture_t0_ns_ : 0;
-        const auto due_in = std::chrono::nanoseconds(
-            static_cast<std::int64_t>(static_cast<double>(offset) / config_.speed));
-        if (replay_t0_ + due_in > now) {
-            next_due_ = replay_t0_ + due_in;
-            return kNotDue;
-        }
-        pacing_stats_.record(to_ns(due_in), to_ns(now - replay_t0_));
+    if (!have_t0_) {
+        have_t0_ = true;
+        capture_t0_ns_ = frame.ts_ns;
+        replay_t0_ = now;
     }
+    const auto offset = frame.ts_ns > capture_t0_ns_ ? frame.ts_ns - capture_t0_ns_ : 0;
+    const auto due_in = std::chrono::nanoseconds(
+        static_cast<std::int64_t>(static_cast<double>(offset) / config_.speed));
+    if (replay_t0_ + due_in > now) {
+        next_due_ = replay_t0_ + due_in;
+        return kNotDue;
+    }
+    pacing_stats_.record(to_ns(due_in), to_ns(now - replay_t0_));
     return to_ns(now - t0_);
 }
 
@@ -174,6 +176,7 @@ void ThreadEngine::step() {
     for (std::uint32_t i = 0;; ++i) {
         count_step();
         next_due_ = Clock::time_point::max();
+        if (config_.speed <= 0) burst_start_ = Clock::now();
         r = run_burst(dev_, *source_, pending_, config_.burst, *this);
         idle_cv_.notify_all();
         if (r.frames != config_.burst || i + 1 == kBurstsPerStep) break;

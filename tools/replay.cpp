@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <thread>
+#include <utility>
 
 #include "net/pcap_writer.hpp"
 #include "sim/simulator.hpp"
@@ -106,11 +107,16 @@ std::string hex_head(const std::uint8_t* p, std::uint32_t len, std::uint32_t max
 class ProgressBar {
 public:
     explicit ProgressBar(bool on) : on_(on) {}
-    void update(double fraction, std::uint64_t frames) {
+    // `progress()` gives {fraction done (< 0: unknown), frames}. Called only
+    // when the bar is drawn: the source's position is a line the engine
+    // thread writes, and reading it after every poll made the two threads
+    // pass it back and forth.
+    template <class Progress> void update(Progress&& progress) {
         if (!on_) return;
         const auto now = std::chrono::steady_clock::now();
         if (now - last_ < std::chrono::milliseconds(100)) return;
         last_ = now;
+        const auto [fraction, frames] = progress();
         shown_ = true;
         const int width = 40;
         const int filled = fraction < 0 ? 0 : static_cast<int>(fraction * width);
@@ -237,7 +243,7 @@ Tally receive(const ReplayOptions& o, sim::Simulator& sim, Receiver& rx, net::Pc
             ibv_end_poll(cq);
         }
         repost_all(rx, repost, chain, by_wq);
-        bar.update(sim.engine(0).source().progress(), port.frames.get());
+        bar.update([&] { return std::pair{sim.engine(0).source().progress(), port.frames.get()}; });
         if (repost.empty()) {
             if (sim.idle())
                 ++quiet;
