@@ -243,3 +243,20 @@ TEST_CASE("scatter: without padding no byte after byte_len is touched", "[datapa
         CHECK(m.untouched(off + 72, m.buf.size()));
     }
 }
+
+TEST_CASE("copy_bytes and zero_bytes write exactly [dst, dst + n) for every short length",
+          "[datapath][scatter]") {
+    std::array<std::uint8_t, 200> src{};
+    for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::uint8_t>(i * 7 + 1);
+    for (std::size_t n = 0; n <= 130; ++n) {
+        std::array<std::uint8_t, 200> dst;
+        dst.fill(0xee);
+        datapath::copy_bytes(dst.data() + 3, src.data(), n);
+        for (std::size_t i = 0; i < dst.size(); ++i)
+            REQUIRE(dst[i] == (i >= 3 && i < 3 + n ? src[i - 3] : 0xee));
+        dst.fill(0xee);
+        datapath::zero_bytes(dst.data() + 5, n);
+        for (std::size_t i = 0; i < dst.size(); ++i)
+            REQUIRE(dst[i] == (i >= 5 && i < 5 + n ? 0 : 0xee));
+    }
+}
