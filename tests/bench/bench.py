@@ -9,7 +9,8 @@ median, spread (min-max of the runs), baseline median, ratio, target, met.
 See tests/bench/RESULTS.md for what each case measures and the last figures.
 
 usage: bench.py [--quick] [--build DIR] [--runs N] [--clock cpu|wall] [--json FILE]
-                [--markdown FILE] [--base REV] [--jobs N] [--perf CASE] [--keep DIR] [CASE...]
+                [--markdown FILE] [--base REV] [--jobs N] [--perf CASE] [--count CASE]
+                [--keep DIR] [CASE...]
   CASE     a target number (1..8, every row of it), a row (1, 1b, 6c, ...),
            or 'ref' (tcpdump); default: all
   --quick  fewer frames and 3 runs (under 2 minutes)
@@ -20,6 +21,10 @@ usage: bench.py [--quick] [--build DIR] [--runs N] [--clock cpu|wall] [--json FI
            build-bench-base/ (default 239959b: before any fault injection)
   --perf   run CASE's rdmasim command under `perf record` and print the top
            of `perf report` instead of the table
+  --count  count the instructions of CASE (1, 1b, 3: rdmasim replay and the
+           pcap_next_ex loop; 2: datapath_bench mpps) under cachegrind
+           (Debian valgrind), per frame and at start-up, instead of the
+           table: a figure that does not move with the machine's noise
 """
 import argparse
 import json
@@ -463,6 +468,50 @@ class Suite:
         print("\n".join(lines[:40]))
 
 
+    # --- instruction counts ---
+
+    def instructions(self, cmd):
+        """Instructions `cmd` executes, counted by cachegrind (no cache simulation)."""
+        out = os.path.join(self.tmp, "cachegrind.out")
+        r = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no",
+                            f"--cachegrind-out-file={out}", "--", *cmd],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        m = re.search(r"I\s+refs:\s+([\d,]+)", r.stderr)
+        if r.returncode != 0 or not m:
+            raise SystemExit(f"bench: --count: {' '.join(cmd)} failed: {r.stderr[-400:]}")
+        return int(m.group(1).replace(",", ""))
+
+    def count(self, case):
+        """Instructions per frame and at start-up: each command on its case's
+        capture and on the 4,096-frame one, the difference per frame."""
+        if not shutil.which("valgrind"):
+            raise SystemExit("bench: --count needs valgrind (Debian valgrind)")
+        small, small_n = self.capture("csmall")
+        if case in ("1", "1b", "3"):
+            path, n = self.capture({"1": "c64", "1b": "cmix", "3": "c1514"}[case])
+            sides = {"rdmasim replay " + " ".join(FLAGS):
+                         lambda p: [self.rdmasim, "replay", p, *FLAGS, "--json"],
+                     "pcap_next_ex loop": lambda p: [self.bin("pcap_read_loop"), p]}
+            inputs = ((path, n), (small, small_n))
+        elif case == "2":
+            n = self.n(MEMORY_FRAMES) // 10
+            sides = {"datapath_bench mpps": lambda k: [self.bin("datapath_bench"), "mpps", small, str(k)]}
+            inputs = ((n, n), (n // 10, n // 10))
+        else:
+            raise SystemExit(f"bench: --count {case}: one of 1, 1b, 2, 3")
+        per_frame = {}
+        for name, cmd in sides.items():
+            log(f"counting: {name}")
+            (big_in, big_n), (small_in, few) = inputs
+            big_i, small_i = self.instructions(cmd(big_in)), self.instructions(cmd(small_in))
+            per_frame[name] = (big_i - small_i) / (big_n - few)
+            print(f"{name}: {per_frame[name]:.0f} instructions per frame "
+                  f"({big_n} frames), {(small_i - per_frame[name] * few) / 1e6:.1f}M at start-up")
+        if len(per_frame) == 2:
+            a, b = per_frame.values()
+            print(f"ratio per frame: {a / b:.2f}")
+
+
 CLOCKS = {"cpu": "CPU time (user + system) of the process, i.e. what it costs a core "
                 "whatever else the machine runs (--clock wall: wall time)",
           "wall": "wall time (on a shared machine it includes waiting for a CPU)"}
@@ -483,6 +532,7 @@ def main():
     ap.add_argument("--jobs", type=int, help="ninja -j for the --base build")
     ap.add_argument("--markdown", metavar="FILE", help="also write the table as Markdown")
     ap.add_argument("--perf", metavar="CASE")
+    ap.add_argument("--count", metavar="CASE", help="instructions per frame under cachegrind")
     ap.add_argument("--keep", metavar="DIR", help="write the captures here and keep them")
     a = ap.parse_args()
     wanted = []
@@ -497,6 +547,9 @@ def main():
         os.makedirs(s.tmp, exist_ok=True)
         if a.perf:
             s.perf(a.perf)
+            return 0
+        if a.count:
+            s.count(a.count)
             return 0
         info = machine()
         failed = False
