@@ -67,6 +67,7 @@ Toeplitz::Toeplitz(std::span<const std::uint8_t, kKeyLen> key, Method method) no
             window_hi_[c] |= std::uint64_t{key_bit(key, 64 * c + t)} << (t - 64);
     }
 #ifdef RDMASIM_TOEPLITZ_CLMUL
+    __builtin_cpu_init(); // a Toeplitz built by a static initialiser may run before libgcc's
     carryless_ = method == Method::best && __builtin_cpu_supports("pclmul") &&
                  __builtin_cpu_supports("sse4.1");
 #else
