@@ -88,10 +88,11 @@ void ThreadEngine::stop() {
 }
 
 void ThreadEngine::post_step() noexcept {
-    // A plain load first: a program posting while a step is queued (the
-    // common case) must not take the line the engine thread writes for an
-    // exchange on every post.
-    if (step_queued_.load(std::memory_order_relaxed) || step_queued_.exchange(true)) return;
+    // An exchange, never a plain load first: the poster's WQE store and this
+    // read must not pass each other (a load may, on x86), or the engine,
+    // clearing the flag and then finding the ring empty, and the poster,
+    // seeing the flag still set, would both go idle over a posted WQE.
+    if (step_queued_.exchange(true)) return;
     try {
         boost::asio::post(io_, [this] { step(); });
     } catch (...) {
