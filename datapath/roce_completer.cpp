@@ -187,12 +187,8 @@ RoceRx RoceQp::on_ack(const net::RocePacket& p, std::uint64_t now_ns) noexcept {
 
 void RoceQp::complete_send(SendSlot& s, std::uint8_t status) noexcept {
     if (s.wr.tm != SendWr::Tm::none) return tm_send_done(s, status); // the responder's own
-    Cqe c;
-    c.wr_id = s.wr.wr_id;
-    c.timestamp_ns = now_ns_;
-    c.qp_num = attrs_.qpn;
-    c.status = status;
-    c.opcode = s.wr.op == SendOp::local ? s.wr.local_opcode : wc_opcode(s.wr.op);
+    Cqe c = make_cqe(s.wr.wr_id, status,
+                     s.wr.op == SendOp::local ? s.wr.local_opcode : wc_opcode(s.wr.op));
     if (status == IBV_WC_SUCCESS && is_read_or_atomic(s.wr.op)) c.byte_len = s.length;
     host_.complete_send(c);
 }
@@ -242,12 +238,7 @@ void RoceQp::flush_receive_queue() noexcept {
     if (attrs_.srq) return;
     RecvView v;
     while (host_.peek_recv(v)) {
-        Cqe c;
-        c.wr_id = v.wqe->wr_id;
-        c.timestamp_ns = now_ns_;
-        c.qp_num = attrs_.qpn;
-        c.status = IBV_WC_WR_FLUSH_ERR;
-        c.opcode = IBV_WC_RECV;
+        const Cqe c = make_cqe(v.wqe->wr_id, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV);
         host_.pop_recv();
         host_.complete_recv(c);
     }

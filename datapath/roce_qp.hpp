@@ -298,6 +298,17 @@ private:
     void complete_recv(std::uint8_t status, std::uint8_t opcode, std::uint32_t byte_len,
                        std::uint32_t wc_flags, std::uint32_t imm_host, std::uint32_t src_qp,
                        bool solicited = false) noexcept;
+    // A completion of this QP, now, for WR `wr_id`: the fields every one of
+    // its CQEs sets; the caller adds the rest.
+    [[nodiscard]] Cqe make_cqe(std::uint64_t wr_id, std::uint8_t status, std::uint8_t opcode) const noexcept {
+        Cqe c;
+        c.wr_id = wr_id;
+        c.timestamp_ns = now_ns_;
+        c.qp_num = attrs_.qpn;
+        c.status = status;
+        c.opcode = opcode;
+        return c;
+    }
     void reset_responder() noexcept;
 
     // tag matching (roce_tag_matching.cpp)

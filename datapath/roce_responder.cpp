@@ -60,12 +60,7 @@ bool RoceQp::place(std::uint32_t offset, std::span<const std::uint8_t> data) noe
 void RoceQp::complete_recv(std::uint8_t status, std::uint8_t opcode, std::uint32_t byte_len,
                            std::uint32_t wc_flags, std::uint32_t imm_host, std::uint32_t src_qp,
                            bool solicited) noexcept {
-    Cqe c;
-    c.wr_id = rwqe_id_;
-    c.timestamp_ns = now_ns_;
-    c.qp_num = attrs_.qpn;
-    c.status = status;
-    c.opcode = opcode;
+    Cqe c = make_cqe(rwqe_id_, status, opcode);
     c.byte_len = status == IBV_WC_SUCCESS ? byte_len : 0;
     c.wc_flags = status == IBV_WC_SUCCESS ? wc_flags : 0;
     // ibv_wc's union: imm_data in network order, invalidated_rkey in host order.

@@ -113,18 +113,14 @@ bool RoceQp::post_internal(const SendWr& wr, std::span<const Sge> sges) noexcept
 // RTS or its rendezvous slots are taken) the one completion says
 // IBV_WC_TM_RNDV_INCOMPLETE: software reads the data (mlx5's CONSUMED_SW_RDNV).
 void RoceQp::tm_start_rndv(std::uint64_t now_ns) noexcept {
-    Cqe c;
-    c.wr_id = rwqe_id_;
-    c.timestamp_ns = now_ns_;
-    c.qp_num = attrs_.qpn;
-    c.opcode = IBV_WC_TM_RECV;
+    const bool can = tm_len_ <= rwqe_len_ && state_ == TransportState::rts &&
+                     tm_inflight_ + 2 <= limits_.tm_reserve && sq_head_ - sq_tail_ + 2 <= sq_mask_ + 1;
+    // MATCH in both: the tag matched, whoever reads the data.
+    Cqe c = make_cqe(rwqe_id_, can ? IBV_WC_SUCCESS : IBV_WC_TM_RNDV_INCOMPLETE, IBV_WC_TM_RECV);
     c.wc_flags = IBV_WC_TM_MATCH;
     c.tm_tag = tm_tag_;
     c.tm_priv = tm_priv_;
     have_wqe_ = false;
-    const bool can = tm_len_ <= rwqe_len_ && state_ == TransportState::rts &&
-                     tm_inflight_ + 2 <= limits_.tm_reserve && sq_head_ - sq_tail_ + 2 <= sq_mask_ + 1;
-    c.status = can ? IBV_WC_SUCCESS : IBV_WC_TM_RNDV_INCOMPLETE;
     host_.complete_recv(c);
     if (!can) return;
     // The tagged buffer's SGEs cut to the RVH's length.
@@ -153,12 +149,7 @@ void RoceQp::tm_start_rndv(std::uint64_t now_ns) noexcept {
 void RoceQp::tm_send_done(const SendSlot& s, std::uint8_t status) noexcept {
     --tm_inflight_;
     if (s.wr.tm != SendWr::Tm::rndv_read) return; // a FIN completes nowhere
-    Cqe c;
-    c.wr_id = s.wr.wr_id;
-    c.timestamp_ns = now_ns_;
-    c.qp_num = attrs_.qpn;
-    c.status = status;
-    c.opcode = IBV_WC_TM_RECV;
+    Cqe c = make_cqe(s.wr.wr_id, status, IBV_WC_TM_RECV);
     c.byte_len = status == IBV_WC_SUCCESS ? s.length : 0;
     c.wc_flags = status == IBV_WC_SUCCESS ? IBV_WC_TM_DATA_VALID : 0;
     host_.complete_recv(c); // no TMH in it (mlx5's TM_EXPECTED CQE): tag and priv 0

@@ -24,32 +24,7 @@ std::uint32_t rss_hash(const Toeplitz& toeplitz, std::uint64_t fields, net::Byte
     if ((fields & kRssTcpFields) && (fields & kRssUdpFields)) return 0;
 
     const std::uint8_t* const ip = frame.data() + parsed.l3_offset;
-    const std::uint64_t ip_bits = fields & (kRssIpv4Fields | kRssIpv6Fields);
     const std::uint64_t port_bits = fields & (kRssTcpFields | kRssUdpFields);
-    // The usual selections, both addresses and both ports or none, whose
-    // input words are read straight from the headers (the addresses lie
-    // back to back): the general walk below gives the same words.
-    if ((ip_bits == kRssIpv4Fields || ip_bits == kRssIpv6Fields) &&
-        (port_bits == 0 || port_bits == kRssTcpFields || port_bits == kRssUdpFields)) [[likely]] {
-        const bool v4 = ip_bits == kRssIpv4Fields;
-        if (parsed.l3 != (v4 ? net::L3Kind::ipv4 : net::L3Kind::ipv6)) return 0;
-        if (port_bits != 0 &&
-            (parsed.ip_fragment ||
-             parsed.l4 != (port_bits == kRssTcpFields ? net::L4Kind::tcp : net::L4Kind::udp)))
-            return 0;
-        const std::size_t addr_words = v4 ? 1 : 4;
-        const std::uint8_t* const addrs = ip + (v4 ? kIpv4SrcOffset : kIpv6SrcOffset);
-        Toeplitz::Words in{};
-        for (std::size_t w = 0; w < addr_words; ++w) {
-            std::uint64_t v;
-            std::memcpy(&v, addrs + 8 * w, 8);
-            in[w] = __builtin_bswap64(v);
-        }
-        if (port_bits == 0) return toeplitz.hash_words(in, 8 * addr_words);
-        in[addr_words] = std::uint64_t{parsed.src_port} << 48 | std::uint64_t{parsed.dst_port} << 32;
-        return toeplitz.hash_words(in, 8 * addr_words + 4);
-    }
-
     // The selected fields, in hash input order (src IP, dst IP, src port, dst
     // port), as big-endian words. No field crosses a word: addresses sit at
     // multiples of their size, ports at even offsets within a word. The parse

@@ -195,7 +195,7 @@ Tally receive(const ReplayOptions& o, sim::Simulator& sim, Receiver& rx, net::Pc
     // WQ per poll batch). With it, one post per WQE, in completion order:
     // each post lets held frames take the WQE at once, so chaining would
     // change the order of completions in the CQ (the golden test's contract).
-    const bool chain = (receiver_settings(o).wq_flags & IBV_WQ_FLAGS_DELAY_DROP) == 0;
+    const bool chain = !rx.delay_drop();
     std::vector<std::vector<std::uint32_t>> by_wq(rx.wq_count());
     for (auto& slots : by_wq) slots.reserve(Receiver::kMaxChain);
     const auto& port = sim.port_counters(0);

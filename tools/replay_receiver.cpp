@@ -282,20 +282,6 @@ Result<void> Receiver::create_hash_classes() {
     return {};
 }
 
-Result<void> Receiver::post(std::uint32_t wq, std::uint32_t slot) {
-    const std::uint64_t id = static_cast<std::uint64_t>(wq) * settings_.ring + slot;
-    ibv_sge sge{reinterpret_cast<std::uintptr_t>(mem_.get() + id * settings_.buf), settings_.buf,
-                mr_->lkey};
-    ibv_recv_wr wr{};
-    wr.wr_id = id;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    ibv_recv_wr* bad = nullptr;
-    if (int err = ibv_post_wq_recv(wqs_[wq].get(), &wr, &bad); err != 0)
-        return verb_error("ibv_post_wq_recv", err);
-    return {};
-}
-
 Result<void> Receiver::post_chain(std::uint32_t wq, std::span<const std::uint32_t> slots) {
     if (slots.empty()) return {};
     const std::size_t n = std::min(slots.size(), kMaxChain);

@@ -71,11 +71,15 @@ public:
         return mem_.get() + wr_id * settings_.buf;
     }
     // Posts buffer `slot` of WQ `wq` (again).
-    Result<void> post(std::uint32_t wq, std::uint32_t slot);
+    Result<void> post(std::uint32_t wq, std::uint32_t slot) { return post_chain(wq, {&slot, 1}); }
     // Posts buffers `slots` (at most kMaxChain) of WQ `wq` in that order,
     // as one chain of work requests: one ibv_post_wq_recv.
     static constexpr std::size_t kMaxChain = 64;
     Result<void> post_chain(std::uint32_t wq, std::span<const std::uint32_t> slots);
+    // The WQs hold frames for WQEs (IBV_WQ_FLAGS_DELAY_DROP).
+    [[nodiscard]] bool delay_drop() const noexcept {
+        return (settings_.wq_flags & IBV_WQ_FLAGS_DELAY_DROP) != 0;
+    }
 
 private:
     // post_chain's work requests, built in place (no allocation per call).

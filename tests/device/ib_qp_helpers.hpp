@@ -116,4 +116,17 @@ public:
     ibv_qp_cap cap{};
 };
 
+// Polls until `n` completions came (time passes on each empty poll: the
+// inline engine's idle tick), at most `tries` polls; what came, maybe fewer.
+inline std::vector<ibv_wc> wait_for(ibv_cq* cq, std::size_t n, int tries = 100000) {
+    std::vector<ibv_wc> out;
+    ibv_wc wc[8];
+    for (int i = 0; i < tries && out.size() < n; ++i) {
+        const int got = ibv_poll_cq(cq, 8, wc);
+        REQUIRE(got >= 0);
+        out.insert(out.end(), wc, wc + got);
+    }
+    return out;
+}
+
 } // namespace rdmasim::test

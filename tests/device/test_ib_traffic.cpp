@@ -74,19 +74,6 @@ int post(ibv_qp* qp, ibv_send_wr wr) {
     return ibv_post_send(qp, &wr, &bad);
 }
 
-// Polls until `n` completions came (time passes on each empty poll: the
-// inline engine's idle tick), at most `tries` polls.
-std::vector<ibv_wc> wait_for(ibv_cq* cq, std::size_t n, int tries = 100000) {
-    std::vector<ibv_wc> out;
-    ibv_wc wc[8];
-    for (int i = 0; i < tries && out.size() < n; ++i) {
-        const int got = ibv_poll_cq(cq, 8, wc);
-        REQUIRE(got >= 0);
-        out.insert(out.end(), wc, wc + got);
-    }
-    return out;
-}
-
 void fill(std::vector<std::uint8_t>& v, std::uint8_t seed) {
     for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::uint8_t>(seed + i * 7);
 }

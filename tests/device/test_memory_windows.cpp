@@ -44,17 +44,6 @@ void connect(IbQp& a, IbQp& b, ibv_context* ctx) {
     REQUIRE(ibv_modify_qp(a.qp, &at, rts_mask(t)) == 0);
 }
 
-std::vector<ibv_wc> wait_for(ibv_cq* cq, std::size_t n) {
-    std::vector<ibv_wc> out;
-    ibv_wc wc[8];
-    for (int i = 0; i < 100000 && out.size() < n; ++i) {
-        const int got = ibv_poll_cq(cq, 8, wc);
-        REQUIRE(got >= 0);
-        out.insert(out.end(), wc, wc + got);
-    }
-    return out;
-}
-
 // The one completion of `cq` (its status and opcode checked by the caller).
 ibv_wc one(ibv_cq* cq) {
     const auto wcs = wait_for(cq, 1);

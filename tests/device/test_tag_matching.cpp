@@ -75,17 +75,6 @@ std::vector<Wc> poll_ex(ibv_cq_ex* cq, std::size_t n, int tries = 100000) {
     return out;
 }
 
-std::vector<ibv_wc> poll(ibv_cq* cq, std::size_t n, int tries = 100000) {
-    std::vector<ibv_wc> out;
-    ibv_wc wc[8];
-    for (int i = 0; i < tries && out.size() < n; ++i) {
-        const int got = ibv_poll_cq(cq, 8, wc);
-        REQUIRE(got >= 0);
-        out.insert(out.end(), wc, wc + got);
-    }
-    return out;
-}
-
 ibv_srq* make_tm_srq(ibv_context* ctx, ibv_pd* pd, ibv_cq_ex* cq, std::uint32_t tags = 16) {
     ibv_srq_init_attr_ex a{};
     a.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_CQ |
@@ -322,7 +311,7 @@ TEST_CASE("EAGER: a matched tag's data lands without its TMH; masks; the oldest 
     // 3000 bytes: three packets at MTU 1024.
     write_tmh(src.bytes.data(), IBV_TMH_EAGER, 0x5ab, 0xc0ffee);
     p.send_msg(src.sge(3000));
-    REQUIRE(poll(p.send.cq, 1).size() == 1);
+    REQUIRE(wait_for(p.send.cq, 1).size() == 1);
     auto wc = poll_ex(p.cq, 1);
     REQUIRE(wc.size() == 1);
     CHECK(wc[0].status == IBV_WC_SUCCESS);
@@ -436,7 +425,7 @@ TEST_CASE("RNDV: the receiver reads the sender's buffer, completes twice, answer
     CHECK(wc[1].byte_len == 5000);
     CHECK(std::memcmp(tagged.bytes.data(), data.bytes.data(), 5000) == 0);
     // The sender: its SEND's completion and the FIN in its receive.
-    const auto sw = poll(p.send.cq, 2);
+    const auto sw = wait_for(p.send.cq, 2);
     REQUIRE(sw.size() == 2);
     const ibv_wc& rx = sw[0].opcode == IBV_WC_RECV ? sw[0] : sw[1];
     CHECK(rx.wr_id == 300);

@@ -114,17 +114,6 @@ void connect(ibv_qp* qp, std::uint32_t dest, ibv_context* ctx) {
     REQUIRE(ibv_modify_qp(qp, &a, tgt ? kRtsTgt : kRtsIni) == 0);
 }
 
-std::vector<ibv_wc> wait_for(ibv_cq* cq, std::size_t n, int tries = 100000) {
-    std::vector<ibv_wc> out;
-    ibv_wc wc[8];
-    for (int i = 0; i < tries && out.size() < n; ++i) {
-        const int got = ibv_poll_cq(cq, 8, wc);
-        REQUIRE(got >= 0);
-        out.insert(out.end(), wc, wc + got);
-    }
-    return out;
-}
-
 void post_srq(ibv_srq* srq, void* buf, std::uint32_t len, std::uint32_t lkey, std::uint64_t id) {
     ibv_sge s{reinterpret_cast<std::uint64_t>(buf), len, lkey};
     ibv_recv_wr r{};
