@@ -1,8 +1,10 @@
-// Where frames come from. A source is pulled by the engine, one frame at a time;
-// the frame's bytes stay valid until the next call to next() on that source.
+// Where frames come from. A source is pulled by the engine, a frame or a
+// burst at a time; the bytes of what one call handed over stay valid until
+// the next call to next() or next_burst() on that source.
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -28,6 +30,14 @@ public:
     virtual ~FrameSource() = default;
     // Fills `out` and returns true, or returns false when no frame is available now.
     virtual bool next(Frame& out) noexcept = 0;
+    // Fills the first n entries of `out` (n <= out.size()) and returns n; 0
+    // when no frame is available now. Each frame counts as handed over, as
+    // from next(). The default hands over at most one, through next(): a
+    // source that reuses one buffer per frame keeps it. A source that can
+    // keep a whole burst's bytes valid overrides it (one call per burst).
+    virtual std::uint32_t next_burst(std::span<Frame> out) noexcept {
+        return !out.empty() && next(out[0]) ? 1 : 0;
+    }
     // True once the source will never produce another frame (end of file).
     [[nodiscard]] virtual bool exhausted() const noexcept = 0;
     // A short human description ("pcap file traffic.pcap (EN10MB, fcs 0)").

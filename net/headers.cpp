@@ -54,54 +54,59 @@ bool Ipv4View::header_checksum_ok() const noexcept {
 }
 
 ParsedFrame parse_frame(Bytes frame) noexcept {
+    // The views' checks, written out on raw offsets: one length check per
+    // header, each field stored once (the datapath parses every frame).
     ParsedFrame out;
-    const auto eth = EthernetView::at(frame);
-    if (!eth) return out;
-    out.ether_type = eth->ether_type();
-    out.l3_offset = kEthHeaderLen;
-    if (out.ether_type == kEtherTypeVlan) {
-        // A cut-off tag leaves ether_type at 0x8100 and has_vlan false.
-        const auto vlan = VlanView::at(frame, kEthHeaderLen);
-        if (!vlan) return out;
+    const std::uint8_t* const p = frame.data();
+    const std::size_t size = frame.size();
+    if (size < kEthHeaderLen) return out;
+    std::size_t l3 = kEthHeaderLen;
+    std::uint16_t type = load_be16(p + 12);
+    if (type == kEtherTypeVlan) {
+        if (size < kEthHeaderLen + kVlanTagLen) { // a cut-off tag: has_vlan stays false
+            out.ether_type = type;
+            out.l3_offset = static_cast<std::uint16_t>(l3);
+            return out;
+        }
         out.has_vlan = true;
-        out.vlan_tci = vlan->tci();
-        out.ether_type = vlan->inner_ether_type();
-        out.l3_offset = kEthHeaderLen + kVlanTagLen;
+        out.vlan_tci = load_be16(p + kEthHeaderLen);
+        type = load_be16(p + kEthHeaderLen + 2);
+        l3 += kVlanTagLen;
     }
-
-    std::size_t l4_offset = 0;
-    if (out.ether_type == kEtherTypeIpv4) {
-        const auto ip = Ipv4View::at(frame, out.l3_offset);
-        if (!ip) return out;
+    out.ether_type = type;
+    out.l3_offset = static_cast<std::uint16_t>(l3);
+    const std::uint8_t* const ip = p + l3;
+    const std::size_t room = size - l3; // bytes from the L3 header on
+    std::size_t l4;
+    std::uint8_t proto;
+    if (type == kEtherTypeIpv4) {
+        if (room < 20) return out;
+        const std::size_t hlen = std::size_t{ip[0] & 0x0fu} * 4;
+        if ((ip[0] >> 4) != 4 || hlen < 20 || room < hlen) return out;
+        proto = ip[9];
         out.l3 = L3Kind::ipv4;
-        out.ip_proto = ip->protocol();
-        out.ip_fragment = ip->is_fragment();
-        if (out.ip_fragment) return out;
-        l4_offset = out.l3_offset + ip->header_len();
-    } else if (out.ether_type == kEtherTypeIpv6) {
-        const auto ip = Ipv6View::at(frame, out.l3_offset);
-        if (!ip) return out;
+        out.ip_proto = proto;
+        if ((load_be16(ip + 6) & 0x3fff) != 0) { // MF or a fragment offset
+            out.ip_fragment = true;
+            return out;
+        }
+        l4 = l3 + hlen;
+    } else if (type == kEtherTypeIpv6) {
+        if (room < 40 || (ip[0] >> 4) != 6) return out;
+        proto = ip[6];
         out.l3 = L3Kind::ipv6;
-        out.ip_proto = ip->next_header();
-        l4_offset = out.l3_offset + 40;
+        out.ip_proto = proto;
+        l4 = l3 + 40;
     } else {
         return out;
     }
-    // l4_offset: where the L3 payload starts, for any protocol.
-    out.l4_offset = static_cast<std::uint16_t>(l4_offset);
-
-    if (out.ip_proto == kIpProtoTcp) {
-        if (const auto tcp = TcpView::at(frame, l4_offset)) {
-            out.l4 = L4Kind::tcp;
-            out.src_port = tcp->src_port();
-            out.dst_port = tcp->dst_port();
-        }
-    } else if (out.ip_proto == kIpProtoUdp) {
-        if (const auto udp = UdpView::at(frame, l4_offset)) {
-            out.l4 = L4Kind::udp;
-            out.src_port = udp->src_port();
-            out.dst_port = udp->dst_port();
-        }
+    // l4: where the L3 payload starts, for any protocol.
+    out.l4_offset = static_cast<std::uint16_t>(l4);
+    const std::size_t l4_room = size - l4;
+    if ((proto == kIpProtoTcp && l4_room >= 20) || (proto == kIpProtoUdp && l4_room >= 8)) {
+        out.l4 = proto == kIpProtoTcp ? L4Kind::tcp : L4Kind::udp;
+        out.src_port = load_be16(p + l4);
+        out.dst_port = load_be16(p + l4 + 2);
     }
     return out;
 }

@@ -81,29 +81,50 @@ bool PcapFileSource::next_mapped(pcap_pkthdr& hdr, const std::uint8_t*& data) no
     return true;
 }
 
-bool PcapFileSource::next_mapped_frame(Frame& out) noexcept {
-    const std::size_t left = map_len_ - map_offset_;
-    if (left < kRecordHeaderLen) return false; // the end, or a cut header
-    const std::uint8_t* rec = map_ + map_offset_;
-    const std::uint32_t caplen = load32(rec + 8, map_swapped_);
-    if (caplen > map_snapshot_ || caplen > left - kRecordHeaderLen) return false;
-    const std::uint32_t wire_len = load32(rec + 12, map_swapped_);
-    const std::uint32_t frac = load32(rec + 4, map_swapped_);
-    out.data = rec + kRecordHeaderLen;
-    out.len = std::min(caplen, wire_len); // as take(): never past what the wire carried
-    out.wire_len = wire_len;
-    out.fcs_len = out.len >= static_cast<std::uint32_t>(fcs_len_) ? static_cast<std::uint8_t>(fcs_len_) : 0;
-    out.ts_ns = std::uint64_t{load32(rec, map_swapped_)} * 1'000'000'000u +
-                (map_nano_ ? frac : std::uint64_t{frac} * 1000);
-    out.lost = false;
-    map_offset_ += kRecordHeaderLen + caplen;
-    ++counters_.frames;
-    counters_.bytes += out.len;
-    if (out.len < out.wire_len) [[unlikely]]
-        ++counters_.truncated_records;
-    if ((records_++ & 1023) == 0)
-        position_.store(static_cast<long long>(map_offset_), std::memory_order_relaxed);
-    return true;
+std::uint32_t PcapFileSource::next_mapped_frames(std::span<Frame> out) noexcept {
+    // The walk in locals, the members written back once per burst: a Frame's
+    // one-byte fields may alias anything, so each store would reload them.
+    const std::uint8_t* const map = map_;
+    const std::size_t map_len = map_len_;
+    const std::uint32_t snapshot = map_snapshot_;
+    const bool swapped = map_swapped_;
+    const bool nano = map_nano_;
+    const std::uint32_t fcs_len = static_cast<std::uint32_t>(fcs_len_);
+    const std::size_t want = out.size();
+    Frame* const frames = out.data();
+    std::size_t offset = map_offset_;
+    std::uint64_t bytes = 0, truncated = 0;
+    std::uint32_t n = 0;
+    for (; n < want; ++n) {
+        const std::size_t left = map_len - offset;
+        if (left < kRecordHeaderLen) break; // the end, or a cut header
+        const std::uint8_t* rec = map + offset;
+        const std::uint32_t caplen = load32(rec + 8, swapped);
+        if (caplen > snapshot || caplen > left - kRecordHeaderLen) break;
+        const std::uint32_t wire_len = load32(rec + 12, swapped);
+        const std::uint32_t frac = load32(rec + 4, swapped);
+        Frame& f = frames[n];
+        f.data = rec + kRecordHeaderLen;
+        f.len = std::min(caplen, wire_len); // as take(): never past what the wire carried
+        f.wire_len = wire_len;
+        f.fcs_len = f.len >= fcs_len ? static_cast<std::uint8_t>(fcs_len) : 0;
+        f.ts_ns = std::uint64_t{load32(rec, swapped)} * 1'000'000'000u +
+                  (nano ? frac : std::uint64_t{frac} * 1000);
+        f.lost = false;
+        offset += kRecordHeaderLen + caplen;
+        bytes += f.len;
+        truncated += f.len < wire_len;
+    }
+    map_offset_ = offset;
+    counters_.frames += n;
+    counters_.bytes += bytes;
+    counters_.truncated_records += truncated;
+    // Progress, as of every 1024th record (or so: a burst counts as one step).
+    const std::uint64_t before = records_;
+    records_ += n;
+    if (n != 0 && (before == 0 || (before >> 10) != (records_ >> 10)))
+        position_.store(static_cast<long long>(offset), std::memory_order_relaxed);
+    return n;
 }
 
 int PcapFileSource::next_libpcap(pcap_pkthdr*& hdr, const std::uint8_t*& data) noexcept {

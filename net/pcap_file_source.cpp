@@ -280,8 +280,16 @@ void PcapFileSource::fail_read(const char* why) noexcept {
     done_.store(true, std::memory_order_release); // after the text: failure() follows exhausted()
 }
 
+std::uint32_t PcapFileSource::next_burst(std::span<Frame> out) noexcept {
+    if (map_ != nullptr && link_ == Link::ethernet) [[likely]] {
+        if (const std::uint32_t n = next_mapped_frames(out); n != 0) [[likely]]
+            return n;
+    }
+    return !out.empty() && next(out[0]) ? 1 : 0;
+}
+
 bool PcapFileSource::next(Frame& out) noexcept {
-    if (map_ != nullptr && link_ == Link::ethernet && next_mapped_frame(out)) [[likely]]
+    if (map_ != nullptr && link_ == Link::ethernet && next_mapped_frames({&out, 1}) == 1) [[likely]]
         return true;
     while (!done_.load(std::memory_order_relaxed)) {
         pcap_pkthdr mapped;

@@ -65,6 +65,9 @@ public:
     // of CAN or netlink, a raw record that is not IPv4 or IPv6, a record cut
     // inside its link header) are skipped and counted in skipped_records.
     bool next(Frame& out) noexcept override;
+    // A mapped Ethernet capture's records in bursts (every frame's bytes lie
+    // in the mapping); otherwise one frame, as next().
+    std::uint32_t next_burst(std::span<Frame> out) noexcept override;
     [[nodiscard]] bool exhausted() const noexcept override {
         return done_.load(std::memory_order_acquire);
     }
@@ -111,11 +114,11 @@ private:
     // The next record from the mapping: true with its header and bytes, or
     // false when libpcap must read it (or the file ended: done_ set).
     bool next_mapped(pcap_pkthdr& hdr, const std::uint8_t*& data) noexcept;
-    // next()'s fast path, for an Ethernet capture: the next record from the
-    // mapping straight into `out`, counted as take() counts it; false (nothing
-    // consumed) for anything but an ordinary record, which next() then reads
-    // the general way.
-    bool next_mapped_frame(Frame& out) noexcept;
+    // The fast path of next() and next_burst(), for an Ethernet capture: the
+    // next records from the mapping straight into `out`, counted as take()
+    // counts them, up to the first one that is not an ordinary record (which
+    // next() then reads the general way). Returns how many it filled.
+    std::uint32_t next_mapped_frames(std::span<Frame> out) noexcept;
     // The next record through libpcap, from map_offset_ when mapped: 1, or
     // libpcap's return code.
     int next_libpcap(pcap_pkthdr*& hdr, const std::uint8_t*& data) noexcept;

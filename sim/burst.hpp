@@ -5,8 +5,8 @@
 // comes in through Pacing.
 #pragma once
 
+#include <array>
 #include <cstdint>
-#include <optional>
 
 #include "device/objects.hpp"
 #include "net/frame_source.hpp"
@@ -27,23 +27,37 @@ public:
     // The burst's end, still under the port lock: record what must be
     // consistent with the port (held frames, idleness).
     virtual void burst_done(const struct BurstResult& result) noexcept = 0;
+    // At most how many frames to pull from the source at once. A frame pulled
+    // counts as handed over by the source; a paced engine pulls one at a time
+    // so that frames not yet due are not counted ahead of the port.
+    [[nodiscard]] virtual std::uint32_t pull_limit() const noexcept = 0;
+};
+
+// Frames pulled from a source that have not entered the port yet, in order.
+// Their bytes stay valid: the source is pulled again only once all entered.
+struct FrameBatch {
+    static constexpr std::uint32_t kCapacity = 32;
+    std::array<net::Frame, kCapacity> frames;
+    std::uint32_t head = 0;  // the next frame to enter
+    std::uint32_t count = 0; // frames pulled
+    [[nodiscard]] bool empty() const noexcept { return head == count; }
 };
 
 struct BurstResult {
     std::uint32_t frames = 0;                   // frames that entered the port
-    bool pending = false;                       // a frame pulled is not due yet
+    bool pending = false;                       // frames pulled are not due yet
     bool held = false;                          // frames wait for WQEs after the burst
     std::uint64_t next_deadline_ns = UINT64_MAX; // earliest delay-drop timeout or ARP retry
 };
 
-// Moves frames from `source` (after `pending`, a frame pulled earlier and not
+// Moves frames from `source` (after `pending`, frames pulled earlier and not
 // yet due) into `dev`'s port. A delay-drop timeout that falls due before a
 // frame arrives fires first: the frame must not join, and die with, frames
 // that timed out before it came, and a device that the timeout disarmed
 // must see it disarmed (datapath/README.md, "Offloads, byte by byte").
 // Takes the port lock for the whole burst; call it holding no lock.
 BurstResult run_burst(device::Device& dev, net::FrameSource& source,
-                      std::optional<net::Frame>& pending, std::uint32_t limit,
+                      FrameBatch& pending, std::uint32_t limit,
                       Pacing& pacing) noexcept;
 
 } // namespace rdmasim::sim

@@ -1,7 +1,6 @@
 // The deterministic engine: see engine.hpp.
 #pragma once
 
-#include <optional>
 
 #include "sim/burst.hpp"
 #include "sim/engine.hpp"
@@ -31,9 +30,10 @@ private:
     std::uint64_t arrival(const net::Frame& frame) noexcept override;
     std::uint64_t service_time(std::uint32_t frames) noexcept override;
     void burst_done(const BurstResult& result) noexcept override;
+    std::uint32_t pull_limit() const noexcept override { return FrameBatch::kCapacity; }
 
     std::uint64_t now_ns_ = 0; // virtual: the latest capture timestamp seen, plus idle ticks
-    std::optional<net::Frame> pending_; // stays empty: every frame is due at once
+    FrameBatch pending_; // empty after every step: every frame is due at once
     std::atomic<bool> held_{false}; // frames wait for WQEs (delay drop) after the last step
 };
 

@@ -17,6 +17,9 @@ template <class Port> class SharedSource final : public net::FrameSource {
 public:
     explicit SharedSource(std::shared_ptr<Port> port) : port_(std::move(port)) {}
     bool next(net::Frame& out) noexcept override { return port_->next(out); }
+    std::uint32_t next_burst(std::span<net::Frame> out) noexcept override {
+        return port_->next_burst(out);
+    }
     [[nodiscard]] bool exhausted() const noexcept override { return port_->exhausted(); }
     [[nodiscard]] std::string describe() const override { return port_->describe(); }
     [[nodiscard]] const net::SourceCounters& counters() const noexcept override {

@@ -48,6 +48,10 @@ private:
     std::uint64_t arrival(const net::Frame& frame) noexcept override;
     std::uint64_t service_time(std::uint32_t frames) noexcept override;
     void burst_done(const BurstResult& result) noexcept override;
+    // Paced: one frame at a time (each waits for its own due time).
+    std::uint32_t pull_limit() const noexcept override {
+        return config_.speed <= 0 ? FrameBatch::kCapacity : 1;
+    }
     void schedule(std::chrono::steady_clock::time_point when);
     void post_step() noexcept;  // from any thread
     std::uint64_t now_ns() const noexcept;
@@ -66,7 +70,7 @@ private:
     std::uint64_t capture_t0_ns_ = 0;           // first frame's timestamp
     bool have_t0_ = false;
     std::chrono::steady_clock::time_point burst_start_{}; // unpaced: the running burst's time
-    std::optional<net::Frame> pending_;         // pulled but not yet due
+    FrameBatch pending_;                        // pulled but not yet due
     std::chrono::steady_clock::time_point next_due_{}; // when pending_ is due
     std::atomic<bool> step_queued_{false};
     std::mutex idle_mu_;

@@ -1,5 +1,7 @@
 #include "tools/replay_stop.hpp"
 
+#include <algorithm>
+
 namespace rdmasim::tools {
 
 namespace {
@@ -23,12 +25,17 @@ std::string_view stop_reason_name(StopReason r) noexcept {
 }
 
 bool StopSource::next(net::Frame& out) noexcept {
-    if (reason_.load(std::memory_order_acquire) != StopReason::none) return false;
-    if (!inner_->next(out)) return false;
-    const std::uint64_t n = taken_.load(std::memory_order_relaxed) + 1; // one writer: the engine
-    taken_.store(n, std::memory_order_relaxed);
-    if (limit_ != 0 && n >= limit_) stop(StopReason::count);
-    return true;
+    return next_burst({&out, 1}) == 1;
+}
+
+std::uint32_t StopSource::next_burst(std::span<net::Frame> out) noexcept {
+    if (reason_.load(std::memory_order_acquire) != StopReason::none) return 0;
+    const std::uint64_t taken = taken_.load(std::memory_order_relaxed); // one writer: the engine
+    if (limit_ != 0) out = out.first(std::min<std::uint64_t>(out.size(), limit_ - taken));
+    const std::uint32_t n = inner_->next_burst(out);
+    taken_.store(taken + n, std::memory_order_relaxed);
+    if (limit_ != 0 && taken + n >= limit_) stop(StopReason::count);
+    return n;
 }
 
 double StopSource::progress() const noexcept {

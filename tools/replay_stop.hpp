@@ -29,6 +29,8 @@ public:
     StopSource(std::unique_ptr<net::FrameSource> inner, std::uint64_t limit)
         : inner_(std::move(inner)), limit_(limit) {}
     bool next(net::Frame& out) noexcept override;
+    // The inner source's burst, cut to what the limit leaves.
+    std::uint32_t next_burst(std::span<net::Frame> out) noexcept override;
     [[nodiscard]] bool exhausted() const noexcept override {
         return reason_.load(std::memory_order_acquire) != StopReason::none || inner_->exhausted();
     }

@@ -113,6 +113,14 @@ public:
         ++i_;
         return true;
     }
+    // Unstamped frames lie in the loaded buffer: a whole burst at a time
+    // (stamped ones share scratch_: one).
+    std::uint32_t next_burst(std::span<rdmasim::net::Frame> out) noexcept override {
+        if (stamp_) return !out.empty() && next(out[0]) ? 1 : 0;
+        std::uint32_t n = 0;
+        while (n < out.size() && next(out[n])) ++n;
+        return n;
+    }
     [[nodiscard]] bool exhausted() const noexcept override { return i_ >= count_; }
     [[nodiscard]] std::string describe() const override { return "benchmark frames in memory"; }
     [[nodiscard]] const rdmasim::net::SourceCounters& counters() const noexcept override {

@@ -2,6 +2,7 @@
 // and pcapng files (FCS declarations, truncation), and open errors.
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <cerrno>
 #include <cstdint>
 #include <filesystem>
@@ -378,32 +379,52 @@ TEST_CASE("the mapped reader gives what libpcap gives, frames and errors", "[net
         std::uint64_t ts_ns;
         bool operator==(const Seen&) const = default;
     };
+    // Modes: 0 libpcap, frame by frame; 1 the mapping, frame by frame; 2 the
+    // mapping in bursts of 1, 3, 32 and 7 (every frame of a burst read after
+    // the call: its bytes must all still be there); 3 libpcap in bursts.
+    constexpr int kModes = 4;
     for (const Case& c : cases) {
         INFO(c.name);
         TempPath tmp(".pcap");
         tmp.write(c.file);
-        std::vector<Seen> got[2];
-        std::string error[2];
-        SourceCounters counters[2];
-        for (int mapped = 0; mapped < 2; ++mapped) {
+        std::vector<Seen> got[kModes];
+        std::string error[kModes];
+        SourceCounters counters[kModes];
+        for (int mode = 0; mode < kModes; ++mode) {
+            INFO("mode " << mode);
             PcapOpenOptions o;
-            o.map_file = mapped == 1;
+            o.map_file = mode == 1 || mode == 2;
             auto r = PcapFileSource::open(tmp.str(), o);
             REQUIRE(r.ok());
             auto& src = *r.value();
             Frame f;
-            for (int guard = 0; guard < 100 && !src.exhausted(); ++guard)
-                if (src.next(f)) got[mapped].push_back({bytes_of(f), f.wire_len, f.fcs_len, f.ts_ns});
+            std::array<Frame, 32> burst;
+            static constexpr std::size_t kSizes[] = {1, 3, 32, 7};
+            for (int guard = 0; guard < 100 && !src.exhausted(); ++guard) {
+                if (mode < 2) {
+                    if (src.next(f)) got[mode].push_back({bytes_of(f), f.wire_len, f.fcs_len, f.ts_ns});
+                    continue;
+                }
+                const std::size_t want = kSizes[guard % std::size(kSizes)];
+                const std::uint32_t n = src.next_burst({burst.data(), want});
+                REQUIRE(n <= want);
+                for (std::uint32_t i = 0; i < n; ++i)
+                    got[mode].push_back({bytes_of(burst[i]), burst[i].wire_len, burst[i].fcs_len,
+                                         burst[i].ts_ns});
+            }
             CHECK(src.exhausted());
             CHECK(src.progress() == 1.0);
-            error[mapped] = src.read_error();
-            counters[mapped] = src.counters();
+            error[mode] = src.read_error();
+            counters[mode] = src.counters();
         }
-        CHECK(got[1] == got[0]);
-        CHECK(error[1] == error[0]);
-        CHECK(counters[1].frames == counters[0].frames);
-        CHECK(counters[1].bytes == counters[0].bytes);
-        CHECK(counters[1].truncated_records == counters[0].truncated_records);
+        for (int mode = 1; mode < kModes; ++mode) {
+            INFO("mode " << mode << " against libpcap frame by frame");
+            CHECK(got[mode] == got[0]);
+            CHECK(error[mode] == error[0]);
+            CHECK(counters[mode].frames == counters[0].frames);
+            CHECK(counters[mode].bytes == counters[0].bytes);
+            CHECK(counters[mode].truncated_records == counters[0].truncated_records);
+        }
     }
     // The ordinary records, as written (so the comparison is not of two empty lists).
     TempPath tmp(".pcap");

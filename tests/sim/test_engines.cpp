@@ -8,7 +8,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -173,6 +175,52 @@ void feed_three_then_close(sim::Simulator& s, LiveSource& live) {
     CHECK(s.wait_idle(std::chrono::seconds(10)));
     CHECK(s.port_counters(0).frames.get() == 3);
     CHECK(balanced(s.device(0)));
+}
+
+// A file-like source that hands over bursts: its frames all stay in memory,
+// so every frame of a burst stays valid, as a mapped capture's do. It notes
+// the largest burst an engine asked for.
+class BurstSource final : public net::FrameSource {
+public:
+    BurstSource(std::size_t frames, std::uint64_t gap_ns) : gap_ns_(gap_ns) {
+        const std::array<std::vector<std::uint8_t>, 3> shapes = {
+            golden::concat(golden::kUntagged), golden::concat(golden::kTagged),
+            golden::concat(golden::kTcpGood)};
+        for (std::size_t i = 0; i < frames; ++i) frames_.push_back(shapes[i % shapes.size()]);
+    }
+    bool next(net::Frame& out) noexcept override { return next_burst({&out, 1}) == 1; }
+    std::uint32_t next_burst(std::span<net::Frame> out) noexcept override {
+        largest_ask = std::max(largest_ask.load(), out.size());
+        std::uint32_t n = 0;
+        for (; n < out.size() && i_ < frames_.size(); ++n, ++i_) {
+            out[n] = net::Frame{};
+            out[n].data = frames_[i_].data();
+            out[n].len = out[n].wire_len = static_cast<std::uint32_t>(frames_[i_].size());
+            out[n].ts_ns = 1'000'000'000ull + i_ * gap_ns_;
+            ++counters_.frames;
+            counters_.bytes += out[n].len;
+        }
+        return n;
+    }
+    [[nodiscard]] bool exhausted() const noexcept override { return i_ == frames_.size(); }
+    [[nodiscard]] std::string describe() const override { return "bursts"; }
+    [[nodiscard]] const net::SourceCounters& counters() const noexcept override { return counters_; }
+
+    std::atomic<std::size_t> largest_ask{0};
+
+private:
+    std::vector<std::vector<std::uint8_t>> frames_;
+    std::uint64_t gap_ns_;
+    std::size_t i_ = 0;
+    net::SourceCounters counters_;
+};
+
+std::unique_ptr<sim::Simulator> make_burst_sim(sim::Config config, std::unique_ptr<BurstSource> src) {
+    std::vector<std::unique_ptr<net::FrameSource>> sources;
+    sources.push_back(std::move(src));
+    auto s = sim::Simulator::create(config, std::move(sources));
+    REQUIRE(s);
+    return std::move(s.value());
 }
 
 sim::Config config_with_start_now() {
@@ -411,4 +459,47 @@ TEST_CASE("thread engine at a speed: no frame enters before it is due, each one 
     REQUIRE(fast->wait_idle(std::chrono::seconds(30)));
     CHECK(fast->port_counters(0).frames.get() == 50);
     CHECK(fast->engine(0).pacing_stats().frames() == 0);
+}
+
+TEST_CASE("engines pull bursts the port takes at once: the source never counts ahead of the port",
+          "[sim][engine][burst]") {
+    SECTION("inline engine, a step of 70 frames: bursts of at most 32, all entered by the step") {
+        sim::Config config = inline_config();
+        REQUIRE(config.set("burst", "70"));
+        REQUIRE(config.set("start", "now"));
+        auto owned = std::make_unique<BurstSource>(200, 1000);
+        BurstSource& src = *owned;
+        auto s = make_burst_sim(config, std::move(owned));
+        auto& engine = static_cast<sim::InlineEngine&>(s->engine(0));
+        for (std::uint64_t want : {70u, 140u, 200u, 200u}) {
+            engine.pump();
+            CHECK(s->port_counters(0).frames.get() == want);
+            CHECK(src.counters().frames == want);
+        }
+        CHECK(src.largest_ask == sim::FrameBatch::kCapacity);
+        CHECK(engine.idle());
+        CHECK(balanced(s->device(0)));
+    }
+    SECTION("thread engine, unpaced: bursts; the balance holds at the end") {
+        auto owned = std::make_unique<BurstSource>(500, 1000);
+        BurstSource& src = *owned;
+        auto s = make_burst_sim(config_with_start_now(), std::move(owned));
+        REQUIRE(s->wait_idle(std::chrono::seconds(30)));
+        CHECK(s->port_counters(0).frames.get() == 500);
+        CHECK(src.counters().frames == 500);
+        CHECK(src.largest_ask > 1);
+        CHECK(balanced(s->device(0)));
+    }
+    SECTION("thread engine, paced: one frame at a time (a frame not yet due is not yet counted)") {
+        sim::Config config = config_with_start_now();
+        REQUIRE(config.set("speed", "10x"));
+        auto owned = std::make_unique<BurstSource>(40, 1'000'000); // 1 ms apart: 0.1 ms at 10x
+        BurstSource& src = *owned;
+        auto s = make_burst_sim(config, std::move(owned));
+        REQUIRE(s->wait_idle(std::chrono::seconds(30)));
+        CHECK(s->port_counters(0).frames.get() == 40);
+        CHECK(src.counters().frames == 40);
+        CHECK(src.largest_ask == 1);
+        CHECK(balanced(s->device(0)));
+    }
 }
