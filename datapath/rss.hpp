@@ -27,8 +27,28 @@ inline constexpr std::uint64_t kRssKnownFields =
 // port, each only when selected. A frame lacking any selected field (not IPv4
 // when IPv4 bits are set, not TCP when TCP port bits are set, an IP fragment
 // when port bits are set, ...) hashes to 0. fields == 0 hashes to 0.
-[[nodiscard]] std::uint32_t rss_hash(const Toeplitz& toeplitz, std::uint64_t fields,
+//
+// What a mask asks of a frame, worked out once (when a QP is created): the
+// input is at most two runs of header bytes, the selected addresses (the
+// source lies just before the destination) and the selected ports (likewise).
+struct RssInput {
+    bool never = true;               // fields no frame can supply: every hash is 0
+    net::L3Kind l3 = net::L3Kind::none; // a frame must be this to hash (none: no address)
+    net::L4Kind l4 = net::L4Kind::none; // ... and carry this (none: no port; never a fragment)
+    std::uint8_t addr_offset = 0;    // of the first selected address, in the IP header
+    std::uint8_t addr_len = 0;       // 0, 4, 8, 16 or 32 bytes
+    std::uint8_t port_len = 0;       // 0, 2 (one port) or 4 (both)
+    bool dst_port_only = false;      // port_len 2: the destination port, else the source
+
+    [[nodiscard]] static RssInput of(std::uint64_t fields) noexcept;
+};
+
+[[nodiscard]] std::uint32_t rss_hash(const Toeplitz& toeplitz, const RssInput& input,
                                      net::Bytes frame, const net::ParsedFrame& parsed) noexcept;
+[[nodiscard]] inline std::uint32_t rss_hash(const Toeplitz& toeplitz, std::uint64_t fields,
+                                            net::Bytes frame, const net::ParsedFrame& parsed) noexcept {
+    return rss_hash(toeplitz, RssInput::of(fields), frame, parsed);
+}
 
 // Index into an indirection table of 2^log_size entries: hash & (size - 1).
 [[nodiscard]] inline std::uint32_t rss_entry(std::uint32_t hash, std::uint32_t log_size) noexcept {
@@ -39,12 +59,19 @@ inline constexpr std::uint64_t kRssKnownFields =
 // the selected fields picks an entry of the indirection table.
 struct RssGroup {
     Toeplitz toeplitz;                  // built from the QP's key (36 KiB: groups are few)
-    std::uint64_t fields = 0;           // IBV_RX_HASH_* bits
     std::uint32_t log_size = 0;         // table has 2^log_size entries
     std::vector<RxQueue*> table;        // the indirection table's queues
 
+    // Written by set_fields only (public: a Qp embedding a group stays standard-layout).
+    std::uint64_t fields = 0;           // IBV_RX_HASH_* bits
+    RssInput input;                     // what they ask of a frame
+
+    void set_fields(std::uint64_t mask) noexcept {
+        fields = mask;
+        input = RssInput::of(mask);
+    }
     [[nodiscard]] RxQueue& pick(net::Bytes frame, const net::ParsedFrame& parsed) const noexcept {
-        return *table[rss_entry(rss_hash(toeplitz, fields, frame, parsed), log_size)];
+        return *table[rss_entry(rss_hash(toeplitz, input, frame, parsed), log_size)];
     }
 };
 

@@ -126,7 +126,7 @@ ibv_qp* make_qp(ibv_context* context, ibv_qp_init_attr_ex* attr) noexcept {
         if (rss) {
             qp->table = from_verbs(attr->rwq_ind_tbl);
             datapath::RssGroup& g = qp->rss_group;
-            g.fields = attr->rx_hash_conf.rx_hash_fields_mask;
+            g.set_fields(attr->rx_hash_conf.rx_hash_fields_mask);
             g.toeplitz = datapath::Toeplitz(std::span<const std::uint8_t, datapath::Toeplitz::kKeyLen>(
                 attr->rx_hash_conf.rx_hash_key, datapath::Toeplitz::kKeyLen));
             g.log_size = qp->table->log_size;

@@ -196,7 +196,7 @@ TEST_CASE("port: an RSS group sends a frame to table[hash & (size - 1)]", "[data
     Bench b(8);
     datapath::RssGroup g;
     g.toeplitz = datapath::Toeplitz(datapath::kMicrosoftRssKey);
-    g.fields = datapath::kRssIpv4Fields;
+    g.set_fields(datapath::kRssIpv4Fields);
     g.log_size = 3;
     for (auto& q : b.queues) g.table.push_back(&q);
     for (std::size_t q = 0; q < 8; ++q) b.post(q, q);
