@@ -41,8 +41,21 @@ public:
     [[nodiscard]] Sge* next_sges() noexcept {
         return &sges_[(head_.load(std::memory_order_relaxed) & mask_) * max_sge_];
     }
-    void publish() noexcept {
-        head_.store(head_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+    void publish() noexcept { publish(1); }
+    // A list of WQEs, the i-th filled at slot i after the head, published
+    // together (a post rings one doorbell, as mlx5's ibv_post_recv does).
+    [[nodiscard]] std::uint32_t room() const noexcept {
+        return capacity() -
+               (head_.load(std::memory_order_relaxed) - tail_.load(std::memory_order_acquire));
+    }
+    [[nodiscard]] Wqe& wqe_at(std::uint32_t i) noexcept {
+        return wqes_[(head_.load(std::memory_order_relaxed) + i) & mask_];
+    }
+    [[nodiscard]] Sge* sges_at(std::uint32_t i) noexcept {
+        return &sges_[((head_.load(std::memory_order_relaxed) + i) & mask_) * max_sge_];
+    }
+    void publish(std::uint32_t n) noexcept {
+        head_.store(head_.load(std::memory_order_relaxed) + n, std::memory_order_release);
     }
 
     // Consumer side.

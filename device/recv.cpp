@@ -1,5 +1,6 @@
 #include "device/recv.hpp"
 
+#include <algorithm>
 #include <mutex>
 
 #include "device/device.hpp"
@@ -8,18 +9,27 @@ namespace rdmasim::device {
 
 int post_recv_list(datapath::RecvRing& ring, std::uint32_t max_sge, std::uint32_t max_post,
                    ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept {
-    for (; wr != nullptr; wr = wr->next) {
+    // WQEs are filled past the head and published once, at the end: the ones
+    // before a bad WR are posted, as verbs asks.
+    const auto room = [&ring, max_post] { // free slots from the head on, within max_post
+        const std::uint32_t free = ring.room();
+        const std::uint32_t used = ring.capacity() - free;
+        return used < max_post ? std::min(free, max_post - used) : 0u;
+    };
+    std::uint32_t n = 0, free = room();
+    int err = 0;
+    for (; wr != nullptr; wr = wr->next, ++n) {
         if (wr->num_sge < 0 || static_cast<std::uint32_t>(wr->num_sge) > max_sge ||
             (wr->num_sge > 0 && wr->sg_list == nullptr)) {
-            *bad_wr = wr;
-            return EINVAL;
+            err = EINVAL;
+            break;
         }
-        if (ring.full() || ring.size() >= max_post) {
-            *bad_wr = wr;
-            return ENOMEM;
+        if (n == free && (free = room()) == n) { // unless the engine took some since
+            err = ENOMEM;
+            break;
         }
-        datapath::Wqe& wqe = ring.next_wqe();
-        datapath::Sge* sges = ring.next_sges();
+        datapath::Wqe& wqe = ring.wqe_at(n);
+        datapath::Sge* sges = ring.sges_at(n);
         wqe.wr_id = wr->wr_id;
         wqe.num_sge = 0;
         wqe.total_len = 0;
@@ -29,9 +39,10 @@ int post_recv_list(datapath::RecvRing& ring, std::uint32_t max_sge, std::uint32_
             sges[wqe.num_sge++] = {s.addr, s.length, s.lkey};
             wqe.total_len += s.length;
         }
-        ring.publish();
     }
-    return 0;
+    ring.publish(n);
+    if (err != 0) *bad_wr = wr;
+    return err;
 }
 
 int post_receive(Device& dev, RecvQueue& recv, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept {
