@@ -34,24 +34,24 @@ void pump_if_empty(Cq& cq) noexcept {
 }
 
 // ibv_cq_ex read_* accessors over the entry start_poll / next_poll exposes.
-ibv_wc_opcode read_opcode(ibv_cq_ex* c) { return static_cast<ibv_wc_opcode>(cq_of(c)->current.opcode); }
-uint32_t read_vendor_err(ibv_cq_ex* c) { return cq_of(c)->current.vendor_err; }
-uint32_t read_byte_len(ibv_cq_ex* c) { return cq_of(c)->current.byte_len; }
-__be32 read_imm_data(ibv_cq_ex* c) { return cq_of(c)->current.imm_data; }
-uint32_t read_qp_num(ibv_cq_ex* c) { return cq_of(c)->current.qp_num; }
-uint32_t read_src_qp(ibv_cq_ex* c) { return cq_of(c)->current.src_qp; }
-unsigned int read_wc_flags(ibv_cq_ex* c) { return cq_of(c)->current.wc_flags; }
+ibv_wc_opcode read_opcode(ibv_cq_ex* c) { return static_cast<ibv_wc_opcode>(cq_of(c)->current->opcode); }
+uint32_t read_vendor_err(ibv_cq_ex* c) { return cq_of(c)->current->vendor_err; }
+uint32_t read_byte_len(ibv_cq_ex* c) { return cq_of(c)->current->byte_len; }
+__be32 read_imm_data(ibv_cq_ex* c) { return cq_of(c)->current->imm_data; }
+uint32_t read_qp_num(ibv_cq_ex* c) { return cq_of(c)->current->qp_num; }
+uint32_t read_src_qp(ibv_cq_ex* c) { return cq_of(c)->current->src_qp; }
+unsigned int read_wc_flags(ibv_cq_ex* c) { return cq_of(c)->current->wc_flags; }
 uint32_t read_slid(ibv_cq_ex*) { return 0; }
 uint8_t read_sl(ibv_cq_ex*) { return 0; }
 uint8_t read_dlid_path_bits(ibv_cq_ex*) { return 0; }
-uint64_t read_completion_ts(ibv_cq_ex* c) { return cq_of(c)->current.timestamp_ns; }
-uint16_t read_cvlan(ibv_cq_ex* c) { return cq_of(c)->current.cvlan; }
+uint64_t read_completion_ts(ibv_cq_ex* c) { return cq_of(c)->current->timestamp_ns; }
+uint16_t read_cvlan(ibv_cq_ex* c) { return cq_of(c)->current->cvlan; }
 uint32_t read_flow_tag(ibv_cq_ex*) { return 0; }
 void read_tm_info(ibv_cq_ex* c, ibv_wc_tm_info* info) {
-    info->tag = cq_of(c)->current.tm_tag;
-    info->priv = cq_of(c)->current.tm_priv;
+    info->tag = cq_of(c)->current->tm_tag;
+    info->priv = cq_of(c)->current->tm_priv;
 }
-uint64_t read_wallclock_ns(ibv_cq_ex* c) { return cq_of(c)->current.timestamp_ns; }
+uint64_t read_wallclock_ns(ibv_cq_ex* c) { return cq_of(c)->current->timestamp_ns; }
 
 // Takes one fired CQ's token off the channel's eventfd (EFD_SEMAPHORE: one
 // per read). Tokens are written and read only under the channel lock, one
@@ -68,11 +68,10 @@ void trace_completion(const Cq& cq, const datapath::Cqe& e) noexcept {
 }
 
 void expose(Cq& cq) noexcept {
-    cq.current = cq.ring.front();
-    trace_completion(cq, cq.current);
-    cq.have_current = true;
-    cq.cqx.wr_id = cq.current.wr_id;
-    cq.cqx.status = static_cast<ibv_wc_status>(cq.current.status);
+    cq.current = &cq.ring.front(); // read in place: the slot is ours until popped
+    trace_completion(cq, *cq.current);
+    cq.cqx.wr_id = cq.current->wr_id;
+    cq.cqx.status = static_cast<ibv_wc_status>(cq.current->status);
 }
 
 int start_poll(ibv_cq_ex* c, ibv_poll_cq_attr* attr) noexcept {
@@ -91,9 +90,9 @@ int start_poll(ibv_cq_ex* c, ibv_poll_cq_attr* attr) noexcept {
 
 int next_poll(ibv_cq_ex* c) noexcept {
     Cq& cq = *cq_of(c);
-    if (cq.have_current) {
+    if (cq.current != nullptr) {
         cq.ring.pop();
-        cq.have_current = false;
+        cq.current = nullptr;
     }
     if (cq.ring.empty()) return ENOENT;
     expose(cq);
@@ -102,9 +101,9 @@ int next_poll(ibv_cq_ex* c) noexcept {
 
 void end_poll(ibv_cq_ex* c) noexcept {
     Cq& cq = *cq_of(c);
-    if (cq.have_current) {
+    if (cq.current != nullptr) {
         cq.ring.pop();
-        cq.have_current = false;
+        cq.current = nullptr;
     }
     cq.poll_owner.store(std::thread::id{}, std::memory_order_relaxed);
     cq.poll_lock.unlock();
@@ -308,7 +307,7 @@ CqConsumer::~CqConsumer() {
 
 std::uint32_t CqConsumer::purge(std::uint32_t qp_num) noexcept {
     // With the lock free of any poll, nothing is exposed (end_poll clears it).
-    return cq_.ring.purge(qp_num, cq_.have_current ? 1 : 0);
+    return cq_.ring.purge(qp_num, cq_.current != nullptr ? 1 : 0);
 }
 
 void purge_completions(Device& dev, Cq& cq, std::uint32_t qp_num) noexcept {

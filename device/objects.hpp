@@ -195,8 +195,9 @@ struct Cq {
     bool ignore_overrun = false; // IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN: no IBV_EVENT_CQ_ERR
     std::mutex poll_lock;       // held from start_poll to end_poll
     std::atomic<std::thread::id> poll_owner{}; // who holds poll_lock from start_poll to end_poll
-    datapath::Cqe current;      // the entry start_poll / next_poll exposes
-    bool have_current = false;
+    // The entry start_poll / next_poll exposes, read in place in the ring (the
+    // producer never writes a slot before it is popped); null between polls.
+    const datapath::Cqe* current = nullptr;
     std::atomic<bool> armed{false};
     std::atomic<std::uint32_t> armed_at{0};  // ring.written() when armed: the event is for a later one
     std::atomic<bool> solicited_only{false}; // armed by ibv_req_notify_cq(cq, 1)
