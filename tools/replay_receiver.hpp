@@ -60,12 +60,13 @@ public:
     }
     [[nodiscard]] std::uint32_t wq_num(std::uint32_t wq) const noexcept { return wqs_[wq]->wq_num; }
 
-    // A completion's wr_id names its buffer: wq * ring + slot.
+    // A completion's wr_id names its buffer: wq * ring + slot (below 2^32:
+    // one 32-bit division gives both, where 64-bit ones cost a frame dearly).
     [[nodiscard]] std::uint32_t wq_of(std::uint64_t wr_id) const noexcept {
-        return static_cast<std::uint32_t>(wr_id / settings_.ring);
+        return static_cast<std::uint32_t>(wr_id) / settings_.ring;
     }
     [[nodiscard]] std::uint32_t slot_of(std::uint64_t wr_id) const noexcept {
-        return static_cast<std::uint32_t>(wr_id % settings_.ring);
+        return static_cast<std::uint32_t>(wr_id) % settings_.ring;
     }
     [[nodiscard]] const std::uint8_t* data(std::uint64_t wr_id) const noexcept {
         return mem_.get() + wr_id * settings_.buf;
