@@ -154,33 +154,48 @@ struct Tally {
     }
 };
 
-// A completed WQE to post again.
-struct Done {
-    std::uint32_t wq, slot;
-};
+// The WQEs one poll batch completed (at most Receiver::kMaxChain), posted
+// again by flush(). Chained (no delay drop): each WQ's WQEs as one chain, the
+// WQs in the order they first completed. Otherwise one post per WQE, in
+// completion order: with delay drop each post lets held frames take the WQE
+// at once, so chaining would change the order of completions in the CQ (the
+// golden test's contract).
+class Reposter {
+public:
+    Reposter(Receiver& rx, bool chain) : rx_(rx), chain_(chain), by_wq_(rx.wq_count()) {
+        for (auto& slots : by_wq_) slots.reserve(Receiver::kMaxChain);
+        if (!chain_) in_order_.reserve(Receiver::kMaxChain);
+    }
+    [[nodiscard]] std::size_t size() const noexcept { return n_; }
+    void add(std::uint32_t wq, std::uint32_t slot) {
+        ++n_;
+        if (!chain_) {
+            in_order_.push_back({wq, slot});
+            return;
+        }
+        if (by_wq_[wq].empty()) touched_[touched_n_++] = wq;
+        by_wq_[wq].push_back(slot); // within the capacity reserved: n_ <= kMaxChain
+    }
+    void flush() {
+        for (const auto& [wq, slot] : in_order_)
+            if (auto r = rx_.post(wq, slot); !r) fail(r.error().message);
+        in_order_.clear();
+        for (std::size_t i = 0; i < touched_n_; ++i) {
+            auto& slots = by_wq_[touched_[i]];
+            if (auto r = rx_.post_chain(touched_[i], slots); !r) fail(r.error().message);
+            slots.clear();
+        }
+        touched_n_ = n_ = 0;
+    }
 
-// Posts `repost` again: each WQ's WQEs as one chain when `chain`, else one
-// post per WQE in completion order. `by_wq`: scratch, one list per WQ.
-void repost_all(Receiver& rx, const std::vector<Done>& repost, bool chain,
-                std::vector<std::vector<std::uint32_t>>& by_wq) {
-    if (!chain) {
-        for (const Done& d : repost)
-            if (auto r = rx.post(d.wq, d.slot); !r) fail(r.error().message);
-        return;
-    }
-    // At most 64 completions: every list stays within its reserved capacity,
-    // and the WQs they name are posted in the order they first completed.
-    std::array<std::uint32_t, Receiver::kMaxChain> touched;
-    std::size_t n = 0;
-    for (const Done& d : repost) {
-        if (by_wq[d.wq].empty()) touched[n++] = d.wq;
-        by_wq[d.wq].push_back(d.slot);
-    }
-    for (std::size_t i = 0; i < n; ++i) {
-        if (auto r = rx.post_chain(touched[i], by_wq[touched[i]]); !r) fail(r.error().message);
-        by_wq[touched[i]].clear();
-    }
-}
+private:
+    Receiver& rx_;
+    bool chain_;
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> in_order_; // (wq, slot), unchained
+    std::vector<std::vector<std::uint32_t>> by_wq_;                 // slots per WQ, chained
+    std::array<std::uint32_t, Receiver::kMaxChain> touched_{};      // WQs in first-completion order
+    std::size_t touched_n_ = 0, n_ = 0;
+};
 
 // Polls, captures, shows and re-posts until the capture is done: the source
 // drained or stopped, nothing held, and the CQ empty twice in a row.
@@ -189,15 +204,7 @@ Tally receive(const ReplayOptions& o, sim::Simulator& sim, Receiver& rx, net::Pc
     ProgressBar bar(isatty(STDERR_FILENO) && !o.json);
     Tally tally;
     std::uint64_t shown = 0;
-    std::vector<Done> repost;
-    repost.reserve(Receiver::kMaxChain);
-    // Without delay drop, each WQ's WQEs go back as one chain (one post per
-    // WQ per poll batch). With it, one post per WQE, in completion order:
-    // each post lets held frames take the WQE at once, so chaining would
-    // change the order of completions in the CQ (the golden test's contract).
-    const bool chain = !rx.delay_drop();
-    std::vector<std::vector<std::uint32_t>> by_wq(rx.wq_count());
-    for (auto& slots : by_wq) slots.reserve(Receiver::kMaxChain);
+    Reposter repost(rx, !rx.delay_drop());
     const auto& port = sim.port_counters(0);
     ibv_cq_ex* cq = rx.cq();
     // Thread engine, no pacing: polls that find nothing spin for kSpinIdle
@@ -211,7 +218,6 @@ Tally receive(const ReplayOptions& o, sim::Simulator& sim, Receiver& rx, net::Pc
     IdleClock::time_point idle_since{}; // of the empty polls in a row; {}: the last poll found some
     for (int quiet = 0; quiet < 2;) {
         stop.check();
-        repost.clear();
         ibv_poll_cq_attr pa{};
         if (ibv_start_poll(cq, &pa) == 0) {
             do {
@@ -219,10 +225,12 @@ Tally receive(const ReplayOptions& o, sim::Simulator& sim, Receiver& rx, net::Pc
                 ++tally.completions;
                 tally.count(cq->status);
                 if (cq->status == IBV_WC_SUCCESS) {
-                    const std::uint32_t len = ibv_wc_read_byte_len(cq);
-                    const std::uint8_t* data = rx.data(id);
-                    if (writer) writer->write({data, len}, ibv_wc_read_completion_ts(cq));
-                    if (shown < o.show) {
+                    if (writer)
+                        writer->write({rx.data(id), ibv_wc_read_byte_len(cq)},
+                                      ibv_wc_read_completion_ts(cq));
+                    if (shown < o.show) [[unlikely]] {
+                        const std::uint32_t len = ibv_wc_read_byte_len(cq);
+                        const std::uint8_t* data = rx.data(id);
                         ++shown;
                         const std::uint16_t tci = ibv_wc_read_cvlan(cq);
                         std::printf(
@@ -238,13 +246,14 @@ Tally receive(const ReplayOptions& o, sim::Simulator& sim, Receiver& rx, net::Pc
                 // A flushed WQE came from a queue in error: posted again it
                 // would only be flushed again, for ever (sim/README.md, "Fault
                 // injection": cqe-error, wq-fatal). Every other WQE goes back.
-                if (cq->status != IBV_WC_WR_FLUSH_ERR) repost.push_back({rx.wq_of(id), rx.slot_of(id)});
+                if (cq->status != IBV_WC_WR_FLUSH_ERR) repost.add(rx.wq_of(id), rx.slot_of(id));
             } while (repost.size() < Receiver::kMaxChain && ibv_next_poll(cq) == 0);
             ibv_end_poll(cq);
         }
-        repost_all(rx, repost, chain, by_wq);
+        const bool reposted = repost.size() != 0;
+        repost.flush();
         bar.update([&] { return std::pair{sim.engine(0).source().progress(), port.frames.get()}; });
-        if (repost.empty()) {
+        if (!reposted) {
             if (sim.idle())
                 ++quiet;
             else if (sim.config().speed > 0) // paced: leave the CPU to the engine
