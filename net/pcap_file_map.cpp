@@ -81,49 +81,65 @@ bool PcapFileSource::next_mapped(pcap_pkthdr& hdr, const std::uint8_t*& data) no
     return true;
 }
 
-std::uint32_t PcapFileSource::next_mapped_frames(std::span<Frame> out) noexcept {
-    // The walk in locals, the members written back once per burst: a Frame's
-    // one-byte fields may alias anything, so each store would reload them.
-    const std::uint8_t* const map = map_;
-    const std::size_t map_len = map_len_;
-    const std::uint32_t snapshot = map_snapshot_;
-    const bool swapped = map_swapped_;
-    const bool nano = map_nano_;
-    const std::uint32_t fcs_len = static_cast<std::uint32_t>(fcs_len_);
-    const std::size_t want = out.size();
-    Frame* const frames = out.data();
-    std::size_t offset = map_offset_;
-    std::uint64_t bytes = 0, truncated = 0;
+namespace {
+
+// next_mapped_frames' walk over the mapping, kept in locals: a Frame's
+// one-byte fields may alias anything, so a store through one would reload
+// members. One instance per byte order and timestamp unit (no branch per record).
+struct MapWalk {
+    const std::uint8_t* map;
+    std::size_t len;
+    std::uint32_t snapshot;
+    std::uint32_t fcs_len;
+    std::size_t offset;       // of the next record
+    std::uint64_t bytes = 0;  // handed over
+    std::uint64_t truncated = 0;
+};
+
+template <bool Swapped, bool Nano>
+std::uint32_t walk(MapWalk& state, Frame* frames, std::size_t want) noexcept {
+    MapWalk w = state; // in registers: the Frame stores below cannot touch it
     std::uint32_t n = 0;
     for (; n < want; ++n) {
-        const std::size_t left = map_len - offset;
+        const std::size_t left = w.len - w.offset;
         if (left < kRecordHeaderLen) break; // the end, or a cut header
-        const std::uint8_t* rec = map + offset;
-        const std::uint32_t caplen = load32(rec + 8, swapped);
-        if (caplen > snapshot || caplen > left - kRecordHeaderLen) break;
-        const std::uint32_t wire_len = load32(rec + 12, swapped);
-        const std::uint32_t frac = load32(rec + 4, swapped);
+        const std::uint8_t* rec = w.map + w.offset;
+        const std::uint32_t caplen = load32(rec + 8, Swapped);
+        if (caplen > w.snapshot || caplen > left - kRecordHeaderLen) break;
+        const std::uint32_t wire_len = load32(rec + 12, Swapped);
+        const std::uint32_t frac = load32(rec + 4, Swapped);
         Frame& f = frames[n];
         f.data = rec + kRecordHeaderLen;
         f.len = std::min(caplen, wire_len); // as take(): never past what the wire carried
         f.wire_len = wire_len;
-        f.fcs_len = f.len >= fcs_len ? static_cast<std::uint8_t>(fcs_len) : 0;
-        f.ts_ns = std::uint64_t{load32(rec, swapped)} * 1'000'000'000u +
-                  (nano ? frac : std::uint64_t{frac} * 1000);
+        f.fcs_len = f.len >= w.fcs_len ? static_cast<std::uint8_t>(w.fcs_len) : 0;
+        f.ts_ns = std::uint64_t{load32(rec, Swapped)} * 1'000'000'000u +
+                  (Nano ? frac : std::uint64_t{frac} * 1000);
         f.lost = false;
-        offset += kRecordHeaderLen + caplen;
-        bytes += f.len;
-        truncated += f.len < wire_len;
+        w.offset += kRecordHeaderLen + caplen;
+        w.bytes += f.len;
+        w.truncated += f.len < wire_len;
     }
-    map_offset_ = offset;
+    state = w;
+    return n;
+}
+
+} // namespace
+
+std::uint32_t PcapFileSource::next_mapped_frames(std::span<Frame> out) noexcept {
+    MapWalk w{map_, map_len_, map_snapshot_, static_cast<std::uint32_t>(fcs_len_), map_offset_};
+    const auto pick = map_swapped_ ? (map_nano_ ? walk<true, true> : walk<true, false>)
+                                   : (map_nano_ ? walk<false, true> : walk<false, false>);
+    const std::uint32_t n = pick(w, out.data(), out.size());
+    map_offset_ = w.offset;
     counters_.frames += n;
-    counters_.bytes += bytes;
-    counters_.truncated_records += truncated;
+    counters_.bytes += w.bytes;
+    counters_.truncated_records += w.truncated;
     // Progress, as of every 1024th record (or so: a burst counts as one step).
     const std::uint64_t before = records_;
     records_ += n;
     if (n != 0 && (before == 0 || (before >> 10) != (records_ >> 10)))
-        position_.store(static_cast<long long>(offset), std::memory_order_relaxed);
+        position_.store(static_cast<long long>(w.offset), std::memory_order_relaxed);
     return n;
 }
 
