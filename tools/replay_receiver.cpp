@@ -201,7 +201,8 @@ Result<void> Receiver::set_up() {
                        IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
     if (auto r = own(cq_, ibv_create_cq_ex(ctx, &cq_attr), "ibv_create_cq_ex"); !r) return r;
     if (auto r = own(pd_, ibv_alloc_pd(ctx), "ibv_alloc_pd"); !r) return r;
-    const std::size_t bytes = static_cast<std::size_t>(total) * settings_.buf;
+    stride_ = stride_of(settings_.buf);
+    const std::size_t bytes = static_cast<std::size_t>(total) * stride_;
     mem_.reset(static_cast<std::uint8_t*>(std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096)));
     if (!mem_) return make_error(ENOMEM, "out of memory for receive buffers");
     if (auto r = own(mr_, ibv_reg_mr(pd_.get(), mem_.get(), bytes, int{IBV_ACCESS_LOCAL_WRITE}),
@@ -287,7 +288,7 @@ Result<void> Receiver::post_chain(std::uint32_t wq, std::span<const std::uint32_
     const std::size_t n = std::min(slots.size(), kMaxChain);
     for (std::size_t i = 0; i < n; ++i) {
         const std::uint64_t id = static_cast<std::uint64_t>(wq) * settings_.ring + slots[i];
-        chain_sges_[i] = {reinterpret_cast<std::uintptr_t>(mem_.get() + id * settings_.buf),
+        chain_sges_[i] = {reinterpret_cast<std::uintptr_t>(mem_.get() + id * stride_),
                           settings_.buf, mr_->lkey};
         ibv_recv_wr& wr = chain_wrs_[i];
         wr.wr_id = id;
