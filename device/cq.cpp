@@ -33,25 +33,31 @@ void pump_if_empty(Cq& cq) noexcept {
     if (cq.ring.empty()) pump(cq);
 }
 
-// ibv_cq_ex read_* accessors over the entry start_poll / next_poll exposes.
-ibv_wc_opcode read_opcode(ibv_cq_ex* c) { return static_cast<ibv_wc_opcode>(cq_of(c)->current->opcode); }
-uint32_t read_vendor_err(ibv_cq_ex* c) { return cq_of(c)->current->vendor_err; }
-uint32_t read_byte_len(ibv_cq_ex* c) { return cq_of(c)->current->byte_len; }
-__be32 read_imm_data(ibv_cq_ex* c) { return cq_of(c)->current->imm_data; }
-uint32_t read_qp_num(ibv_cq_ex* c) { return cq_of(c)->current->qp_num; }
-uint32_t read_src_qp(ibv_cq_ex* c) { return cq_of(c)->current->src_qp; }
-unsigned int read_wc_flags(ibv_cq_ex* c) { return cq_of(c)->current->wc_flags; }
+// ibv_cq_ex read_* accessors over the entry start_poll / next_poll exposes
+// (outside a poll, which the verbs do not allow, an empty entry: zeros).
+const datapath::Cqe& exposed(ibv_cq_ex* c) noexcept {
+    static const datapath::Cqe kNone{};
+    const datapath::Cqe* e = cq_of(c)->current;
+    return e != nullptr ? *e : kNone;
+}
+ibv_wc_opcode read_opcode(ibv_cq_ex* c) { return static_cast<ibv_wc_opcode>(exposed(c).opcode); }
+uint32_t read_vendor_err(ibv_cq_ex* c) { return exposed(c).vendor_err; }
+uint32_t read_byte_len(ibv_cq_ex* c) { return exposed(c).byte_len; }
+__be32 read_imm_data(ibv_cq_ex* c) { return exposed(c).imm_data; }
+uint32_t read_qp_num(ibv_cq_ex* c) { return exposed(c).qp_num; }
+uint32_t read_src_qp(ibv_cq_ex* c) { return exposed(c).src_qp; }
+unsigned int read_wc_flags(ibv_cq_ex* c) { return exposed(c).wc_flags; }
 uint32_t read_slid(ibv_cq_ex*) { return 0; }
 uint8_t read_sl(ibv_cq_ex*) { return 0; }
 uint8_t read_dlid_path_bits(ibv_cq_ex*) { return 0; }
-uint64_t read_completion_ts(ibv_cq_ex* c) { return cq_of(c)->current->timestamp_ns; }
-uint16_t read_cvlan(ibv_cq_ex* c) { return cq_of(c)->current->cvlan; }
+uint64_t read_completion_ts(ibv_cq_ex* c) { return exposed(c).timestamp_ns; }
+uint16_t read_cvlan(ibv_cq_ex* c) { return exposed(c).cvlan; }
 uint32_t read_flow_tag(ibv_cq_ex*) { return 0; }
 void read_tm_info(ibv_cq_ex* c, ibv_wc_tm_info* info) {
-    info->tag = cq_of(c)->current->tm_tag;
-    info->priv = cq_of(c)->current->tm_priv;
+    info->tag = exposed(c).tm_tag;
+    info->priv = exposed(c).tm_priv;
 }
-uint64_t read_wallclock_ns(ibv_cq_ex* c) { return cq_of(c)->current->timestamp_ns; }
+uint64_t read_wallclock_ns(ibv_cq_ex* c) { return exposed(c).timestamp_ns; }
 
 // Takes one fired CQ's token off the channel's eventfd (EFD_SEMAPHORE: one
 // per read). Tokens are written and read only under the channel lock, one

@@ -196,7 +196,8 @@ struct Cq {
     std::mutex poll_lock;       // held from start_poll to end_poll
     std::atomic<std::thread::id> poll_owner{}; // who holds poll_lock from start_poll to end_poll
     // The entry start_poll / next_poll exposes, read in place in the ring (the
-    // producer never writes a slot before it is popped); null between polls.
+    // producer never writes a slot before it is popped); null between polls,
+    // when the read_* accessors see an empty entry.
     const datapath::Cqe* current = nullptr;
     std::atomic<bool> armed{false};
     std::atomic<std::uint32_t> armed_at{0};  // ring.written() when armed: the event is for a later one
