@@ -30,6 +30,29 @@ std::uint32_t load32(const std::uint8_t* p, bool swapped) noexcept {
     return swapped ? __builtin_bswap32(v) : v;
 }
 
+// A classic pcap record header (pcap-savefile(5)).
+struct Record {
+    std::uint32_t sec, frac; // frac: micro- or nanoseconds, as the magic says
+    std::uint32_t caplen, wire_len;
+    const std::uint8_t* data; // the captured bytes
+};
+
+// The record at `rec`, `left` bytes before the end of the mapping: false for
+// a cut header, or a record longer than the snapshot or than the file (one
+// that is not ordinary: libpcap decides what it is). Inline: the burst walk
+// reads one per frame, with `swapped` a constant.
+inline bool read_record(const std::uint8_t* rec, std::size_t left, std::uint32_t snapshot,
+                        bool swapped, Record& out) noexcept {
+    if (left < kRecordHeaderLen) return false;
+    out.caplen = load32(rec + 8, swapped);
+    if (out.caplen > snapshot || out.caplen > left - kRecordHeaderLen) return false;
+    out.sec = load32(rec, swapped);
+    out.frac = load32(rec + 4, swapped);
+    out.wire_len = load32(rec + 12, swapped);
+    out.data = rec + kRecordHeaderLen;
+    return true;
+}
+
 } // namespace
 
 void PcapFileSource::map_classic(int snapshot) {
@@ -66,26 +89,20 @@ bool PcapFileSource::next_mapped(pcap_pkthdr& hdr, const std::uint8_t*& data) no
         done_.store(true, std::memory_order_release);
         return false;
     }
-    if (left < kRecordHeaderLen) return false; // a cut header: libpcap says so
-    const std::uint8_t* rec = map_ + map_offset_;
-    const std::uint32_t caplen = load32(rec + 8, map_swapped_);
-    if (caplen > map_snapshot_ || caplen > left - kRecordHeaderLen) return false;
-    hdr.ts.tv_sec = static_cast<time_t>(load32(rec, map_swapped_));
-    const std::uint32_t frac = load32(rec + 4, map_swapped_);
+    Record r; // a cut header, or an odd record: libpcap says what it is
+    if (!read_record(map_ + map_offset_, left, map_snapshot_, map_swapped_, r)) return false;
+    hdr.ts.tv_sec = static_cast<time_t>(r.sec);
     // In nanosecond precision tv_usec holds nanoseconds (as libpcap gives them).
-    hdr.ts.tv_usec = static_cast<suseconds_t>(map_nano_ ? frac : std::uint64_t{frac} * 1000);
-    hdr.caplen = caplen;
-    hdr.len = load32(rec + 12, map_swapped_);
-    data = rec + kRecordHeaderLen;
-    map_offset_ += kRecordHeaderLen + caplen;
+    hdr.ts.tv_usec = static_cast<suseconds_t>(map_nano_ ? r.frac : std::uint64_t{r.frac} * 1000);
+    hdr.caplen = r.caplen;
+    hdr.len = r.wire_len;
+    data = r.data;
+    map_offset_ += kRecordHeaderLen + r.caplen;
     return true;
 }
 
 namespace {
 
-// next_mapped_frames' walk over the mapping, kept in locals: a Frame's
-// one-byte fields may alias anything, so a store through one would reload
-// members. One instance per byte order and timestamp unit (no branch per record).
 // A burst ends once it spans this much of the file (64-byte frames: 13 a
 // burst; 1514-byte ones: one). Each record's header says where the next one
 // starts, so a walk over large records is a chain of cache misses the
@@ -95,6 +112,9 @@ namespace {
 // 1 KiB 1.04x (tests/bench/RESULTS.md, fourth pass).
 constexpr std::size_t kMaxBurstSpan = 1024;
 
+// next_mapped_frames' walk over the mapping, kept in locals: a Frame's
+// one-byte fields may alias anything, so a store through one would reload
+// members. One instance per byte order and timestamp unit (no branch per record).
 struct MapWalk {
     const std::uint8_t* map;
     std::size_t len;
@@ -110,25 +130,19 @@ std::uint32_t walk(MapWalk& state, Frame* frames, std::size_t want) noexcept {
     MapWalk w = state; // in registers: the Frame stores below cannot touch it
     const std::size_t stop = w.offset + kMaxBurstSpan;
     std::uint32_t n = 0;
-    for (; n < want && w.offset < stop; ++n) {
-        const std::size_t left = w.len - w.offset;
-        if (left < kRecordHeaderLen) break; // the end, or a cut header
-        const std::uint8_t* rec = w.map + w.offset;
-        const std::uint32_t caplen = load32(rec + 8, Swapped);
-        if (caplen > w.snapshot || caplen > left - kRecordHeaderLen) break;
-        const std::uint32_t wire_len = load32(rec + 12, Swapped);
-        const std::uint32_t frac = load32(rec + 4, Swapped);
+    for (Record r; n < want && w.offset < stop; ++n) {
+        // The end, a cut header or an odd record: next() reads it the general way.
+        if (!read_record(w.map + w.offset, w.len - w.offset, w.snapshot, Swapped, r)) break;
         Frame& f = frames[n];
-        f.data = rec + kRecordHeaderLen;
-        f.len = std::min(caplen, wire_len); // as take(): never past what the wire carried
-        f.wire_len = wire_len;
+        f.data = r.data;
+        f.len = std::min(r.caplen, r.wire_len); // as take(): never past what the wire carried
+        f.wire_len = r.wire_len;
         f.fcs_len = f.len >= w.fcs_len ? static_cast<std::uint8_t>(w.fcs_len) : 0;
-        f.ts_ns = std::uint64_t{load32(rec, Swapped)} * 1'000'000'000u +
-                  (Nano ? frac : std::uint64_t{frac} * 1000);
+        f.ts_ns = std::uint64_t{r.sec} * 1'000'000'000u + (Nano ? r.frac : std::uint64_t{r.frac} * 1000);
         f.lost = false;
-        w.offset += kRecordHeaderLen + caplen;
+        w.offset += kRecordHeaderLen + r.caplen;
         w.bytes += f.len;
-        w.truncated += f.len < wire_len;
+        w.truncated += f.len < r.wire_len;
     }
     state = w;
     return n;
