@@ -35,12 +35,15 @@ struct Record {
     std::uint32_t sec, frac; // frac: micro- or nanoseconds, as the magic says
     std::uint32_t caplen, wire_len;
     const std::uint8_t* data; // the captured bytes
+    [[nodiscard]] std::uint64_t frac_ns(bool nano) const noexcept {
+        return nano ? frac : std::uint64_t{frac} * 1000;
+    }
 };
 
 // The record at `rec`, `left` bytes before the end of the mapping: false for
 // a cut header, or a record longer than the snapshot or than the file (one
 // that is not ordinary: libpcap decides what it is). Inline: the burst walk
-// reads one per frame, with `swapped` a constant.
+// reads one per frame.
 inline bool read_record(const std::uint8_t* rec, std::size_t left, std::uint32_t snapshot,
                         bool swapped, Record& out) noexcept {
     if (left < kRecordHeaderLen) return false;
@@ -93,7 +96,7 @@ bool PcapFileSource::next_mapped(pcap_pkthdr& hdr, const std::uint8_t*& data) no
     if (!read_record(map_ + map_offset_, left, map_snapshot_, map_swapped_, r)) return false;
     hdr.ts.tv_sec = static_cast<time_t>(r.sec);
     // In nanosecond precision tv_usec holds nanoseconds (as libpcap gives them).
-    hdr.ts.tv_usec = static_cast<suseconds_t>(map_nano_ ? r.frac : std::uint64_t{r.frac} * 1000);
+    hdr.ts.tv_usec = static_cast<suseconds_t>(r.frac_ns(map_nano_));
     hdr.caplen = r.caplen;
     hdr.len = r.wire_len;
     data = r.data;
@@ -114,31 +117,31 @@ constexpr std::size_t kMaxBurstSpan = 1024;
 
 // next_mapped_frames' walk over the mapping, kept in locals: a Frame's
 // one-byte fields may alias anything, so a store through one would reload
-// members. One instance per byte order and timestamp unit (no branch per record).
+// members.
 struct MapWalk {
     const std::uint8_t* map;
     std::size_t len;
     std::uint32_t snapshot;
     std::uint32_t fcs_len;
+    bool swapped, nano;       // the file's byte order and timestamp unit
     std::size_t offset;       // of the next record
     std::uint64_t bytes = 0;  // handed over
     std::uint64_t truncated = 0;
 };
 
-template <bool Swapped, bool Nano>
 std::uint32_t walk(MapWalk& state, Frame* frames, std::size_t want) noexcept {
     MapWalk w = state; // in registers: the Frame stores below cannot touch it
     const std::size_t stop = w.offset + kMaxBurstSpan;
     std::uint32_t n = 0;
     for (Record r; n < want && w.offset < stop; ++n) {
         // The end, a cut header or an odd record: next() reads it the general way.
-        if (!read_record(w.map + w.offset, w.len - w.offset, w.snapshot, Swapped, r)) break;
+        if (!read_record(w.map + w.offset, w.len - w.offset, w.snapshot, w.swapped, r)) break;
         Frame& f = frames[n];
         f.data = r.data;
         f.len = std::min(r.caplen, r.wire_len); // as take(): never past what the wire carried
         f.wire_len = r.wire_len;
         f.fcs_len = f.len >= w.fcs_len ? static_cast<std::uint8_t>(w.fcs_len) : 0;
-        f.ts_ns = std::uint64_t{r.sec} * 1'000'000'000u + (Nano ? r.frac : std::uint64_t{r.frac} * 1000);
+        f.ts_ns = std::uint64_t{r.sec} * 1'000'000'000u + r.frac_ns(w.nano);
         f.lost = false;
         w.offset += kRecordHeaderLen + r.caplen;
         w.bytes += f.len;
@@ -151,10 +154,9 @@ std::uint32_t walk(MapWalk& state, Frame* frames, std::size_t want) noexcept {
 } // namespace
 
 std::uint32_t PcapFileSource::next_mapped_frames(std::span<Frame> out) noexcept {
-    MapWalk w{map_, map_len_, map_snapshot_, static_cast<std::uint32_t>(fcs_len_), map_offset_};
-    const auto pick = map_swapped_ ? (map_nano_ ? walk<true, true> : walk<true, false>)
-                                   : (map_nano_ ? walk<false, true> : walk<false, false>);
-    const std::uint32_t n = pick(w, out.data(), out.size());
+    MapWalk w{map_, map_len_, map_snapshot_, static_cast<std::uint32_t>(fcs_len_), map_swapped_,
+              map_nano_, map_offset_};
+    const std::uint32_t n = walk(w, out.data(), out.size());
     map_offset_ = w.offset;
     counters_.frames += n;
     counters_.bytes += w.bytes;

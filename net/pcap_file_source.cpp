@@ -285,7 +285,7 @@ std::uint32_t PcapFileSource::next_burst(std::span<Frame> out) noexcept {
         if (const std::uint32_t n = next_mapped_frames(out); n != 0) [[likely]]
             return n;
     }
-    return !out.empty() && next(out[0]) ? 1 : 0;
+    return FrameSource::next_burst(out); // one frame, the general way
 }
 
 bool PcapFileSource::next(Frame& out) noexcept {

@@ -116,7 +116,7 @@ public:
     // Unstamped frames lie in the loaded buffer: a whole burst at a time
     // (stamped ones share scratch_: one).
     std::uint32_t next_burst(std::span<rdmasim::net::Frame> out) noexcept override {
-        if (stamp_) return !out.empty() && next(out[0]) ? 1 : 0;
+        if (stamp_) return FrameSource::next_burst(out);
         std::uint32_t n = 0;
         while (n < out.size() && next(out[n])) ++n;
         return n;
