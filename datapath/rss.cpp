@@ -46,16 +46,20 @@ RssInput RssInput::of(std::uint64_t fields) noexcept {
     return in;
 }
 
-std::uint32_t rss_hash(const Toeplitz& toeplitz, const RssInput& in, net::Bytes frame,
-                       const net::ParsedFrame& parsed) noexcept {
+namespace {
+
+// The hash input of `in` for this frame as Toeplitz::Words (big-endian, zero
+// past the input), read in place: the parse vouches for the IP header
+// (ParsedFrame::l3). False when the frame lacks a selected field (its hash is 0).
+// An address run fills whole words but for one IPv4 address (the high half
+// of word 0).
+[[gnu::always_inline]] inline bool input_words(const RssInput& in, net::Bytes frame,
+                                               const net::ParsedFrame& parsed,
+                                               Toeplitz::Words& w) noexcept {
     // A fragment has l4 none (the parse reads no ports of one).
     if (in.never || (in.l3 != net::L3Kind::none && parsed.l3 != in.l3) ||
         (in.l4 != net::L4Kind::none && parsed.l4 != in.l4))
-        return 0;
-    // The input as big-endian words, read in place: the parse vouches for the
-    // IP header (ParsedFrame::l3). An address run fills whole words but for
-    // one IPv4 address (the high half of word 0).
-    Toeplitz::Words w{};
+        return false;
     const std::uint8_t* const addr = frame.data() + parsed.l3_offset + in.addr_offset;
     const auto be64 = [addr](std::size_t off) {
         std::uint64_t v;
@@ -89,7 +93,65 @@ std::uint32_t rss_hash(const Toeplitz& toeplitz, const RssInput& in, net::Bytes 
         // After the addresses: at byte addr_len % 8 of word addr_len / 8.
         w[in.addr_len / 8] |= ports << (64 - 8 * (in.addr_len % 8 + in.port_len));
     }
+    return true;
+}
+
+// The index bits (RssGroup): for each, the parity of the input ANDed with its
+// masks. One instance per input length in words, so the inner loop unrolls.
+template <std::size_t W>
+[[gnu::always_inline]] inline std::uint32_t index_bits(const Toeplitz::Words& w, const std::uint64_t* masks,
+                         std::uint32_t bits) noexcept {
+    std::uint32_t index = 0;
+    for (std::uint32_t b = 0; b < bits; ++b, masks += W) {
+        std::uint64_t x = 0;
+        for (std::size_t i = 0; i < W; ++i) x ^= w[i] & masks[i];
+        index |= static_cast<std::uint32_t>(__builtin_parityll(x)) << b;
+    }
+    return index;
+}
+
+} // namespace
+
+std::uint32_t rss_hash(const Toeplitz& toeplitz, const RssInput& in, net::Bytes frame,
+                       const net::ParsedFrame& parsed) noexcept {
+    Toeplitz::Words w{};
+    if (!input_words(in, frame, parsed, w)) return 0;
     return toeplitz.hash_words(w, std::size_t{in.addr_len} + in.port_len);
+}
+
+void RssGroup::configure(std::span<const std::uint8_t, Toeplitz::kKeyLen> key,
+                         std::uint64_t fields_mask, std::uint32_t log_table_size) {
+    log_size = log_table_size;
+    fields = fields_mask;
+    input = RssInput::of(fields_mask);
+    const std::size_t len = input.never ? 0 : std::size_t{input.addr_len} + input.port_len;
+    words = static_cast<std::uint32_t>((len + 7) / 8);
+    // Key bit k (k = 0: the most significant bit of key[0]); none past the key.
+    const auto key_bit = [&key](std::size_t k) -> std::uint64_t {
+        return k < key.size() * 8 ? (key[k / 8] >> (7 - k % 8)) & 1u : 0;
+    };
+    masks.assign(std::size_t{log_size} * words, 0);
+    // Hash bit j meets key bit i + j at input bit i; input bit 64w + t sits at
+    // bit 63 - t of word w. Only the input's own bits: the words are zero past it.
+    for (std::uint32_t b = 0; b < log_size; ++b) {
+        const std::size_t j = 31 - b;
+        for (std::size_t i = 0; i < len * 8; ++i)
+            masks[b * words + i / 64] |= key_bit(i + j) << (63 - i % 64);
+    }
+}
+
+__attribute__((target_clones("popcnt", "default")))
+std::uint32_t RssGroup::index(net::Bytes frame, const net::ParsedFrame& parsed) const noexcept {
+    Toeplitz::Words w{};
+    if (!input_words(input, frame, parsed, w)) return 0;
+    const std::uint64_t* const m = masks.data();
+    switch (words) {
+    case 1: return index_bits<1>(w, m, log_size);
+    case 2: return index_bits<2>(w, m, log_size);
+    case 3: return index_bits<3>(w, m, log_size);
+    case 4: return index_bits<4>(w, m, log_size);
+    default: return index_bits<5>(w, m, log_size);
+    }
 }
 
 } // namespace rdmasim::datapath

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include <infiniband/verbs.h>
@@ -57,22 +58,31 @@ struct RssInput {
 
 // A steering target that spreads frames over queues (an RSS QP): the hash of
 // the selected fields picks an entry of the indirection table.
+//
+// The table needs only the hash's low log_size bits, and Toeplitz is linear:
+// index bit b is hash bit 31 - b, the parity of the input ANDed with the 32
+// key bits that hash bit meets at each input bit. configure() lays those key
+// bits out as masks over the input words, so a frame costs log_size ANDs and
+// parities and no whole hash (the same entry as rss_entry(rss_hash(...)):
+// tests/datapath/test_rss.cpp compares the two).
 struct RssGroup {
-    Toeplitz toeplitz;                  // built from the QP's key (36 KiB: groups are few)
-    std::uint32_t log_size = 0;         // table has 2^log_size entries
-    std::vector<RxQueue*> table;        // the indirection table's queues
+    std::vector<RxQueue*> table; // the indirection table's queues: 2^log_size of them
 
-    // Written by set_fields only (public: a Qp embedding a group stays standard-layout).
-    std::uint64_t fields = 0;           // IBV_RX_HASH_* bits
-    RssInput input;                     // what they ask of a frame
+    // Written by configure only (public: a Qp embedding a group stays standard-layout).
+    std::uint32_t log_size = 0;  // table has 2^log_size entries
+    std::uint64_t fields = 0;    // IBV_RX_HASH_* bits
+    RssInput input;              // what they ask of a frame
+    std::uint32_t words = 0;     // input words (8 bytes each) the masks cover
+    std::vector<std::uint64_t> masks; // index bit b, input word w: masks[b * words + w]
 
-    void set_fields(std::uint64_t mask) noexcept {
-        fields = mask;
-        input = RssInput::of(mask);
-    }
+    // Set-up (allocates): the QP's 40-byte key, hash fields and table size.
+    void configure(std::span<const std::uint8_t, Toeplitz::kKeyLen> key, std::uint64_t fields_mask,
+                   std::uint32_t log_table_size);
     [[nodiscard]] RxQueue& pick(net::Bytes frame, const net::ParsedFrame& parsed) const noexcept {
-        return *table[rss_entry(rss_hash(toeplitz, input, frame, parsed), log_size)];
+        return *table[log_size == 0 ? 0 : index(frame, parsed)];
     }
+    // The table entry for a frame: rss_entry(rss_hash(...), log_size).
+    [[nodiscard]] std::uint32_t index(net::Bytes frame, const net::ParsedFrame& parsed) const noexcept;
 };
 
 } // namespace rdmasim::datapath

@@ -1,10 +1,8 @@
-// Toeplitz hash for RSS. Two ways to the same value, chosen once per key:
-// carry-less multiplication (x86-64 PCLMULQDQ, checked at run time: two
-// multiplies per 8 input bytes, no tables), or per-byte lookup tables
-// precomputed from the key (one lookup and xor per input byte) where the
-// instruction is missing. The tables are 36 KiB: on the per-frame path the
-// receive buffers streaming through L1 evicted them, and an IPv6 4-tuple's
-// 36 lookups missed (tests/bench/RESULTS.md, "Third pass").
+// Toeplitz hash for RSS, the whole 32-bit value: the definition that
+// rss_hash() applies and that tests and the fuzz target check RSS against.
+// The per-frame path does not call it: an RSS group computes only the bits of
+// the hash its indirection table uses (RssGroup, rss.hpp). Per-byte lookup
+// tables precomputed from the key (36 KiB), one lookup and xor per input byte.
 #pragma once
 
 #include <array>
@@ -21,30 +19,17 @@ public:
     // The input as hash_words() takes it: 8-byte big-endian words (input
     // byte 8w + k is byte 7 - k of words[w]), zero past the input's end.
     using Words = std::array<std::uint64_t, (kMaxInput + 7) / 8>;
-    enum class Method : std::uint8_t { best, tables };
 
     Toeplitz() noexcept = default; // an all-zero key: every hash is 0
-    // `method`: tables forces the lookup tables (tests compare the two).
-    explicit Toeplitz(std::span<const std::uint8_t, kKeyLen> key, Method method = Method::best) noexcept;
+    explicit Toeplitz(std::span<const std::uint8_t, kKeyLen> key) noexcept;
     // Hash of `input` (network byte order, at most kMaxInput bytes; longer input is cut).
     [[nodiscard]] std::uint32_t hash(std::span<const std::uint8_t> input) const noexcept;
-    // Hash of the `n` (<= kMaxInput) bytes in `words`: the per-frame call
-    // (rss_hash builds the words in registers; bytes stored one field at a
-    // time and read back 8 at once would stall on store forwarding).
+    // Hash of the `n` (<= kMaxInput) bytes in `words`.
     [[nodiscard]] std::uint32_t hash_words(const Words& words, std::size_t n) const noexcept;
     [[nodiscard]] const std::array<std::uint8_t, kKeyLen>& key() const noexcept { return key_; }
-    // True when hash() multiplies (PCLMULQDQ) instead of looking up tables.
-    [[nodiscard]] bool carryless() const noexcept { return carryless_; }
 
 private:
-    [[nodiscard]] std::uint32_t hash_tables(const Words& words, std::size_t n) const noexcept;
-
     std::array<std::uint8_t, kKeyLen> key_{};
-    // The key bits each 8-byte input chunk c meets: bits [64c, 64c + 95)
-    // with key bit 64c + t at bit t (reflected), low 64 and high 31.
-    Words window_lo_{};
-    Words window_hi_{};
-    bool carryless_ = false;
     std::array<std::array<std::uint32_t, 256>, kMaxInput> table_{};
 };
 

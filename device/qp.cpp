@@ -126,10 +126,9 @@ ibv_qp* make_qp(ibv_context* context, ibv_qp_init_attr_ex* attr) noexcept {
         if (rss) {
             qp->table = from_verbs(attr->rwq_ind_tbl);
             datapath::RssGroup& g = qp->rss_group;
-            g.set_fields(attr->rx_hash_conf.rx_hash_fields_mask);
-            g.toeplitz = datapath::Toeplitz(std::span<const std::uint8_t, datapath::Toeplitz::kKeyLen>(
-                attr->rx_hash_conf.rx_hash_key, datapath::Toeplitz::kKeyLen));
-            g.log_size = qp->table->log_size;
+            g.configure(std::span<const std::uint8_t, datapath::Toeplitz::kKeyLen>(
+                            attr->rx_hash_conf.rx_hash_key, datapath::Toeplitz::kKeyLen),
+                        attr->rx_hash_conf.rx_hash_fields_mask, qp->table->log_size);
             g.table.reserve(qp->table->entries.size());
             for (Wq* wq : qp->table->entries) g.table.push_back(&wq->recv.rx);
             qp->table->qp_refs.fetch_add(1);

@@ -195,9 +195,7 @@ TEST_CASE("port: a sniffer's copy is counted by its queue only", "[datapath][por
 TEST_CASE("port: an RSS group sends a frame to table[hash & (size - 1)]", "[datapath][port]") {
     Bench b(8);
     datapath::RssGroup g;
-    g.toeplitz = datapath::Toeplitz(datapath::kMicrosoftRssKey);
-    g.set_fields(datapath::kRssIpv4Fields);
-    g.log_size = 3;
+    g.configure(datapath::kMicrosoftRssKey, datapath::kRssIpv4Fields, 3);
     for (auto& q : b.queues) g.table.push_back(&q);
     for (std::size_t q = 0; q < 8; ++q) b.post(q, q);
     auto& e = b.entries.emplace_back();

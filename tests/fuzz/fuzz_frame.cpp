@@ -179,6 +179,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if ((fields & (IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4)) && parsed.l3 != net::L3Kind::ipv4)
         check(h == 0);
     check(datapath::rss_entry(h, 3) < 8);
+    // An RSS group's entry (masks and parities) is the hash's low bits; table
+    // sizes 2^0..2^7 from bits 0-2 of byte 1 (shared with switches below).
+    {
+        datapath::RssGroup g;
+        const std::uint32_t log_size = bits & 0x07u;
+        g.configure(datapath::kMicrosoftRssKey, rss_fields, log_size);
+        check(g.index(payload, parsed) == datapath::rss_entry(h, log_size));
+    }
 
     check(datapath::flow_matches(rules.catch_all, payload, parsed));
     const bool m1 = datapath::flow_matches(rules.dst_mac, payload, parsed);
