@@ -5,6 +5,10 @@
 
 #include <infiniband/verbs.h>
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define RDMASIM_RSS_POPCNT 1
+#endif
+
 namespace rdmasim::datapath {
 
 namespace {
@@ -119,6 +123,46 @@ std::uint32_t rss_hash(const Toeplitz& toeplitz, const RssInput& in, net::Bytes 
     return toeplitz.hash_words(w, std::size_t{in.addr_len} + in.port_len);
 }
 
+namespace {
+
+// RssGroup::index for any CPU, and, on x86-64, one built for POPCNT (a parity
+// in one instruction; configure() picks it where the CPU has it).
+[[gnu::always_inline]] inline std::uint32_t index_of(const RssGroup& g, net::Bytes frame,
+                                                     const net::ParsedFrame& parsed) noexcept {
+    Toeplitz::Words w{};
+    if (!input_words(g.input, frame, parsed, w)) return 0;
+    const std::uint64_t* const m = g.masks.data();
+    switch (g.words) {
+    case 1: return index_bits<1>(w, m, g.log_size);
+    case 2: return index_bits<2>(w, m, g.log_size);
+    case 3: return index_bits<3>(w, m, g.log_size);
+    case 4: return index_bits<4>(w, m, g.log_size);
+    default: return index_bits<5>(w, m, g.log_size);
+    }
+}
+
+#ifdef RDMASIM_RSS_POPCNT
+__attribute__((target("popcnt"))) std::uint32_t
+index_popcnt(const RssGroup& g, net::Bytes frame, const net::ParsedFrame& parsed) noexcept {
+    return index_of(g, frame, parsed);
+}
+#endif
+
+RssGroup::IndexFn best_index_fn() noexcept {
+#ifdef RDMASIM_RSS_POPCNT
+    __builtin_cpu_init(); // configure() may run from a static initialiser, before libgcc's
+    if (__builtin_cpu_supports("popcnt")) return index_popcnt;
+#endif
+    return rss_index_portable;
+}
+
+} // namespace
+
+std::uint32_t rss_index_portable(const RssGroup& g, net::Bytes frame,
+                                 const net::ParsedFrame& parsed) noexcept {
+    return index_of(g, frame, parsed);
+}
+
 void RssGroup::configure(std::span<const std::uint8_t, Toeplitz::kKeyLen> key,
                          std::uint64_t fields_mask, std::uint32_t log_table_size) {
     log_size = log_table_size;
@@ -131,26 +175,13 @@ void RssGroup::configure(std::span<const std::uint8_t, Toeplitz::kKeyLen> key,
         return k < key.size() * 8 ? (key[k / 8] >> (7 - k % 8)) & 1u : 0;
     };
     masks.assign(std::size_t{log_size} * words, 0);
+    index_fn = best_index_fn();
     // Hash bit j meets key bit i + j at input bit i; input bit 64w + t sits at
     // bit 63 - t of word w. Only the input's own bits: the words are zero past it.
     for (std::uint32_t b = 0; b < log_size; ++b) {
         const std::size_t j = 31 - b;
         for (std::size_t i = 0; i < len * 8; ++i)
             masks[b * words + i / 64] |= key_bit(i + j) << (63 - i % 64);
-    }
-}
-
-__attribute__((target_clones("popcnt", "default")))
-std::uint32_t RssGroup::index(net::Bytes frame, const net::ParsedFrame& parsed) const noexcept {
-    Toeplitz::Words w{};
-    if (!input_words(input, frame, parsed, w)) return 0;
-    const std::uint64_t* const m = masks.data();
-    switch (words) {
-    case 1: return index_bits<1>(w, m, log_size);
-    case 2: return index_bits<2>(w, m, log_size);
-    case 3: return index_bits<3>(w, m, log_size);
-    case 4: return index_bits<4>(w, m, log_size);
-    default: return index_bits<5>(w, m, log_size);
     }
 }
 

@@ -74,6 +74,8 @@ struct RssGroup {
     RssInput input;              // what they ask of a frame
     std::uint32_t words = 0;     // input words (8 bytes each) the masks cover
     std::vector<std::uint64_t> masks; // index bit b, input word w: masks[b * words + w]
+    using IndexFn = std::uint32_t (*)(const RssGroup&, net::Bytes, const net::ParsedFrame&) noexcept;
+    IndexFn index_fn = nullptr;  // index()'s body, set by configure (POPCNT where the CPU has it)
 
     // Set-up (allocates): the QP's 40-byte key, hash fields and table size.
     void configure(std::span<const std::uint8_t, Toeplitz::kKeyLen> key, std::uint64_t fields_mask,
@@ -82,7 +84,14 @@ struct RssGroup {
         return *table[log_size == 0 ? 0 : index(frame, parsed)];
     }
     // The table entry for a frame: rss_entry(rss_hash(...), log_size).
-    [[nodiscard]] std::uint32_t index(net::Bytes frame, const net::ParsedFrame& parsed) const noexcept;
+    [[nodiscard]] std::uint32_t index(net::Bytes frame, const net::ParsedFrame& parsed) const noexcept {
+        return index_fn(*this, frame, parsed);
+    }
 };
+
+// RssGroup::index without any CPU extension (configure() takes a POPCNT build
+// of the same code where the CPU has one; tests compare the two).
+[[nodiscard]] std::uint32_t rss_index_portable(const RssGroup& group, net::Bytes frame,
+                                               const net::ParsedFrame& parsed) noexcept;
 
 } // namespace rdmasim::datapath
