@@ -1,8 +1,14 @@
 // A completion queue's ring. Single producer (the engine, or a flush, always
 // under the port lock), single consumer (the program, serialised by the CQ's
 // poll lock). Full means full: the producer checks room() before it consumes
-// a WQE, so a completion is never overwritten or lost. purge() is neither:
-// it excludes both.
+// a WQE, so a completion is never overwritten or lost. purge() and resize()
+// are neither: they exclude both.
+//
+// Each side keeps the other's index as it last read it, on its own cache
+// line, and reads the other's line again only when that copy says full (the
+// producer) or empty (the consumer, poll_empty()): with the engine and the
+// program on two cores, reading the other's index on every completion moved
+// its cache line across for every completion, both ways.
 #pragma once
 
 #include <atomic>
@@ -38,9 +44,14 @@ public:
     bool resize(std::uint32_t min_entries);
 
     [[nodiscard]] std::uint32_t capacity() const noexcept { return mask_ + 1; }
-    [[nodiscard]] bool room() const noexcept {
-        return head_.load(std::memory_order_relaxed) - tail_.load(std::memory_order_acquire) <=
-               mask_;
+    // Producer: an entry is free (a stale copy of the consumer's index only
+    // ever undercounts the room; it is read again before saying no).
+    [[nodiscard]] bool room() noexcept {
+        const auto h = head_.load(std::memory_order_relaxed);
+        if (h - tail_seen_ <= mask_) [[likely]]
+            return true;
+        tail_seen_ = tail_.load(std::memory_order_acquire);
+        return h - tail_seen_ <= mask_;
     }
     // Producer: returns false (and marks the overflow) when full.
     bool push(const Cqe& cqe) noexcept {
@@ -78,9 +89,19 @@ public:
         return overflowed_.exchange(false, std::memory_order_acq_rel);
     }
 
-    // Consumer.
+    // Consumer (or anyone: reads the producer's index).
     [[nodiscard]] bool empty() const noexcept {
         return tail_.load(std::memory_order_relaxed) == head_.load(std::memory_order_acquire);
+    }
+    // The consumer, holding the poll lock: empty(), reading the producer's
+    // index only when the entries seen there last are used up. The distance
+    // is signed: a copy left behind by pops after empty() reads again.
+    [[nodiscard]] bool poll_empty() noexcept {
+        const auto t = tail_.load(std::memory_order_relaxed);
+        if (static_cast<std::int32_t>(head_seen_ - t) > 0) [[likely]]
+            return false;
+        head_seen_ = head_.load(std::memory_order_acquire);
+        return head_seen_ == t;
     }
     [[nodiscard]] const Cqe& front() const noexcept {
         return entries_[tail_.load(std::memory_order_relaxed) & mask_];
@@ -107,9 +128,17 @@ private:
         written_.store(written_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
     }
 
+    // Both sides reset the copies when they move the indices (init, resize, purge).
+    void resync() noexcept {
+        tail_seen_ = tail_.load(std::memory_order_relaxed);
+        head_seen_ = head_.load(std::memory_order_relaxed);
+    }
+
     alignas(64) std::atomic<std::uint32_t> head_{0};
     std::atomic<std::uint32_t> written_{0}; // the producer's, beside head_
+    std::uint32_t tail_seen_ = 0;            // the producer's copy of tail_
     alignas(64) std::atomic<std::uint32_t> tail_{0};
+    std::uint32_t head_seen_ = 0;            // the consumer's copy of head_
 };
 
 } // namespace rdmasim::datapath

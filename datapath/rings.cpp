@@ -21,6 +21,7 @@ void CqRing::init(std::uint32_t min_entries) {
     mask_ = cap - 1;
     head_.store(0, std::memory_order_relaxed);
     tail_.store(0, std::memory_order_relaxed);
+    resync();
 }
 
 bool CqRing::resize(std::uint32_t min_entries) {
@@ -34,6 +35,7 @@ bool CqRing::resize(std::uint32_t min_entries) {
     mask_ = cap - 1;
     tail_.store(0, std::memory_order_relaxed);
     head_.store(n, std::memory_order_release);
+    resync();
     return true;
 }
 
@@ -51,6 +53,7 @@ std::uint32_t CqRing::purge(std::uint32_t qp_num, std::uint32_t keep_front) noex
         ++to;
     }
     head_.store(to, std::memory_order_release);
+    resync();
     return head - to;
 }
 

@@ -85,7 +85,7 @@ int start_poll(ibv_cq_ex* c, ibv_poll_cq_attr* attr) noexcept {
     Cq& cq = *cq_of(c);
     pump_if_empty(cq);
     cq.poll_lock.lock(); // held until end_poll, as rdma-core providers do
-    if (cq.ring.empty()) {
+    if (cq.ring.poll_empty()) {
         cq.poll_lock.unlock();
         return ENOENT;
     }
@@ -100,7 +100,7 @@ int next_poll(ibv_cq_ex* c) noexcept {
         cq.ring.pop();
         cq.current = nullptr;
     }
-    if (cq.ring.empty()) return ENOENT;
+    if (cq.ring.poll_empty()) return ENOENT;
     expose(cq);
     return 0;
 }
@@ -265,7 +265,7 @@ int poll_cq(ibv_cq* c, int num_entries, ibv_wc* wc) noexcept {
     pump_if_empty(cq);
     std::lock_guard lock(cq.poll_lock);
     int n = 0;
-    for (; n < num_entries && !cq.ring.empty(); ++n) {
+    for (; n < num_entries && !cq.ring.poll_empty(); ++n) {
         const datapath::Cqe& e = cq.ring.front();
         trace_completion(cq, e);
         ibv_wc& w = wc[n];

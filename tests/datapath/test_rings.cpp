@@ -2,6 +2,8 @@
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <algorithm>
+#include <bit>
 #include <deque>
 #include <random>
 #include <vector>
@@ -44,7 +46,7 @@ void check_recv(const RecvRing& ring, const std::deque<ModelWqe>& model) {
     }
 }
 
-void check_cq(const CqRing& ring, const std::deque<Cqe>& model) {
+void check_cq(CqRing& ring, const std::deque<Cqe>& model) {
     REQUIRE(ring.size() == model.size());
     REQUIRE(ring.empty() == model.empty());
     REQUIRE(ring.room() == (model.size() < ring.capacity()));
@@ -190,7 +192,7 @@ TEST_CASE("cq ring: random operations match a deque model", "[datapath][ring]") 
                 c.wr_id = next_id++;
                 c.timestamp_ns = rng();
                 c.byte_len = rng() % 10000;
-                c.qp_num = rng() % 0x1000;
+                c.qp_num = rng() % 4; // few QPs: a purge removes some
                 c.wc_flags = rng() % 64;
                 c.cvlan = static_cast<std::uint16_t>(rng());
                 c.status = static_cast<std::uint8_t>(rng() % 22);
@@ -201,10 +203,32 @@ TEST_CASE("cq ring: random operations match a deque model", "[datapath][ring]") 
                     model.push_back(c);
                 else
                     overflow_expected = true;
-            } else if (!cq.empty()) {
-                cq.pop();
-                model.pop_front();
+            } else {
+                // Both tests of emptiness, mixed, a few pops at a time: the
+                // consumer's copy of the producer's index must stay right
+                // whichever one it pops after, and however far the pops go.
+                const bool poll = rng() % 2 == 0;
+                for (std::uint32_t k = 1 + rng() % 3; k > 0 && (poll ? !cq.poll_empty() : !cq.empty()); --k) {
+                    cq.pop();
+                    model.pop_front();
+                }
             }
+            if (rng() % 64 == 0) { // moves both indices: the copies must follow
+                const std::uint32_t qp = rng() % 4;
+                const std::uint32_t keep = std::min<std::uint32_t>(rng() % 3, static_cast<std::uint32_t>(model.size()));
+                std::deque<Cqe> kept(model.begin(), model.begin() + keep);
+                for (auto it = model.begin() + keep; it != model.end(); ++it)
+                    if (it->qp_num != qp) kept.push_back(*it);
+                const auto gone = static_cast<std::uint32_t>(model.size() - kept.size());
+                REQUIRE(cq.purge(qp, keep) == gone);
+                model = std::move(kept);
+            }
+            if (rng() % 97 == 0) {
+                const std::uint32_t want = 1 + rng() % 80;
+                const bool fits = model.size() <= std::bit_ceil(want);
+                REQUIRE(cq.resize(want) == fits);
+            }
+            if (rng() % 8 == 0) REQUIRE(cq.poll_empty() == model.empty());
             if (rng() % 16 == 0) {
                 REQUIRE(cq.take_overflow() == overflow_expected);
                 overflow_expected = false;
