@@ -100,20 +100,6 @@ namespace {
     return true;
 }
 
-// The index bits (RssGroup): for each, the parity of the input ANDed with its
-// masks. One instance per input length in words, so the inner loop unrolls.
-template <std::size_t W>
-[[gnu::always_inline]] inline std::uint32_t index_bits(const Toeplitz::Words& w, const std::uint64_t* masks,
-                         std::uint32_t bits) noexcept {
-    std::uint32_t index = 0;
-    for (std::uint32_t b = 0; b < bits; ++b, masks += W) {
-        std::uint64_t x = 0;
-        for (std::size_t i = 0; i < W; ++i) x ^= w[i] & masks[i];
-        index |= static_cast<std::uint32_t>(__builtin_parityll(x)) << b;
-    }
-    return index;
-}
-
 } // namespace
 
 std::uint32_t rss_hash(const Toeplitz& toeplitz, const RssInput& in, net::Bytes frame,
@@ -125,42 +111,103 @@ std::uint32_t rss_hash(const Toeplitz& toeplitz, const RssInput& in, net::Bytes 
 
 namespace {
 
-// RssGroup::index for any CPU, and, on x86-64, one built for POPCNT (a parity
-// in one instruction; configure() picks it where the CPU has it).
-[[gnu::always_inline]] inline std::uint32_t index_of(const RssGroup& g, net::Bytes frame,
-                                                     const net::ParsedFrame& parsed) noexcept {
-    Toeplitz::Words w{};
-    if (!input_words(g.input, frame, parsed, w)) return 0;
-    const std::uint64_t* const m = g.masks.data();
-    switch (g.words) {
-    case 1: return index_bits<1>(w, m, g.log_size);
-    case 2: return index_bits<2>(w, m, g.log_size);
-    case 3: return index_bits<3>(w, m, g.log_size);
-    case 4: return index_bits<4>(w, m, g.log_size);
-    default: return index_bits<5>(w, m, g.log_size);
+// The entry (RssGroup::index): one instance per input shape, `A` address
+// bytes (0, 4, 8, 16 or 32) and ports `P` (0 none, 1 the source, 2 the
+// destination, 3 both), so that the input's words are built without a branch
+// and the parities unroll over them. Same input as input_words(), which
+// rss_hash() uses and tests/datapath/test_rss.cpp holds these to.
+template <std::size_t A, unsigned P>
+[[gnu::always_inline]] inline std::uint32_t index_shaped(const RssGroup& g, net::Bytes frame,
+                                                         const net::ParsedFrame& parsed) noexcept {
+    constexpr std::size_t kPortLen = P == 3 ? 4 : P != 0 ? 2 : 0;
+    constexpr std::size_t kWords = (A + kPortLen + 7) / 8;
+    const RssInput& in = g.input;
+    // A fragment has l4 none (the parse reads no ports of one).
+    if ((A != 0 && parsed.l3 != in.l3) || (P != 0 && parsed.l4 != in.l4)) return 0;
+    std::array<std::uint64_t, kWords> w{};
+    const std::uint8_t* const addr = frame.data() + parsed.l3_offset + in.addr_offset;
+    if constexpr (A == 4) {
+        std::uint32_t v;
+        std::memcpy(&v, addr, 4);
+        w[0] = std::uint64_t{__builtin_bswap32(v)} << 32;
+    } else {
+        for (std::size_t i = 0; i < A / 8; ++i) {
+            std::uint64_t v;
+            std::memcpy(&v, addr + 8 * i, 8);
+            w[i] = __builtin_bswap64(v);
+        }
     }
+    if constexpr (P != 0) {
+        const std::uint64_t ports = P == 3 ? std::uint64_t{parsed.src_port} << 16 | parsed.dst_port
+                                    : P == 2 ? parsed.dst_port
+                                             : parsed.src_port;
+        w[A / 8] |= ports << (64 - 8 * (A % 8 + kPortLen));
+    }
+    // Entry bit b: the parity of the input ANDed with that bit's masks.
+    const std::uint64_t* m = g.masks.data();
+    std::uint32_t index = 0;
+    for (std::uint32_t b = 0; b < g.log_size; ++b, m += kWords) {
+        std::uint64_t x = 0;
+        for (std::size_t i = 0; i < kWords; ++i) x ^= w[i] & m[i];
+        index |= static_cast<std::uint32_t>(__builtin_parityll(x)) << b;
+    }
+    return index;
+}
+
+std::uint32_t index_never(const RssGroup&, net::Bytes, const net::ParsedFrame&) noexcept { return 0; }
+
+template <std::size_t A, unsigned P>
+std::uint32_t index_portable(const RssGroup& g, net::Bytes frame, const net::ParsedFrame& parsed) noexcept {
+    return index_shaped<A, P>(g, frame, parsed);
 }
 
 #ifdef RDMASIM_RSS_POPCNT
+// Built for POPCNT (a parity in one instruction); configure() takes it where the CPU has it.
+template <std::size_t A, unsigned P>
 __attribute__((target("popcnt"))) std::uint32_t
 index_popcnt(const RssGroup& g, net::Bytes frame, const net::ParsedFrame& parsed) noexcept {
-    return index_of(g, frame, parsed);
+    return index_shaped<A, P>(g, frame, parsed);
 }
 #endif
 
-RssGroup::IndexFn best_index_fn() noexcept {
+template <std::size_t A, unsigned P>
+struct Portable { static constexpr RssGroup::IndexFn fn = index_portable<A, P>; };
+#ifdef RDMASIM_RSS_POPCNT
+template <std::size_t A, unsigned P>
+struct Popcnt { static constexpr RssGroup::IndexFn fn = index_popcnt<A, P>; };
+#endif
+
+// The instance of family F (Portable or Popcnt) for `in`: rows by address
+// bytes (0, 4, 8, 16, 32), columns by ports (none, source, destination, both).
+template <template <std::size_t, unsigned> class F>
+RssGroup::IndexFn pick_shape(const RssInput& in) noexcept {
+    if (in.never) return index_never;
+    static constexpr RssGroup::IndexFn kTable[5][4] = {
+        {index_never, F<0, 1>::fn, F<0, 2>::fn, F<0, 3>::fn},
+        {F<4, 0>::fn, F<4, 1>::fn, F<4, 2>::fn, F<4, 3>::fn},
+        {F<8, 0>::fn, F<8, 1>::fn, F<8, 2>::fn, F<8, 3>::fn},
+        {F<16, 0>::fn, F<16, 1>::fn, F<16, 2>::fn, F<16, 3>::fn},
+        {F<32, 0>::fn, F<32, 1>::fn, F<32, 2>::fn, F<32, 3>::fn}};
+    const std::size_t row = in.addr_len == 0 ? 0 : in.addr_len == 4 ? 1 : in.addr_len == 8 ? 2
+                          : in.addr_len == 16 ? 3 : 4;
+    const unsigned col = in.port_len == 4 ? 3 : in.port_len == 0 ? 0 : in.dst_port_only ? 2 : 1;
+    return kTable[row][col];
+}
+
+RssGroup::IndexFn best_index_fn(const RssInput& in) noexcept {
 #ifdef RDMASIM_RSS_POPCNT
     __builtin_cpu_init(); // configure() may run from a static initialiser, before libgcc's
-    if (__builtin_cpu_supports("popcnt")) return index_popcnt;
+    if (__builtin_cpu_supports("popcnt")) return pick_shape<Popcnt>(in);
 #endif
-    return rss_index_portable;
+    return pick_shape<Portable>(in);
 }
 
 } // namespace
 
 std::uint32_t rss_index_portable(const RssGroup& g, net::Bytes frame,
                                  const net::ParsedFrame& parsed) noexcept {
-    return index_of(g, frame, parsed);
+    if (g.log_size == 0) return 0;
+    return pick_shape<Portable>(g.input)(g, frame, parsed);
 }
 
 void RssGroup::configure(std::span<const std::uint8_t, Toeplitz::kKeyLen> key,
@@ -175,7 +222,7 @@ void RssGroup::configure(std::span<const std::uint8_t, Toeplitz::kKeyLen> key,
         return k < key.size() * 8 ? (key[k / 8] >> (7 - k % 8)) & 1u : 0;
     };
     masks.assign(std::size_t{log_size} * words, 0);
-    index_fn = best_index_fn();
+    index_fn = best_index_fn(input);
     // Hash bit j meets key bit i + j at input bit i; input bit 64w + t sits at
     // bit 63 - t of word w. Only the input's own bits: the words are zero past it.
     for (std::uint32_t b = 0; b < log_size; ++b) {
