@@ -62,9 +62,10 @@ struct RssInput {
 // The table needs only the hash's low log_size bits, and Toeplitz is linear:
 // index bit b is hash bit 31 - b, the parity of the input ANDed with the 32
 // key bits that hash bit meets at each input bit. configure() lays those key
-// bits out as masks over the input words, so a frame costs log_size ANDs and
-// parities and no whole hash (the same entry as rss_entry(rss_hash(...)):
-// tests/datapath/test_rss.cpp compares the two).
+// bits out as masks over the input words and picks the code for the input's
+// shape (address bytes x ports), so a frame costs a few loads, log_size
+// ANDs and parities, and no whole hash (the same entry as
+// rss_entry(rss_hash(...)): tests/datapath/test_rss.cpp compares the two).
 struct RssGroup {
     std::vector<RxQueue*> table; // the indirection table's queues: 2^log_size of them
 
@@ -75,7 +76,7 @@ struct RssGroup {
     std::uint32_t words = 0;     // input words (8 bytes each) the masks cover
     std::vector<std::uint64_t> masks; // index bit b, input word w: masks[b * words + w]
     using IndexFn = std::uint32_t (*)(const RssGroup&, net::Bytes, const net::ParsedFrame&) noexcept;
-    IndexFn index_fn = nullptr;  // index()'s body, set by configure (POPCNT where the CPU has it)
+    IndexFn index_fn = nullptr;  // index()'s body for this shape (POPCNT where the CPU has it)
 
     // Set-up (allocates): the QP's 40-byte key, hash fields and table size.
     void configure(std::span<const std::uint8_t, Toeplitz::kKeyLen> key, std::uint64_t fields_mask,
