@@ -287,7 +287,7 @@ Result<void> Receiver::post_chain(std::uint32_t wq, std::span<const std::uint32_
     if (slots.empty()) return {};
     const std::size_t n = std::min(slots.size(), kMaxChain);
     for (std::size_t i = 0; i < n; ++i) {
-        const std::uint64_t id = static_cast<std::uint64_t>(wq) * settings_.ring + slots[i];
+        const std::uint64_t id = wr_id_of(wq, slots[i]);
         chain_sges_[i] = {reinterpret_cast<std::uintptr_t>(data(id)),
                           settings_.buf, mr_->lkey};
         ibv_recv_wr& wr = chain_wrs_[i];

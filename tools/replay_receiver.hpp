@@ -60,16 +60,21 @@ public:
     }
     [[nodiscard]] std::uint32_t wq_num(std::uint32_t wq) const noexcept { return wqs_[wq]->wq_num; }
 
-    // A completion's wr_id names its buffer: wq * ring + slot (below 2^32:
-    // one 32-bit division gives both, where 64-bit ones cost a frame dearly).
-    [[nodiscard]] std::uint32_t wq_of(std::uint64_t wr_id) const noexcept {
-        return static_cast<std::uint32_t>(wr_id) / settings_.ring;
+    // A completion's wr_id names its buffer: the WQ in the high 32 bits, the
+    // slot in the low ones (no division per frame: a 32-bit one by --ring
+    // was the poll loop's longest latency).
+    [[nodiscard]] static std::uint64_t wr_id_of(std::uint32_t wq, std::uint32_t slot) noexcept {
+        return std::uint64_t{wq} << 32 | slot;
     }
-    [[nodiscard]] std::uint32_t slot_of(std::uint64_t wr_id) const noexcept {
-        return static_cast<std::uint32_t>(wr_id) % settings_.ring;
+    [[nodiscard]] static std::uint32_t wq_of(std::uint64_t wr_id) noexcept {
+        return static_cast<std::uint32_t>(wr_id >> 32);
     }
+    [[nodiscard]] static std::uint32_t slot_of(std::uint64_t wr_id) noexcept {
+        return static_cast<std::uint32_t>(wr_id);
+    }
+    // Buffer wq * ring + slot.
     [[nodiscard]] const std::uint8_t* data(std::uint64_t wr_id) const noexcept {
-        return mem_.get() + wr_id * stride_;
+        return mem_.get() + (std::size_t{wq_of(wr_id)} * settings_.ring + slot_of(wr_id)) * stride_;
     }
     // Where buffer k starts: k * stride. The stride is `buf` rounded up to
     // an odd number of cache lines: at a power of two (2 KiB) every buffer's
