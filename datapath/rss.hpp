@@ -56,6 +56,12 @@ struct RssInput {
     return hash & ((1u << log_size) - 1u);
 }
 
+struct RssGroup;
+// RssGroup::index without any CPU extension (configure() takes a POPCNT build
+// of the same code where the CPU has one; tests compare the two).
+[[nodiscard]] std::uint32_t rss_index_portable(const RssGroup& group, net::Bytes frame,
+                                               const net::ParsedFrame& parsed) noexcept;
+
 // A steering target that spreads frames over queues (an RSS QP): the hash of
 // the selected fields picks an entry of the indirection table.
 //
@@ -76,7 +82,9 @@ struct RssGroup {
     std::uint32_t words = 0;     // input words (8 bytes each) the masks cover
     std::vector<std::uint64_t> masks; // index bit b, input word w: masks[b * words + w]
     using IndexFn = std::uint32_t (*)(const RssGroup&, net::Bytes, const net::ParsedFrame&) noexcept;
-    IndexFn index_fn = nullptr;  // index()'s body for this shape (POPCNT where the CPU has it)
+    // index()'s body for this shape (POPCNT where the CPU has it); before
+    // configure(), the portable one: no fields, every frame on entry 0.
+    IndexFn index_fn = rss_index_portable;
 
     // Set-up (allocates): the QP's 40-byte key, hash fields and table size.
     void configure(std::span<const std::uint8_t, Toeplitz::kKeyLen> key, std::uint64_t fields_mask,
@@ -89,10 +97,5 @@ struct RssGroup {
         return index_fn(*this, frame, parsed);
     }
 };
-
-// RssGroup::index without any CPU extension (configure() takes a POPCNT build
-// of the same code where the CPU has one; tests compare the two).
-[[nodiscard]] std::uint32_t rss_index_portable(const RssGroup& group, net::Bytes frame,
-                                               const net::ParsedFrame& parsed) noexcept;
 
 } // namespace rdmasim::datapath

@@ -172,7 +172,9 @@ ssize_t VdeWire::wait_and_resend(std::span<const std::uint8_t> frame) noexcept {
     using Clock = std::chrono::steady_clock;
     const auto deadline = Clock::now() + std::chrono::milliseconds(kFullQueueWaitMs);
     for (;;) {
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+        // Rounded up: poll() takes whole milliseconds, and a wait cut down to
+        // them ended up to 1 ms before the deadline (and before kFullQueueWaitMs).
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
         pollfd p{data_fd_, POLLOUT | POLLIN, 0};
         const int r = ::poll(&p, 1, static_cast<int>(std::max<std::int64_t>(left.count(), 0)));
         if (r < 0 && errno == EINTR) continue;
