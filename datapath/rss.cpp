@@ -26,7 +26,6 @@ RssInput RssInput::of(std::uint64_t fields) noexcept {
     if (fields == 0 || (fields & ~kRssKnownFields) != 0) return in;
     if ((fields & kRssIpv4Fields) && (fields & kRssIpv6Fields)) return in;
     if ((fields & kRssTcpFields) && (fields & kRssUdpFields)) return in;
-    in.never = false;
     const auto addresses = [&in](net::L3Kind l3, std::size_t src_offset, std::size_t len,
                                  bool src, bool dst) {
         in.l3 = l3;
@@ -52,79 +51,24 @@ RssInput RssInput::of(std::uint64_t fields) noexcept {
 
 namespace {
 
-// The hash input of `in` for this frame as Toeplitz::Words (big-endian, zero
-// past the input), read in place: the parse vouches for the IP header
-// (ParsedFrame::l3). False when the frame lacks a selected field (its hash is 0).
-// An address run fills whole words but for one IPv4 address (the high half
-// of word 0).
-[[gnu::always_inline]] inline bool input_words(const RssInput& in, net::Bytes frame,
-                                               const net::ParsedFrame& parsed,
-                                               Toeplitz::Words& w) noexcept {
-    // A fragment has l4 none (the parse reads no ports of one).
-    if (in.never || (in.l3 != net::L3Kind::none && parsed.l3 != in.l3) ||
-        (in.l4 != net::L4Kind::none && parsed.l4 != in.l4))
-        return false;
-    const std::uint8_t* const addr = frame.data() + parsed.l3_offset + in.addr_offset;
-    const auto be64 = [addr](std::size_t off) {
-        std::uint64_t v;
-        std::memcpy(&v, addr + off, 8);
-        return __builtin_bswap64(v);
-    };
-    switch (in.addr_len) {
-    case 4: {
-        std::uint32_t v;
-        std::memcpy(&v, addr, 4);
-        w[0] = std::uint64_t{__builtin_bswap32(v)} << 32;
-        break;
-    }
-    case 32:
-        w[2] = be64(16);
-        w[3] = be64(24);
-        [[fallthrough]];
-    case 16:
-        w[1] = be64(8);
-        [[fallthrough]];
-    case 8:
-        w[0] = be64(0);
-        break;
-    default:
-        break;
-    }
-    if (in.port_len != 0) {
-        const std::uint64_t ports =
-            in.port_len == 4 ? std::uint64_t{parsed.src_port} << 16 | parsed.dst_port
-                             : (in.dst_port_only ? parsed.dst_port : parsed.src_port);
-        // After the addresses: at byte addr_len % 8 of word addr_len / 8.
-        w[in.addr_len / 8] |= ports << (64 - 8 * (in.addr_len % 8 + in.port_len));
-    }
-    return true;
-}
+// Bytes of ports, and 8-byte words of input, of a shape (below).
+template <unsigned P> constexpr std::size_t kPortLen = P == 3 ? 4 : P != 0 ? 2 : 0;
+template <std::size_t A, unsigned P> constexpr std::size_t kInputWords = (A + kPortLen<P> + 7) / 8;
 
-} // namespace
-
-std::uint32_t rss_hash(const Toeplitz& toeplitz, const RssInput& in, net::Bytes frame,
-                       const net::ParsedFrame& parsed) noexcept {
-    Toeplitz::Words w{};
-    if (!input_words(in, frame, parsed, w)) return 0;
-    return toeplitz.hash_words(w, std::size_t{in.addr_len} + in.port_len);
-}
-
-namespace {
-
-// The entry (RssGroup::index): one instance per input shape, `A` address
-// bytes (0, 4, 8, 16 or 32) and ports `P` (0 none, 1 the source, 2 the
-// destination, 3 both), so that the input's words are built without a branch
-// and the parities unroll over them. Same input as input_words(), which
-// rss_hash() uses and tests/datapath/test_rss.cpp holds these to.
+// The input of `in` for one frame, per input shape: `A` address bytes (0, 4,
+// 8, 16 or 32) and ports `P` (0 none, 1 the source, 2 the destination, 3
+// both), so that the words are built without a branch. Big-endian words,
+// read in place (the parse vouches for the IP header, ParsedFrame::l3); `w`
+// holds kInputWords<A, P> of them, zeroed. False when the frame lacks a
+// selected field (its hash is 0). An address run fills whole words but for
+// one IPv4 address (the high half of word 0). Shape <0, 0> is a mask that
+// selects nothing (RssInput::of): no input, hash 0.
 template <std::size_t A, unsigned P>
-[[gnu::always_inline]] inline std::uint32_t index_shaped(const RssGroup& g, net::Bytes frame,
-                                                         const net::ParsedFrame& parsed) noexcept {
-    constexpr std::size_t kPortLen = P == 3 ? 4 : P != 0 ? 2 : 0;
-    constexpr std::size_t kWords = (A + kPortLen + 7) / 8;
-    const RssInput& in = g.input;
+[[gnu::always_inline]] inline bool shaped_input(const RssInput& in, net::Bytes frame,
+                                                const net::ParsedFrame& parsed,
+                                                std::uint64_t* w) noexcept {
     // A fragment has l4 none (the parse reads no ports of one).
-    if ((A != 0 && parsed.l3 != in.l3) || (P != 0 && parsed.l4 != in.l4)) return 0;
-    std::array<std::uint64_t, kWords> w{};
+    if ((A != 0 && parsed.l3 != in.l3) || (P != 0 && parsed.l4 != in.l4)) return false;
     const std::uint8_t* const addr = frame.data() + parsed.l3_offset + in.addr_offset;
     if constexpr (A == 4) {
         std::uint32_t v;
@@ -141,9 +85,28 @@ template <std::size_t A, unsigned P>
         const std::uint64_t ports = P == 3 ? std::uint64_t{parsed.src_port} << 16 | parsed.dst_port
                                     : P == 2 ? parsed.dst_port
                                              : parsed.src_port;
-        w[A / 8] |= ports << (64 - 8 * (A % 8 + kPortLen));
+        w[A / 8] |= ports << (64 - 8 * (A % 8 + kPortLen<P>));
     }
-    // Entry bit b: the parity of the input ANDed with that bit's masks.
+    return true;
+}
+
+// The whole hash (rss_hash), per shape.
+template <std::size_t A, unsigned P>
+std::uint32_t hash_shaped(const Toeplitz& toeplitz, const RssInput& in, net::Bytes frame,
+                          const net::ParsedFrame& parsed) noexcept {
+    Toeplitz::Words w{};
+    if (!shaped_input<A, P>(in, frame, parsed, w.data())) return 0;
+    return toeplitz.hash_words(w, A + kPortLen<P>);
+}
+
+// The entry (RssGroup::index), per shape: entry bit b is the parity of the
+// input ANDed with that bit's masks; the parities unroll over the words.
+template <std::size_t A, unsigned P>
+[[gnu::always_inline]] inline std::uint32_t index_shaped(const RssGroup& g, net::Bytes frame,
+                                                         const net::ParsedFrame& parsed) noexcept {
+    constexpr std::size_t kWords = kInputWords<A, P>;
+    std::array<std::uint64_t, kWords> w{};
+    if (!shaped_input<A, P>(g.input, frame, parsed, w.data())) return 0;
     const std::uint64_t* m = g.masks.data();
     std::uint32_t index = 0;
     for (std::uint32_t b = 0; b < g.log_size; ++b, m += kWords) {
@@ -154,13 +117,17 @@ template <std::size_t A, unsigned P>
     return index;
 }
 
-std::uint32_t index_never(const RssGroup&, net::Bytes, const net::ParsedFrame&) noexcept { return 0; }
-
+// The families of per-shape functions pick_shape() chooses from.
+template <std::size_t A, unsigned P> struct Hash {
+    static constexpr auto fn = hash_shaped<A, P>;
+};
 template <std::size_t A, unsigned P>
 std::uint32_t index_portable(const RssGroup& g, net::Bytes frame, const net::ParsedFrame& parsed) noexcept {
     return index_shaped<A, P>(g, frame, parsed);
 }
-
+template <std::size_t A, unsigned P> struct Portable {
+    static constexpr RssGroup::IndexFn fn = index_portable<A, P>;
+};
 #ifdef RDMASIM_RSS_POPCNT
 // Built for POPCNT (a parity in one instruction); configure() takes it where the CPU has it.
 template <std::size_t A, unsigned P>
@@ -168,22 +135,17 @@ __attribute__((target("popcnt"))) std::uint32_t
 index_popcnt(const RssGroup& g, net::Bytes frame, const net::ParsedFrame& parsed) noexcept {
     return index_shaped<A, P>(g, frame, parsed);
 }
+template <std::size_t A, unsigned P> struct Popcnt {
+    static constexpr RssGroup::IndexFn fn = index_popcnt<A, P>;
+};
 #endif
 
-template <std::size_t A, unsigned P>
-struct Portable { static constexpr RssGroup::IndexFn fn = index_portable<A, P>; };
-#ifdef RDMASIM_RSS_POPCNT
-template <std::size_t A, unsigned P>
-struct Popcnt { static constexpr RssGroup::IndexFn fn = index_popcnt<A, P>; };
-#endif
-
-// The instance of family F (Portable or Popcnt) for `in`: rows by address
-// bytes (0, 4, 8, 16, 32), columns by ports (none, source, destination, both).
+// Family F's function for `in`'s shape: rows by address bytes (0, 4, 8, 16,
+// 32), columns by ports (none, source, destination, both).
 template <template <std::size_t, unsigned> class F>
-RssGroup::IndexFn pick_shape(const RssInput& in) noexcept {
-    if (in.never) return index_never;
-    static constexpr RssGroup::IndexFn kTable[5][4] = {
-        {index_never, F<0, 1>::fn, F<0, 2>::fn, F<0, 3>::fn},
+auto pick_shape(const RssInput& in) noexcept {
+    static constexpr decltype(F<0, 0>::fn) kTable[5][4] = {
+        {F<0, 0>::fn, F<0, 1>::fn, F<0, 2>::fn, F<0, 3>::fn},
         {F<4, 0>::fn, F<4, 1>::fn, F<4, 2>::fn, F<4, 3>::fn},
         {F<8, 0>::fn, F<8, 1>::fn, F<8, 2>::fn, F<8, 3>::fn},
         {F<16, 0>::fn, F<16, 1>::fn, F<16, 2>::fn, F<16, 3>::fn},
@@ -204,19 +166,22 @@ RssGroup::IndexFn best_index_fn(const RssInput& in) noexcept {
 
 } // namespace
 
+std::uint32_t rss_hash(const Toeplitz& toeplitz, const RssInput& in, net::Bytes frame,
+                       const net::ParsedFrame& parsed) noexcept {
+    return pick_shape<Hash>(in)(toeplitz, in, frame, parsed);
+}
+
 std::uint32_t rss_index_portable(const RssGroup& g, net::Bytes frame,
                                  const net::ParsedFrame& parsed) noexcept {
-    if (g.log_size == 0) return 0;
     return pick_shape<Portable>(g.input)(g, frame, parsed);
 }
 
 void RssGroup::configure(std::span<const std::uint8_t, Toeplitz::kKeyLen> key,
-                         std::uint64_t fields_mask, std::uint32_t log_table_size) {
+                         std::uint64_t fields, std::uint32_t log_table_size) {
     log_size = log_table_size;
-    fields = fields_mask;
-    input = RssInput::of(fields_mask);
-    const std::size_t len = input.never ? 0 : std::size_t{input.addr_len} + input.port_len;
-    words = static_cast<std::uint32_t>((len + 7) / 8);
+    input = RssInput::of(fields);
+    const std::size_t len = std::size_t{input.addr_len} + input.port_len; // 0: selects nothing
+    const std::size_t words = (len + 7) / 8; // as kInputWords of the input's shape
     // Key bit k (k = 0: the most significant bit of key[0]); none past the key.
     const auto key_bit = [&key](std::size_t k) -> std::uint64_t {
         return k < key.size() * 8 ? (key[k / 8] >> (7 - k % 8)) & 1u : 0;

@@ -32,8 +32,9 @@ inline constexpr std::uint64_t kRssKnownFields =
 // What a mask asks of a frame, worked out once (when a QP is created): the
 // input is at most two runs of header bytes, the selected addresses (the
 // source lies just before the destination) and the selected ports (likewise).
+// Fields no frame can supply (none, bits this HCA cannot hash on, a
+// combination the device refuses) select no input at all: every hash is 0.
 struct RssInput {
-    bool never = true;               // fields no frame can supply: every hash is 0
     net::L3Kind l3 = net::L3Kind::none; // a frame must be this to hash (none: no address)
     net::L4Kind l4 = net::L4Kind::none; // ... and carry this (none: no port; never a fragment)
     std::uint8_t addr_offset = 0;    // of the first selected address, in the IP header
@@ -77,17 +78,17 @@ struct RssGroup {
 
     // Written by configure only (public: a Qp embedding a group stays standard-layout).
     std::uint32_t log_size = 0;  // table has 2^log_size entries
-    std::uint64_t fields = 0;    // IBV_RX_HASH_* bits
-    RssInput input;              // what they ask of a frame
-    std::uint32_t words = 0;     // input words (8 bytes each) the masks cover
-    std::vector<std::uint64_t> masks; // index bit b, input word w: masks[b * words + w]
+    RssInput input;              // what the hash fields ask of a frame
+    // Entry bit b, input word w (8 bytes; `words` of them, as many as the
+    // input fills): masks[b * words + w].
+    std::vector<std::uint64_t> masks;
     using IndexFn = std::uint32_t (*)(const RssGroup&, net::Bytes, const net::ParsedFrame&) noexcept;
     // index()'s body for this shape (POPCNT where the CPU has it); before
     // configure(), the portable one: no fields, every frame on entry 0.
     IndexFn index_fn = rss_index_portable;
 
     // Set-up (allocates): the QP's 40-byte key, hash fields and table size.
-    void configure(std::span<const std::uint8_t, Toeplitz::kKeyLen> key, std::uint64_t fields_mask,
+    void configure(std::span<const std::uint8_t, Toeplitz::kKeyLen> key, std::uint64_t fields,
                    std::uint32_t log_table_size);
     [[nodiscard]] RxQueue& pick(net::Bytes frame, const net::ParsedFrame& parsed) const noexcept {
         return *table[log_size == 0 ? 0 : index(frame, parsed)];

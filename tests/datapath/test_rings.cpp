@@ -1,9 +1,9 @@
 // RecvRing and CqRing against a std::deque model, after every operation.
 #include <catch2/catch.hpp>
 
-#include <cstdint>
 #include <algorithm>
 #include <bit>
+#include <cstdint>
 #include <deque>
 #include <random>
 #include <vector>
