@@ -28,8 +28,8 @@ void ArpWait::flush(const Neighbours& neighbours, net::FrameSink& out, std::uint
         std::uint8_t* frame = bytes_.data() + e.off;
         if (const auto mac = neighbours.lookup(e.next_hop)) {
             std::memcpy(frame, mac->data(), mac->size()); // the destination MAC
+            counters_.sent.add(); // before it leaves, as Neighbours counts
             out.send({frame, e.len}, now_ns);
-            counters_.sent.add();
             continue;
         }
         if (!neighbours.resolving(e.next_hop)) {

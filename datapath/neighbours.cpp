@@ -75,8 +75,8 @@ void Neighbours::send(const net::MacAddress& dst, const net::ArpPacket& arp, std
 }
 
 void Neighbours::send_request(const net::Ipv4Address& ip, std::uint64_t now_ns, net::FrameSink& out) noexcept {
+    counters_.arp_requests_sent.add(); // counted before it leaves: see receive()
     send(net::kBroadcastMac, net::arp_request(addresses_.mac, addresses_.ipv4, ip), now_ns, out);
-    counters_.arp_requests_sent.add();
 }
 
 void Neighbours::receive(net::Bytes frame, std::uint64_t now_ns, net::FrameSink& out) noexcept {
@@ -107,8 +107,11 @@ void Neighbours::receive(net::Bytes frame, std::uint64_t now_ns, net::FrameSink&
         }
     }
     if (for_us && arp->op == net::ArpOp::request && net::is_unicast(arp->sender_mac)) {
-        send(arp->sender_mac, net::arp_reply(*arp, addresses_.mac), now_ns, out);
+        // Counted before the reply leaves: on the thread engine the peer may
+        // learn from it, and whoever waits on that may read this counter
+        // without this port's lock.
         counters_.arp_requests_answered.add();
+        send(arp->sender_mac, net::arp_reply(*arp, addresses_.mac), now_ns, out);
     }
 }
 
