@@ -97,13 +97,15 @@ void Neighbours::receive(net::Bytes frame, std::uint64_t now_ns, net::FrameSink&
     const bool learnable = arp->sender_ip != kNoAddress && net::is_unicast(arp->sender_mac) &&
                            arp->sender_mac != net::MacAddress{};
     if (learnable) {
+        // Counted before learn(), which tells the listener: whoever it wakes
+        // finds the count (as arp_resolved, and the answer below).
         if (for_us) {
-            learn(arp->sender_ip, arp->sender_mac);
             (arp->op == net::ArpOp::request ? counters_.arp_requests_learned : counters_.arp_replies_learned)
                 .add();
-        } else if (find(arp->sender_ip) != nullptr) {
             learn(arp->sender_ip, arp->sender_mac);
+        } else if (find(arp->sender_ip) != nullptr) {
             counters_.arp_entries_updated.add();
+            learn(arp->sender_ip, arp->sender_mac);
         }
     }
     if (for_us && arp->op == net::ArpOp::request && net::is_unicast(arp->sender_mac)) {

@@ -40,8 +40,10 @@ struct Listener final : datapath::NeighbourListener {
     std::vector<std::pair<net::Ipv4Address, net::MacAddress>> resolved_;
     std::vector<std::pair<net::Ipv4Address, std::uint64_t>> unreachable_; // with the port's clock
     datapath::Port* port = nullptr;
+    std::uint64_t learned_when_told = 0; // the port's arp_replies_learned as resolved() is called
     void resolved(const net::Ipv4Address& ip, const net::MacAddress& mac) noexcept override {
         resolved_.emplace_back(ip, mac);
+        learned_when_told = port->neighbours().counters().arp_replies_learned.get();
     }
     void unreachable(const net::Ipv4Address& ip) noexcept override { unreachable_.emplace_back(ip, port->now_ns()); }
 };
@@ -93,6 +95,8 @@ TEST_CASE("linked devices resolve each other by ARP", "[sim][arp]") {
         CHECK(again.mac == s->device(1).identity.mac);
         CHECK(p0.neighbours().counters().arp_requests_sent.get() == 1);
         CHECK(p0.neighbours().counters().arp_replies_learned.get() == 1);
+        // Counted before the listener is told: whoever it wakes finds the count.
+        CHECK(listener.learned_when_told == 1);
         CHECK(p1.neighbours().counters().arp_requests_answered.get() == 1);
         // Device 1 learned device 0 from its request: no request of its own.
         const auto back = resolve(p1, kIp0);
