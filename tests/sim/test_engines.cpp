@@ -163,6 +163,18 @@ bool offered(device::Device& dev, std::uint64_t n) {
     return true;
 }
 
+// Waits (up to 10 s) until `engine` ran `n` steps more than `from`. A loaded
+// host (a sanitizer, other tests) may give the engine thread little CPU, so
+// steps are waited for, never counted over a fixed time.
+bool steps_since(const sim::Engine& engine, std::uint64_t from, std::uint64_t n) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (engine.steps() - from < n) {
+        if (std::chrono::steady_clock::now() > until) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return true;
+}
+
 // Pushes three frames one by one, each picked up before the next, then ends
 // the source: the engine goes idle.
 void feed_three_then_close(sim::Simulator& s, LiveSource& live) {
@@ -374,9 +386,8 @@ TEST_CASE("thread engine: a quiet live source with a wait_fd costs no steps; fra
         auto& engine = s->engine(0);
         // The first step finds nothing and waits on the descriptor; then
         // nothing may run at all (a 100 us poll would take ~2000 steps here).
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        REQUIRE(steps_since(engine, 0, 1));
         const std::uint64_t before = engine.steps();
-        CHECK(before >= 1);
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
         CHECK(engine.steps() - before <= 2);
 
@@ -394,13 +405,8 @@ TEST_CASE("thread engine: a live source without a wait_fd is polled", "[sim][eng
     LiveSource& live = *owned;
     auto s = make_live_sim(std::move(owned));
     // Every 100 us while it has the CPU: 10 steps with nothing to read
-    // (an engine waiting for a wake-up would make one). A loaded host may
-    // give it little CPU, so the wait is bounded by steps, not by a time.
-    const std::uint64_t before = s->engine(0).steps();
-    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (s->engine(0).steps() - before < 10 && std::chrono::steady_clock::now() < give_up)
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    CHECK(s->engine(0).steps() - before >= 10);
+    // (an engine waiting for a wake-up would make one).
+    CHECK(steps_since(s->engine(0), s->engine(0).steps(), 10));
     feed_three_then_close(*s, live);
 }
 
@@ -413,9 +419,7 @@ TEST_CASE("thread engine: a wait_fd epoll cannot watch falls back to polling",
         auto owned = std::make_unique<LiveSource>(::fileno(file));
         LiveSource& live = *owned;
         auto s = make_live_sim(std::move(owned));
-        const std::uint64_t before = s->engine(0).steps();
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));
-        CHECK(s->engine(0).steps() - before >= 10);
+        CHECK(steps_since(s->engine(0), s->engine(0).steps(), 10));
         feed_three_then_close(*s, live);
     }
     CHECK(::fcntl(::fileno(file), F_GETFD) != -1); // still the test's to close
