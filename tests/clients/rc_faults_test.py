@@ -56,8 +56,10 @@ class Program:
         self.lines = queue.Queue()
         self.out = []
         self.err = []
-        threading.Thread(target=self._read, args=(self.proc.stdout, self.out, self.lines), daemon=True).start()
-        threading.Thread(target=self._read, args=(self.proc.stderr, self.err, None), daemon=True).start()
+        self.readers = [threading.Thread(target=self._read, args=(self.proc.stdout, self.out, self.lines), daemon=True),
+                        threading.Thread(target=self._read, args=(self.proc.stderr, self.err, None), daemon=True)]
+        for r in self.readers:
+            r.start()
 
     @staticmethod
     def _read(stream, sink, lines):
@@ -92,7 +94,10 @@ class Program:
                 self.proc.kill()
                 self.proc.wait()
             status = None
-        time.sleep(0.1)  # the reader threads catch up
+        # The readers reach EOF once the process and its program are gone:
+        # only then is the last line (the summary checked below) in self.out.
+        for r in self.readers:
+            r.join(timeout=30)
         sys.stdout.write(f"--- {self.name}: status {status}\n{''.join(self.out)}")
         if self.err:
             sys.stdout.write(f"--- {self.name} stderr:\n{''.join(self.err)}")
