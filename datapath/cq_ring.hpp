@@ -9,6 +9,13 @@
 // producer) or empty (the consumer, poll_empty()): with the engine and the
 // program on two cores, reading the other's index on every completion moved
 // its cache line across for every completion, both ways.
+//
+// A producer may batch (set_batching): completions it writes then become
+// visible together, when batching ends or a flush() says so, rather than one
+// by one. The port batches for the length of an engine burst
+// (Port::begin_burst): a consumer polling an empty CQ on another core reads
+// the producer's index line, so publishing every completion moved that line
+// for every completion.
 #pragma once
 
 #include <atomic>
@@ -47,7 +54,7 @@ public:
     // Producer: an entry is free (a stale copy of the consumer's index only
     // ever undercounts the room; it is read again before saying no).
     [[nodiscard]] bool room() noexcept {
-        const auto h = head_.load(std::memory_order_relaxed);
+        const auto h = head_.load(std::memory_order_relaxed) + staged_;
         if (h - tail_seen_ <= mask_) [[likely]]
             return true;
         tail_seen_ = tail_.load(std::memory_order_acquire);
@@ -59,24 +66,35 @@ public:
             overflowed_.store(true, std::memory_order_release);
             return false;
         }
-        const auto h = head_.load(std::memory_order_relaxed);
-        entries_[h & mask_] = cqe;
-        head_.store(h + 1, std::memory_order_release);
-        count_written();
+        next_entry() = cqe;
+        publish();
         return true;
     }
     // Producer, in two steps: the next entry to fill (room() checked by the
-    // caller), written in place, then made visible. Filling the entry where
-    // it lives saves building a Cqe on the stack and copying it, whose
-    // narrow stores the wide loads of the copy cannot forward from.
+    // caller), written in place, then made visible (batching: at the flush).
+    // Filling the entry where it lives saves building a Cqe on the stack and
+    // copying it, whose narrow stores the wide loads of the copy cannot
+    // forward from.
     [[nodiscard]] Cqe& next_entry() noexcept {
-        return entries_[head_.load(std::memory_order_relaxed) & mask_];
+        return entries_[(head_.load(std::memory_order_relaxed) + staged_) & mask_];
     }
     void publish() noexcept {
-        head_.store(head_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
-        count_written();
+        ++staged_;
+        if (!batching_) flush();
     }
-    // Completions ever written, modulo 2^32: purge() and resize() move
+    // Producer: while on, completions wait for flush(); turning it off flushes.
+    void set_batching(bool on) noexcept {
+        batching_ = on;
+        if (!on) flush();
+    }
+    // Producer: the completions written so far become visible, in order.
+    void flush() noexcept {
+        if (staged_ == 0) return;
+        head_.store(head_.load(std::memory_order_relaxed) + staged_, std::memory_order_release);
+        written_.store(written_.load(std::memory_order_relaxed) + staged_, std::memory_order_release);
+        staged_ = 0;
+    }
+    // Completions ever made visible, modulo 2^32: purge() and resize() move
     // entries but leave it. A CQ's arm compares it with its value at the arm
     // (device/cq.cpp: an event is for a completion written after the arm).
     [[nodiscard]] std::uint32_t written() const noexcept {
@@ -124,9 +142,6 @@ private:
     std::vector<Cqe> entries_;
     std::uint32_t mask_ = 0;
     std::atomic<bool> overflowed_{false};
-    void count_written() noexcept {
-        written_.store(written_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
-    }
 
     // Both sides reset the copies when they move the indices (init, resize, purge).
     void resync() noexcept {
@@ -137,6 +152,8 @@ private:
     alignas(64) std::atomic<std::uint32_t> head_{0};
     std::atomic<std::uint32_t> written_{0}; // the producer's, beside head_
     std::uint32_t tail_seen_ = 0;            // the producer's copy of tail_
+    std::uint32_t staged_ = 0;               // written past head_, not yet visible
+    bool batching_ = false;
     alignas(64) std::atomic<std::uint32_t> tail_{0};
     std::uint32_t head_seen_ = 0;            // the consumer's copy of head_
 };

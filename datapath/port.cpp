@@ -63,6 +63,14 @@ void Port::attach_queue(RxQueue& queue) {
     failed_.reserve(queues_.size());
 }
 
+void Port::begin_burst() noexcept {
+    for (RxQueue* q : queues_) q->batch_completions(true);
+}
+
+void Port::end_burst() noexcept {
+    for (RxQueue* q : queues_) q->batch_completions(false);
+}
+
 void Port::detach_queue(RxQueue& queue) noexcept {
     counters_.count(queue.discard_held());
     std::erase(queues_, &queue);

@@ -151,6 +151,13 @@ public:
     // that reached the timeout are dropped (and delay drop is disarmed when
     // the configuration does not re-arm it).
     void service(std::uint64_t now_ns) noexcept { service(now_ns, nullptr, false); }
+    // An engine burst: the ingress() and service() calls between these two,
+    // under the port lock throughout. The completions the queues' CQs get
+    // meanwhile become visible together at end_burst(), in order
+    // (CqRing::set_batching), rather than one by one: a program polling on
+    // another core no longer pulls the CQ's index line across per frame.
+    void begin_burst() noexcept;
+    void end_burst() noexcept;
 
     // --- injected faults (sim/README.md, "Fault injection") ---
     // The delay-drop timer of `queue` (nullptr: of every queue) expires now:

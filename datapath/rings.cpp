@@ -21,10 +21,13 @@ void CqRing::init(std::uint32_t min_entries) {
     mask_ = cap - 1;
     head_.store(0, std::memory_order_relaxed);
     tail_.store(0, std::memory_order_relaxed);
+    staged_ = 0;
+    batching_ = false;
     resync();
 }
 
 bool CqRing::resize(std::uint32_t min_entries) {
+    flush(); // nothing is moved unseen (a burst flushes before the port lock goes)
     const std::uint32_t cap = std::bit_ceil(min_entries < 1 ? 1u : min_entries);
     const std::uint32_t tail = tail_.load(std::memory_order_relaxed);
     const std::uint32_t n = head_.load(std::memory_order_relaxed) - tail;
@@ -40,6 +43,7 @@ bool CqRing::resize(std::uint32_t min_entries) {
 }
 
 std::uint32_t CqRing::purge(std::uint32_t qp_num, std::uint32_t keep_front) noexcept {
+    flush();
     const std::uint32_t tail = tail_.load(std::memory_order_relaxed);
     const std::uint32_t head = head_.load(std::memory_order_relaxed);
     if (head - tail <= keep_front) return 0;

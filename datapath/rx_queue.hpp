@@ -45,6 +45,8 @@ public:
     void init(const RxQueueConfig& config, CqRing* cq, const MrTable* mrs, const void* pd);
 
     [[nodiscard]] RecvRing& ring() noexcept { return ring_; }
+    // Its CQ batches completions (CqRing::set_batching); off flushes them.
+    void batch_completions(bool on) noexcept { cq_->set_batching(on); }
     [[nodiscard]] const RxCounters& counters() const noexcept { return counters_; }
     [[nodiscard]] const WqSettings& settings() const noexcept { return settings_; }
     [[nodiscard]] std::uint32_t held() const noexcept { return hold_.size(); }

@@ -12,6 +12,7 @@ BurstResult run_burst(device::Device& dev, net::FrameSource& source, FrameBatch&
     datapath::Port& port = dev.port;
     BurstResult r;
     std::lock_guard lock(port.mutex());
+    port.begin_burst();
     while (r.frames < limit) {
         if (pending.empty()) {
             // Never more than this burst still takes: what is pulled enters
@@ -29,6 +30,8 @@ BurstResult run_burst(device::Device& dev, net::FrameSource& source, FrameBatch&
         ++pending.head;
         ++r.frames;
     }
+    // Before the service that notifies: it sees the burst's completions.
+    port.end_burst();
     device::service(dev, pacing.service_time(r.frames));
     r.held = port.held_frames() != 0;
     r.next_deadline_ns = port.next_deadline_ns();
