@@ -192,6 +192,45 @@ TEST_CASE("port: a sniffer's copy is counted by its queue only", "[datapath][por
     CHECK(b.balanced());
 }
 
+TEST_CASE("port: a burst's completions appear together at its end, in order; outside one at once",
+          "[datapath][port]") {
+    Bench b(2);
+    for (std::uint32_t s = 0; s < 4; ++s) {
+        b.post(0, 10 + s, s);
+        b.post(1, 20 + s, s);
+    }
+    b.rule(0, RuleKind::normal);
+    b.rule(1, RuleKind::sniffer);
+    const auto frame = golden::concat(golden::kTcpGood);
+    net::Frame f;
+    f.data = frame.data();
+    f.len = f.wire_len = static_cast<std::uint32_t>(frame.size());
+    {
+        std::lock_guard lock(b.port.mutex());
+        b.port.begin_burst();
+        for (int i = 0; i < 3; ++i) b.port.ingress(f, 100);
+        // Written, counted, room taken; not visible yet.
+        CHECK(b.counters().delivered.get() == 3);
+        CHECK(b.cqs[0].empty());
+        CHECK(b.cqs[1].empty());
+        CHECK(b.cqs[0].written() == 0);
+        b.port.end_burst();
+        REQUIRE(b.cqs[0].size() == 3);
+        REQUIRE(b.cqs[1].size() == 3);
+        CHECK(b.cqs[0].written() == 3);
+        for (std::uint64_t i = 0; i < 3; ++i) {
+            CHECK(b.cqs[0].front().wr_id == 10 + i);
+            CHECK(b.cqs[1].front().wr_id == 20 + i);
+            b.cqs[0].pop();
+            b.cqs[1].pop();
+        }
+        b.port.ingress(f, 200); // no burst: visible at once
+        CHECK(b.cqs[0].size() == 1);
+        CHECK(b.cqs[1].size() == 1);
+    }
+    CHECK(b.balanced());
+}
+
 TEST_CASE("port: an RSS group sends a frame to table[hash & (size - 1)]", "[datapath][port]") {
     Bench b(8);
     datapath::RssGroup g;

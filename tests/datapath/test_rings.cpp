@@ -46,10 +46,12 @@ void check_recv(const RecvRing& ring, const std::deque<ModelWqe>& model) {
     }
 }
 
-void check_cq(CqRing& ring, const std::deque<Cqe>& model) {
+// `model`: what the consumer sees; `staged`: entries a batching producer
+// wrote after them (they count against the room, not as entries).
+void check_cq(CqRing& ring, const std::deque<Cqe>& model, std::size_t staged = 0) {
     REQUIRE(ring.size() == model.size());
     REQUIRE(ring.empty() == model.empty());
-    REQUIRE(ring.room() == (model.size() < ring.capacity()));
+    REQUIRE(ring.room() == (model.size() + staged < ring.capacity()));
     if (!model.empty()) {
         const Cqe& c = ring.front();
         const Cqe& m = model.front();
@@ -183,10 +185,26 @@ TEST_CASE("cq ring: random operations match a deque model", "[datapath][ring]") 
         CqRing cq;
         cq.init(request);
         std::deque<Cqe> model;
+        std::deque<Cqe> staged; // written while batching, not yet flushed
+        bool batching = false;
+        std::uint32_t written = 0;
+        const auto flush = [&] {
+            written += static_cast<std::uint32_t>(staged.size());
+            model.insert(model.end(), staged.begin(), staged.end());
+            staged.clear();
+        };
         std::mt19937 rng(request);
         std::uint64_t next_id = 1;
         bool overflow_expected = false;
         for (int step = 0; step < 20000; ++step) {
+            if (rng() % 32 == 0) { // a burst starts or ends (ending flushes)
+                batching = !batching;
+                cq.set_batching(batching);
+                if (!batching) flush();
+            } else if (batching && rng() % 16 == 0) {
+                cq.flush();
+                flush();
+            }
             if (rng() % 2 == 0) {
                 Cqe c;
                 c.wr_id = next_id++;
@@ -197,12 +215,24 @@ TEST_CASE("cq ring: random operations match a deque model", "[datapath][ring]") 
                 c.cvlan = static_cast<std::uint16_t>(rng());
                 c.status = static_cast<std::uint8_t>(rng() % 22);
                 c.opcode = static_cast<std::uint8_t>(rng() % 2 ? 128 : 0);
-                const bool fits = model.size() < cq.capacity();
-                REQUIRE(cq.push(c) == fits);
-                if (fits)
-                    model.push_back(c);
-                else
+                const bool fits = model.size() + staged.size() < cq.capacity();
+                // Half through the two-step producer side the datapath uses.
+                const bool in_place = rng() % 2 == 0;
+                if (in_place) {
+                    REQUIRE(cq.room() == fits);
+                    if (fits) {
+                        cq.next_entry() = c;
+                        cq.publish();
+                    }
+                } else {
+                    REQUIRE(cq.push(c) == fits);
+                }
+                if (fits) {
+                    staged.push_back(c);
+                    if (!batching) flush();
+                } else if (!in_place) {
                     overflow_expected = true;
+                }
             } else {
                 // Both tests of emptiness, mixed, a few pops at a time: the
                 // consumer's copy of the producer's index must stay right
@@ -214,6 +244,7 @@ TEST_CASE("cq ring: random operations match a deque model", "[datapath][ring]") 
                 }
             }
             if (rng() % 64 == 0) { // moves both indices: the copies must follow
+                flush();              // and publishes what was staged first
                 const std::uint32_t qp = rng() % 4;
                 const std::uint32_t keep = std::min<std::uint32_t>(rng() % 3, static_cast<std::uint32_t>(model.size()));
                 std::deque<Cqe> kept(model.begin(), model.begin() + keep);
@@ -225,6 +256,7 @@ TEST_CASE("cq ring: random operations match a deque model", "[datapath][ring]") 
             }
             if (rng() % 97 == 0) {
                 const std::uint32_t want = 1 + rng() % 80;
+                flush();
                 const bool fits = model.size() <= std::bit_ceil(want);
                 REQUIRE(cq.resize(want) == fits);
             }
@@ -233,7 +265,8 @@ TEST_CASE("cq ring: random operations match a deque model", "[datapath][ring]") 
                 REQUIRE(cq.take_overflow() == overflow_expected);
                 overflow_expected = false;
             }
-            check_cq(cq, model);
+            check_cq(cq, model, staged.size());
+            REQUIRE(cq.written() == written);
         }
     }
 }
