@@ -46,7 +46,7 @@ Result<std::unique_ptr<Simulator>> Simulator::create(const Config& config, const
             sources[to] = std::move(ch.value());
         }
     }
-    auto sim = create(config, std::move(sources));
+    auto sim = build(config, std::move(sources));
     if (!sim) return sim;
     Simulator& s = *sim.value();
     // Transmit-side faults (sim/README.md, "Fault injection"): one FaultySink
@@ -64,10 +64,24 @@ Result<std::unique_ptr<Simulator>> Simulator::create(const Config& config, const
     }
     for (std::uint32_t i = 0; i < config.devices; ++i)
         for (auto& sink : sinks[i]) s.sinks_[i].push_back(std::move(sink));
+    // Only now: with `start now` an engine may send (an ARP reply, a link's
+    // frame) at once, and a sink attached later would miss it.
+    s.start_engines();
     return sim;
 }
 
 Result<std::unique_ptr<Simulator>> Simulator::create(
+    const Config& config, std::vector<std::unique_ptr<net::FrameSource>> sources) {
+    auto sim = build(config, std::move(sources));
+    if (sim) sim.value()->start_engines();
+    return sim;
+}
+
+void Simulator::start_engines() {
+    for (auto& engine : engines_) engine->start();
+}
+
+Result<std::unique_ptr<Simulator>> Simulator::build(
     const Config& config, std::vector<std::unique_ptr<net::FrameSource>> sources) {
     if (auto r = config.validate(); !r) return r.error();
     std::unique_ptr<Simulator> sim(new Simulator);
@@ -134,7 +148,6 @@ Result<std::unique_ptr<Simulator>> Simulator::create(
             dev->port.attach_sink(*stats);
         }
     for (auto& dev : sim->devices_) device::register_device(dev.get());
-    for (auto& engine : sim->engines_) engine->start();
     return sim;
 }
 

@@ -90,6 +90,12 @@ public:
     bool wait_idle(std::chrono::milliseconds timeout);
 
 private:
+    // create()'s work but for starting the engines (the caller attaches
+    // its sinks first, then start_engines()).
+    static Result<std::unique_ptr<Simulator>> build(
+        const Config& config, std::vector<std::unique_ptr<net::FrameSource>> sources);
+    void start_engines();
+
     Simulator() = default;
     Config config_;
     std::vector<std::unique_ptr<device::Device>> devices_;
