@@ -34,6 +34,7 @@ BurstResult run_burst(device::Device& dev, net::FrameSource& source, FrameBatch&
     port.end_burst();
     device::service(dev, pacing.service_time(r.frames));
     r.held = port.held_frames() != 0;
+    r.exhausted = source.exhausted();
     r.next_deadline_ns = port.next_deadline_ns();
     r.pending = !pending.empty();
     pacing.burst_done(r);

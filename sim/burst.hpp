@@ -47,6 +47,8 @@ struct BurstResult {
     std::uint32_t frames = 0;                   // frames that entered the port
     bool pending = false;                       // frames pulled are not due yet
     bool held = false;                          // frames wait for WQEs after the burst
+    bool exhausted = false;                     // the source, read once after the burst: the
+                                                // engine decides idle and its next wait on one answer
     std::uint64_t next_deadline_ns = UINT64_MAX; // earliest delay-drop timeout or ARP retry
 };
 

@@ -160,10 +160,10 @@ std::uint64_t ThreadEngine::service_time(std::uint32_t) noexcept { return now_ns
 
 void ThreadEngine::burst_done(const BurstResult& r) noexcept {
     if (timeline_) timeline_->tick();
-    // Read once: a live source may end between two reads, and step() must
-    // decide on the answer idle_ got (or it neither waits nor ever goes idle).
-    source_exhausted_ = source_->exhausted();
-    const bool idle = !r.pending && source_exhausted_ && !r.held;
+    // r.exhausted, never a second read: a live source may end in between,
+    // and step() must decide on the answer idle_ got (or it neither waits
+    // nor ever goes idle).
+    const bool idle = !r.pending && r.exhausted && !r.held;
     if (idle != idle_.load()) {
         std::lock_guard l(idle_mu_);
         idle_.store(idle, std::memory_order_release);
@@ -200,7 +200,7 @@ void ThreadEngine::step() {
     Clock::time_point when = r.pending ? next_due_ - kSpinAhead : Clock::time_point::max();
     if (r.next_deadline_ns != UINT64_MAX) // a delay-drop timeout or an ARP retry
         when = std::min(when, t0_ + std::chrono::nanoseconds(r.next_deadline_ns));
-    if (!r.pending && !source_exhausted_) { // a live source with nothing now
+    if (!r.pending && !r.exhausted) { // a live source with nothing now
         if (source_fd_)
             wait_for_source();
         else

@@ -64,7 +64,6 @@ private:
     // could not be waited on (then the engine polls).
     std::optional<boost::asio::posix::stream_descriptor> source_fd_;
     bool source_wait_armed_ = false;            // engine thread only
-    bool source_exhausted_ = false;             // as the last burst_done() saw it (engine thread)
     std::thread thread_;
     std::chrono::steady_clock::time_point t0_;  // engine start (real)
     std::chrono::steady_clock::time_point replay_t0_{};

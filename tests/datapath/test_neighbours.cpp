@@ -30,9 +30,16 @@ constexpr std::uint64_t kSecond = 1'000'000'000;
 struct Recorder final : net::FrameSink {
     std::vector<std::vector<std::uint8_t>> frames;
     std::vector<std::uint64_t> times;
+    // With `counted` set: its requests sent and answered as each frame
+    // arrives (a frame is counted before it leaves).
+    const Neighbours* counted = nullptr;
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> counts_at_send;
     void send(std::span<const std::uint8_t> f, std::uint64_t ts) noexcept override {
         frames.emplace_back(f.begin(), f.end());
         times.push_back(ts);
+        if (counted)
+            counts_at_send.emplace_back(counted->counters().arp_requests_sent.get(),
+                                        counted->counters().arp_requests_answered.get());
     }
     [[nodiscard]] net::ArpPacket arp(std::size_t i) const { return *net::parse_arp(frames.at(i)); }
     [[nodiscard]] MacAddress eth_dst(std::size_t i) const {
@@ -65,8 +72,11 @@ TEST_CASE("a request for the port's address is answered and teaches the asker", 
     Neighbours n;
     configure(n);
     Recorder out;
+    out.counted = &n;
     n.receive(frame(net::kBroadcastMac, net::arp_request(kPeerMac, kPeerIp, kOurIp)), 5, out);
     REQUIRE(out.frames.size() == 1);
+    // Counted before it left: another thread woken by the reply finds the count.
+    CHECK(out.counts_at_send.at(0) == std::pair<std::uint64_t, std::uint64_t>{0, 1});
     CHECK(out.frames[0].size() == net::kMinFrameLen);
     CHECK(out.eth_dst(0) == kPeerMac);
     CHECK(out.arp(0) == net::ArpPacket{net::ArpOp::reply, kOurMac, kOurIp, kPeerMac, kPeerIp});
@@ -163,10 +173,12 @@ TEST_CASE("resolve: one request, the reply resolves it and tells the listener", 
     Listener listener;
     n.set_listener(&listener);
     Recorder out;
+    out.counted = &n;
     CHECK(n.resolve(kOurIp, 0, out).state == ResolveState::resolved); // our own address
     const auto r = n.resolve(kPeerIp, 100, out);
     CHECK(r.state == ResolveState::pending);
     REQUIRE(out.frames.size() == 1);
+    CHECK(out.counts_at_send.at(0).first == 1); // counted before it left
     CHECK(out.eth_dst(0) == net::kBroadcastMac);
     CHECK(out.arp(0) == net::arp_request(kOurMac, kOurIp, kPeerIp));
     CHECK(n.next_deadline_ns() == 100 + kSecond);

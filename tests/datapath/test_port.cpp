@@ -84,12 +84,16 @@ struct Bench {
         port.add_rule(e);
         return e;
     }
-    void offer(const std::vector<std::uint8_t>& bytes, std::uint64_t now_ns = 0) {
+    // A frame over `bytes` (which must outlive it), as a source hands it over.
+    static net::Frame frame_of(const std::vector<std::uint8_t>& bytes) {
         net::Frame f;
         f.data = bytes.data();
         f.len = f.wire_len = static_cast<std::uint32_t>(bytes.size());
+        return f;
+    }
+    void offer(const std::vector<std::uint8_t>& bytes, std::uint64_t now_ns = 0) {
         std::lock_guard lock(port.mutex());
-        port.ingress(f, now_ns);
+        port.ingress(frame_of(bytes), now_ns);
     }
     [[nodiscard]] bool balanced() const {
         std::lock_guard lock(port.mutex());
@@ -202,9 +206,7 @@ TEST_CASE("port: a burst's completions appear together at its end, in order; out
     b.rule(0, RuleKind::normal);
     b.rule(1, RuleKind::sniffer);
     const auto frame = golden::concat(golden::kTcpGood);
-    net::Frame f;
-    f.data = frame.data();
-    f.len = f.wire_len = static_cast<std::uint32_t>(frame.size());
+    const net::Frame f = Bench::frame_of(frame);
     {
         std::lock_guard lock(b.port.mutex());
         b.port.begin_burst();
