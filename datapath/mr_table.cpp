@@ -1,10 +1,16 @@
 #include "datapath/mr_table.hpp"
 
+#include <new>
+
 namespace rdmasim::datapath {
 
 void MrTable::reset(std::uint32_t max_entries) {
     std::lock_guard lock(mu_);
-    slots_ = std::vector<Slot>(max_entries);
+    slots_.reset();
+    if (max_entries != 0) {
+        slots_.reset(static_cast<Slot*>(std::calloc(max_entries, sizeof(Slot))));
+        if (!slots_) throw std::bad_alloc();
+    }
     capacity_ = max_entries;
     next_free_hint_ = 0;
 }
@@ -14,12 +20,12 @@ std::uint32_t MrTable::add(const MrEntry& entry) noexcept {
     for (std::uint32_t n = 0; n < capacity_; ++n) {
         const std::uint32_t i = (next_free_hint_ + n) % capacity_;
         Slot& s = slots_[i];
-        if (s.lkey.load(std::memory_order_relaxed) != 0) continue;
+        if (key_of(s).load(std::memory_order_relaxed) != 0) continue;
         s.entry = entry;
         s.generation = static_cast<std::uint8_t>(s.generation + 1);
         if (s.generation == 0) s.generation = 1; // keep lkey 0 meaning "none"
         const std::uint32_t lkey = (i + 1) << 8 | s.generation;
-        s.lkey.store(lkey, std::memory_order_release);
+        key_of(s).store(lkey, std::memory_order_release);
         next_free_hint_ = (i + 1) % capacity_;
         return lkey;
     }
@@ -31,13 +37,13 @@ void MrTable::remove(std::uint32_t lkey) noexcept {
     const std::uint32_t i = (lkey >> 8) - 1;
     if ((lkey >> 8) == 0 || i >= capacity_) return;
     std::uint32_t expected = lkey;
-    slots_[i].lkey.compare_exchange_strong(expected, 0, std::memory_order_acq_rel);
+    key_of(slots_[i]).compare_exchange_strong(expected, 0, std::memory_order_acq_rel);
 }
 
 bool MrTable::replace(std::uint32_t lkey, const MrEntry& entry) noexcept {
     std::lock_guard lock(mu_);
     const std::uint32_t i = (lkey >> 8) - 1;
-    if ((lkey >> 8) == 0 || i >= capacity_ || slots_[i].lkey.load(std::memory_order_relaxed) != lkey)
+    if ((lkey >> 8) == 0 || i >= capacity_ || key_of(slots_[i]).load(std::memory_order_relaxed) != lkey)
         return false;
     slots_[i].entry = entry;
     return true;
@@ -47,10 +53,10 @@ bool MrTable::rekey(std::uint32_t key, std::uint32_t new_key, const MrEntry& ent
     std::lock_guard lock(mu_);
     const std::uint32_t i = (key >> 8) - 1;
     if ((key >> 8) == 0 || (new_key >> 8) != (key >> 8) || i >= capacity_ ||
-        slots_[i].lkey.load(std::memory_order_relaxed) != key)
+        key_of(slots_[i]).load(std::memory_order_relaxed) != key)
         return false;
     slots_[i].entry = entry;
-    slots_[i].lkey.store(new_key, std::memory_order_release);
+    key_of(slots_[i]).store(new_key, std::memory_order_release);
     return true;
 }
 
