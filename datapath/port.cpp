@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "datapath/offloads.hpp"
+#include "datapath/rx_queue_receive.hpp"
 
 namespace rdmasim::datapath {
 
@@ -133,8 +134,8 @@ void Port::check_failed(RxQueue& queue) noexcept {
         failed_.push_back(&queue); // within the capacity attach_queue reserved
 }
 
-RxOutcome Port::deliver(const Target& target, const net::Frame& frame,
-                        const net::ParsedFrame& parsed, bool primary) noexcept {
+inline RxOutcome Port::deliver(const Target& target, const net::Frame& frame,
+                               const net::ParsedFrame& parsed, bool primary) noexcept {
     RxQueue& q = target.queue ? *target.queue : target.rss->pick(frame.payload(), parsed);
     if (pending_faults_ && primary) [[unlikely]]
         arm(q);
@@ -150,6 +151,11 @@ RxOutcome Port::deliver(const Target& target, const net::Frame& frame,
     }
     check_failed(q);
     return out;
+}
+
+RxOutcome Port::deliver_copy(const Target& target, const net::Frame& frame,
+                             const net::ParsedFrame& parsed) noexcept {
+    return deliver(target, frame, parsed, false);
 }
 
 void Port::ingress(const net::Frame& frame, std::uint64_t now_ns, const void* exclude) noexcept {
@@ -201,7 +207,7 @@ void Port::ingress(const net::Frame& frame, std::uint64_t now_ns, const void* ex
     };
     for (const SteeringEntry* e : sniffers_) {
         if (eligible(e) && compiled_matches(e->compiled, e->rule, bytes, parsed)) {
-            (void)deliver(e->target, frame, parsed, false); // the queue counts the copy
+            (void)deliver_copy(e->target, frame, parsed); // the queue counts the copy
             counters_.sniffer_copies.add();
         }
     }
@@ -221,7 +227,7 @@ void Port::ingress(const net::Frame& frame, std::uint64_t now_ns, const void* ex
     for (const SteeringEntry* e : rules_) {
         if (!eligible(e) || !compiled_matches(e->compiled, e->rule, bytes, parsed)) continue;
         if (pending != nullptr) [[unlikely]]
-            (void)deliver(pending->target, frame, parsed, false);
+            (void)deliver_copy(pending->target, frame, parsed);
         pending = nullptr;
         if (e->dont_trap) [[unlikely]] {
             pending = e;

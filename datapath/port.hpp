@@ -204,9 +204,14 @@ public:
     [[nodiscard]] bool delay_drop_armed() const noexcept { return delay_drop_armed_; }
 
 private:
-    // Hands `frame` to `target`'s queue; returns what became of it.
-    RxOutcome deliver(const Target& target, const net::Frame& frame,
-                      const net::ParsedFrame& parsed, bool primary) noexcept;
+    // Hands `frame` to `target`'s queue; returns what became of it. Inline
+    // (with the queue's receive): the frame's one delivery is the per-frame
+    // path. Copies (sniffers, DONT_TRAP matches) go through deliver_copy, a
+    // call, so that the path is compiled once.
+    [[gnu::always_inline]] inline RxOutcome deliver(const Target& target, const net::Frame& frame,
+                                                    const net::ParsedFrame& parsed, bool primary) noexcept;
+    [[gnu::noinline]] RxOutcome deliver_copy(const Target& target, const net::Frame& frame,
+                                             const net::ParsedFrame& parsed) noexcept;
     // service(); the timeout of `expire` (every queue's, with `expire_all`) is reached now.
     void service(std::uint64_t now_ns, const RxQueue* expire, bool expire_all) noexcept;
     // Hands the pending starve_next / fail_next to `queue`.

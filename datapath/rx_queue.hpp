@@ -84,8 +84,9 @@ public:
     // sniffer flow's): never held, and the port does not count its outcome.
     // Held frames go first: those the call releases to WQEs posted since they
     // came are summed in `*released` (left untouched when there are none),
-    // which may be nullptr only when has_held() is false.
-    [[nodiscard]] RxOutcome receive(const net::Frame& frame, const net::ParsedFrame& parsed,
+    // which may be nullptr only when has_held() is false. Defined in
+    // rx_queue_receive.hpp (inline, always: the port's per-frame path).
+    [[nodiscard, gnu::always_inline]] inline RxOutcome receive(const net::Frame& frame, const net::ParsedFrame& parsed,
                                     std::uint64_t now_ns, bool delay_drop_armed, bool primary,
                                     RxTally* released) noexcept;
     // Delivers held frames while WQEs are posted and the CQ has room.
@@ -110,7 +111,8 @@ public:
 
 private:
     // Takes the front WQE (or not, on a CQ overflow) and completes it.
-    RxOutcome deliver(const net::Frame& frame, const net::ParsedFrame& parsed,
+    // Defined in rx_queue_receive.hpp.
+    [[gnu::always_inline]] inline RxOutcome deliver(const net::Frame& frame, const net::ParsedFrame& parsed,
                       std::uint64_t now_ns) noexcept;
     // Completes the front WQE with the injected status (fail_next).
     RxOutcome deliver_injected_error(std::uint64_t now_ns) noexcept;

@@ -23,8 +23,9 @@ enum class ScatterStatus : std::uint8_t { ok, length_error, protection_error };
 // pad_align != 0 the write is padded with zeros up to the next multiple of
 // pad_align of the address, inside the last SGE written. Without it, no byte
 // past byte_len is touched. Inline: one SGE (the common WQE) is the
-// per-frame path; the pieces go back to back, with no SGE walk.
-[[nodiscard]] inline ScatterStatus scatter(const Wqe& wqe, const Sge* sges, const RxImage& image,
+// per-frame path; the pieces go back to back, with no SGE walk. Always
+// inline: as a call from the queue's receive it cost 18 instructions a frame.
+[[nodiscard, gnu::always_inline]] inline ScatterStatus scatter(const Wqe& wqe, const Sge* sges, const RxImage& image,
                                            const MrTable& mrs, const void* pd,
                                            std::uint32_t pad_align) noexcept {
     if (wqe.num_sge != 1 || image.byte_len == 0 || image.byte_len > wqe.total_len) [[unlikely]]

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "datapath/rx_queue.hpp"
+#include "datapath/rx_queue_receive.hpp"
 #include "support/golden_frames.hpp"
 
 using namespace rdmasim;
