@@ -211,19 +211,13 @@ void Port::ingress(const net::Frame& frame, std::uint64_t now_ns, const void* ex
             counters_.sniffer_copies.add();
         }
     }
-    // The frame's one outcome, counted by the port.
-    const auto deliver_primary = [&](const SteeringEntry* e) {
-        const RxOutcome out = deliver(e->target, frame, parsed, true);
-        counters_.count(out);
-        if (out.fate == Fate::held) [[unlikely]]
-            next_deadline_ns_ = std::min(next_deadline_ns_, now_ns + config_.delay_drop_timeout_ns);
-    };
     // A DONT_TRAP entry's target gets the frame and the walk goes on. The
     // frame's outcome is the trapping entry's, or with none the last DONT_TRAP
     // entry's; the other DONT_TRAP deliveries are copies, counted by their
     // queues only, as a sniffer's. So each match is delivered when the next
     // one is found (in walk order), knowing by then whether it was the last.
     const SteeringEntry* pending = nullptr; // a DONT_TRAP match not delivered yet
+    const SteeringEntry* primary = nullptr; // the entry whose delivery is the frame's outcome
     for (const SteeringEntry* e : rules_) {
         if (!eligible(e) || !compiled_matches(e->compiled, e->rule, bytes, parsed)) continue;
         if (pending != nullptr) [[unlikely]]
@@ -233,14 +227,20 @@ void Port::ingress(const net::Frame& frame, std::uint64_t now_ns, const void* ex
             pending = e;
             continue;
         }
-        deliver_primary(e);
+        primary = e;
+        break;
+    }
+    if (primary == nullptr) primary = pending;
+    if (primary == nullptr) [[unlikely]] {
+        counters_.drop(Drop::steering_miss);
         return;
     }
-    if (pending != nullptr) [[unlikely]] {
-        deliver_primary(pending);
-        return;
-    }
-    counters_.drop(Drop::steering_miss);
+    // The frame's one outcome, counted by the port. One call site: deliver()
+    // is inlined here, the per-frame path.
+    const RxOutcome out = deliver(primary->target, frame, parsed, true);
+    counters_.count(out);
+    if (out.fate == Fate::held) [[unlikely]]
+        next_deadline_ns_ = std::min(next_deadline_ns_, now_ns + config_.delay_drop_timeout_ns);
 }
 
 void Port::transmit(const net::Frame& frame, const void* sender) noexcept {
