@@ -30,6 +30,7 @@
 #include "sim/simulator.hpp"
 #include "support/golden_frames.hpp"
 #include "support/receive_rig.hpp"
+#include "support/wait_until.hpp"
 
 using namespace rdmasim;
 namespace golden = rdmasim::test::golden;
@@ -153,26 +154,15 @@ std::unique_ptr<sim::Simulator> make_live_sim(std::unique_ptr<net::FrameSource> 
     return std::move(s.value());
 }
 
-// Waits (up to 10 s, a bound no healthy run nears) until `dev` was offered `n` frames.
+// Until `dev` was offered `n` frames (test::wait_until's bound).
 bool offered(device::Device& dev, std::uint64_t n) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (dev.port.counters().frames.get() < n) {
-        if (std::chrono::steady_clock::now() > until) return false;
-        std::this_thread::sleep_for(std::chrono::microseconds(200));
-    }
-    return true;
+    return test::wait_until([&] { return dev.port.counters().frames.get() >= n; });
 }
 
-// Waits (up to 10 s) until `engine` ran `n` steps more than `from`. A loaded
-// host (a sanitizer, other tests) may give the engine thread little CPU, so
-// steps are waited for, never counted over a fixed time.
+// Until `engine` ran `n` steps more than `from`: steps are waited for, never
+// counted over a fixed time.
 bool steps_since(const sim::Engine& engine, std::uint64_t from, std::uint64_t n) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (engine.steps() - from < n) {
-        if (std::chrono::steady_clock::now() > until) return false;
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    return true;
+    return test::wait_until([&] { return engine.steps() - from >= n; });
 }
 
 // Pushes three frames one by one, each picked up before the next, then ends
