@@ -26,11 +26,23 @@ void pump(Cq& cq) noexcept {
     if (cq.device->hooks) cq.device->hooks->on_poll(*cq.device);
 }
 
-// A poll pumps only when it would otherwise find nothing: frames arrive when
-// the program waits for them, so one that drains its CQ one completion at a
-// time is not flooded (device/README.md, "Completion queues and events").
-void pump_if_empty(Cq& cq) noexcept {
-    if (cq.ring.empty()) pump(cq);
+// Takes the poll lock with a completion to poll (true), or finds none even
+// after pumping (false, the lock not held). A poll pumps only when it would
+// otherwise find nothing: frames arrive when the program waits for them, so
+// one that drains its CQ one completion at a time is not flooded
+// (device/README.md, "Completion queues and events"). Emptiness is the
+// consumer's poll_empty(), which reads the producer's index only once the
+// completions seen there are used up: a poll of a CQ known to hold some
+// reads nothing of the engine's. The pump runs outside the poll lock.
+bool lock_with_completion(Cq& cq) noexcept {
+    cq.poll_lock.lock();
+    if (!cq.ring.poll_empty()) return true;
+    cq.poll_lock.unlock();
+    pump(cq);
+    cq.poll_lock.lock();
+    if (!cq.ring.poll_empty()) return true;
+    cq.poll_lock.unlock();
+    return false;
 }
 
 // ibv_cq_ex read_* accessors over the entry start_poll / next_poll exposes
@@ -83,12 +95,7 @@ void expose(Cq& cq) noexcept {
 int start_poll(ibv_cq_ex* c, ibv_poll_cq_attr* attr) noexcept {
     if (attr == nullptr || attr->comp_mask != 0) return EINVAL;
     Cq& cq = *cq_of(c);
-    pump_if_empty(cq);
-    cq.poll_lock.lock(); // held until end_poll, as rdma-core providers do
-    if (cq.ring.poll_empty()) {
-        cq.poll_lock.unlock();
-        return ENOENT;
-    }
+    if (!lock_with_completion(cq)) return ENOENT; // held until end_poll, as rdma-core providers do
     cq.poll_owner.store(std::this_thread::get_id(), std::memory_order_relaxed);
     expose(cq);
     return 0;
@@ -262,8 +269,8 @@ int destroy_cq(ibv_cq* c) noexcept {
 int poll_cq(ibv_cq* c, int num_entries, ibv_wc* wc) noexcept {
     if (c == nullptr || num_entries < 0 || (num_entries > 0 && wc == nullptr)) return -EINVAL;
     Cq& cq = *from_verbs(c);
-    pump_if_empty(cq);
-    std::lock_guard lock(cq.poll_lock);
+    if (!lock_with_completion(cq)) return 0;
+    std::lock_guard lock(cq.poll_lock, std::adopt_lock);
     int n = 0;
     for (; n < num_entries && !cq.ring.poll_empty(); ++n) {
         const datapath::Cqe& e = cq.ring.front();
