@@ -86,9 +86,10 @@ public:
     // came are summed in `*released` (left untouched when there are none),
     // which may be nullptr only when has_held() is false. Defined in
     // rx_queue_receive.hpp (inline, always: the port's per-frame path).
-    [[nodiscard, gnu::always_inline]] inline RxOutcome receive(const net::Frame& frame, const net::ParsedFrame& parsed,
-                                    std::uint64_t now_ns, bool delay_drop_armed, bool primary,
-                                    RxTally* released) noexcept;
+    [[nodiscard, gnu::always_inline]] inline RxOutcome receive(const net::Frame& frame,
+                                                               const net::ParsedFrame& parsed,
+                                                               std::uint64_t now_ns, bool delay_drop_armed,
+                                                               bool primary, RxTally* released) noexcept;
     // Delivers held frames while WQEs are posted and the CQ has room.
     [[nodiscard]] RxTally release_held(std::uint64_t now_ns) noexcept;
     // Drops every held frame when the oldest has waited `timeout_ns`;
@@ -113,7 +114,7 @@ private:
     // Takes the front WQE (or not, on a CQ overflow) and completes it.
     // Defined in rx_queue_receive.hpp.
     [[gnu::always_inline]] inline RxOutcome deliver(const net::Frame& frame, const net::ParsedFrame& parsed,
-                      std::uint64_t now_ns) noexcept;
+                                                    std::uint64_t now_ns) noexcept;
     // Completes the front WQE with the injected status (fail_next).
     RxOutcome deliver_injected_error(std::uint64_t now_ns) noexcept;
     RxOutcome counted(RxOutcome o) noexcept {
