@@ -6,10 +6,12 @@ namespace rdmasim::datapath {
 
 void MrTable::reset(std::uint32_t max_entries) {
     std::lock_guard lock(mu_);
-    slots_.reset();
+    std::free(slots_);
+    slots_ = nullptr;
+    capacity_ = 0;
     if (max_entries != 0) {
-        slots_.reset(static_cast<Slot*>(std::calloc(max_entries, sizeof(Slot))));
-        if (!slots_) throw std::bad_alloc();
+        slots_ = static_cast<Slot*>(std::calloc(max_entries, sizeof(Slot)));
+        if (slots_ == nullptr) throw std::bad_alloc();
     }
     capacity_ = max_entries;
     next_free_hint_ = 0;

@@ -9,7 +9,6 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
-#include <memory>
 #include <mutex>
 #include <type_traits>
 
@@ -49,6 +48,9 @@ class MrTable {
 public:
     MrTable() = default;
     explicit MrTable(std::uint32_t max_entries) { reset(max_entries); }
+    ~MrTable() { std::free(slots_); }
+    MrTable(const MrTable&) = delete;
+    MrTable& operator=(const MrTable&) = delete;
     // Empties the table and sizes it. Set-up only: no reader may be active.
     void reset(std::uint32_t max_entries);
 
@@ -118,11 +120,11 @@ private:
     [[nodiscard]] static std::atomic_ref<std::uint32_t> key_of(Slot& s) noexcept {
         return std::atomic_ref<std::uint32_t>(s.lkey);
     }
-    struct Free {
-        void operator()(Slot* p) const noexcept { std::free(p); }
-    };
-    // Never reallocated while in use (readers index it without a lock).
-    std::unique_ptr<Slot[], Free> slots_;
+    // Never reallocated while in use (readers index it without a lock). A
+    // plain pointer, freed by the destructor: a unique_ptr with a deleter
+    // made Device, which holds the table, lose its standard layout under
+    // clang (a tuple with an empty base), which device/objects.hpp asserts.
+    Slot* slots_ = nullptr;
     std::uint32_t capacity_ = 0;
     std::uint32_t next_free_hint_ = 0;
     std::mutex mu_;
