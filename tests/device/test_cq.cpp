@@ -172,6 +172,49 @@ TEST_CASE("an extended CQ reports the stripped VLAN through ibv_wc_read_cvlan", 
     REQUIRE(ibv_destroy_cq(cq) == 0);
 }
 
+// device/README.md, "Completion queues and events": a poll pumps the inline
+// engine only when the CQ holds nothing, so a program that drains its CQ one
+// completion at a time is not flooded; an empty poll pumps, once.
+TEST_CASE("a poll pumps the inline engine only when the CQ is empty", "[device][cq]") {
+    SimFixture fx(std::vector<std::pair<std::string, std::string>>{{"burst", "1"}});
+    ibv_cq_init_attr_ex ca = cq_ex_attr(IBV_WC_EX_WITH_BYTE_LEN);
+    ibv_cq_ex* cqx = ibv_create_cq_ex(fx.ctx, &ca);
+    REQUIRE(cqx != nullptr);
+    ibv_cq* cq = ibv_cq_ex_to_cq(cqx);
+    ibv_wq_init_attr wa = wq_attr(fx.pd, cq, 8);
+    ibv_wq* wq = ibv_create_wq(fx.ctx, &wa);
+    REQUIRE(wq != nullptr);
+    REQUIRE(set_wq_state(wq, IBV_WQS_RDY) == 0);
+    MrBuffer buf(fx.pd, 4);
+    {
+        Steering steer(fx.pd, {wq});
+        for (std::uint64_t i = 0; i < 4; ++i) REQUIRE(post_wq(wq, i, buf.sge(i)) == 0);
+        fx.offer(vlan_frame(1));
+        fx.pump(); // frame 0 completes
+        fx.offer(vlan_frame(2));
+        fx.offer(vlan_frame(3));
+        ibv_wc wc[2]{};
+        // The CQ holds one: this poll (either verb) must not pump.
+        REQUIRE(ibv_poll_cq(cq, 0, wc) == 0);
+        ibv_poll_cq_attr pa{};
+        REQUIRE(ibv_start_poll(cqx, &pa) == 0);
+        CHECK(cqx->wr_id == 0);
+        CHECK(ibv_next_poll(cqx) == ENOENT);
+        ibv_end_poll(cqx);
+        CHECK(fx.port().frames.get() == 1);
+        // Now empty: a poll pumps once (a burst of one frame) and finds it.
+        REQUIRE(ibv_poll_cq(cq, 2, wc) == 1);
+        CHECK(wc[0].wr_id == 1);
+        CHECK(fx.port().frames.get() == 2);
+        REQUIRE(ibv_poll_cq(cq, 2, wc) == 1);
+        CHECK(wc[0].wr_id == 2);
+        CHECK(fx.port().frames.get() == 3);
+        CHECK(fx.balanced());
+    }
+    REQUIRE(ibv_destroy_wq(wq) == 0);
+    REQUIRE(ibv_destroy_cq(cq) == 0);
+}
+
 TEST_CASE("ibv_destroy_cq works on both kinds", "[device][cq]") {
     SimFixture fx;
     ibv_cq* plain = ibv_create_cq(fx.ctx, 8, nullptr, nullptr, 0);
