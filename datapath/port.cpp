@@ -55,6 +55,30 @@ bool before(const SteeringEntry* a, const SteeringEntry* b) noexcept {
     return a->seq < b->seq;
 }
 
+// A frame's protocol class: its L3 and L4 kinds (an IP fragment's parse has
+// L4 none: compiled_matches' fragment check holds by construction).
+constexpr std::size_t protocol_class(net::L3Kind l3, net::L4Kind l4) noexcept {
+    return static_cast<std::size_t>(l3) * 3 + static_cast<std::size_t>(l4);
+}
+std::size_t protocol_class(const net::ParsedFrame& p) noexcept { return protocol_class(p.l3, p.l4); }
+
+// Whether a frame of class (l3, l4) meets `c`'s protocol requirements (the
+// first two checks of compiled_matches).
+bool meets(const CompiledRule& c, net::L3Kind l3, net::L4Kind l4) noexcept {
+    return (c.l3 == net::L3Kind::none || c.l3 == l3) && (c.l4 == net::L4Kind::none || c.l4 == l4);
+}
+
+// Room for one more entry, growing geometrically (reserve alone would not).
+void room_for_one(std::vector<SteeringEntry*>& list) {
+    if (list.size() == list.capacity()) list.reserve(std::max<std::size_t>(8, 2 * list.capacity()));
+}
+
+// Calls f(l3, l4) for every protocol class.
+template <class F> void each_class(F&& f) {
+    for (auto l3 : {net::L3Kind::none, net::L3Kind::ipv4, net::L3Kind::ipv6})
+        for (auto l4 : {net::L4Kind::none, net::L4Kind::tcp, net::L4Kind::udp}) f(l3, l4);
+}
+
 } // namespace
 
 Port::~Port() { delete host_out_; }
@@ -101,14 +125,31 @@ void Port::set_queue_state(RxQueue& queue, QueueState state) noexcept {
 }
 
 void Port::add_rule(SteeringEntry& entry) {
-    entry.seq = next_seq_++;
+    const auto insert = [&entry](std::vector<SteeringEntry*>& list) {
+        list.insert(std::upper_bound(list.begin(), list.end(), &entry, before), &entry);
+    };
     entry.compiled = compile(entry.rule);
-    auto& list = entry.kind == RuleKind::sniffer ? sniffers_ : rules_;
-    list.insert(std::upper_bound(list.begin(), list.end(), &entry, before), &entry);
+    if (entry.kind == RuleKind::sniffer) {
+        room_for_one(sniffers_);
+        entry.seq = next_seq_++;
+        insert(sniffers_);
+        return;
+    }
+    // Room first, so that no list changes unless all do.
+    room_for_one(rules_);
+    each_class([&](net::L3Kind l3, net::L4Kind l4) {
+        if (meets(entry.compiled, l3, l4)) room_for_one(by_class_[protocol_class(l3, l4)]);
+    });
+    entry.seq = next_seq_++;
+    insert(rules_);
+    each_class([&](net::L3Kind l3, net::L4Kind l4) {
+        if (meets(entry.compiled, l3, l4)) insert(by_class_[protocol_class(l3, l4)]);
+    });
 }
 
 void Port::remove_rule(SteeringEntry& entry) noexcept {
     std::erase(rules_, &entry);
+    for (auto& list : by_class_) std::erase(list, &entry);
     std::erase(sniffers_, &entry);
 }
 
@@ -218,8 +259,9 @@ void Port::ingress(const net::Frame& frame, std::uint64_t now_ns, const void* ex
     // one is found (in walk order), knowing by then whether it was the last.
     const SteeringEntry* pending = nullptr; // a DONT_TRAP match not delivered yet
     const SteeringEntry* primary = nullptr; // the entry whose delivery is the frame's outcome
-    for (const SteeringEntry* e : rules_) {
-        if (!eligible(e) || !compiled_matches(e->compiled, e->rule, bytes, parsed)) continue;
+    // Only the entries whose protocols the frame has: the rest cannot match.
+    for (const SteeringEntry* e : by_class_[protocol_class(parsed)]) {
+        if (!eligible(e) || (e->compiled.masked && !flow_matches(e->rule, bytes, parsed))) continue;
         if (pending != nullptr) [[unlikely]]
             (void)deliver_copy(pending->target, frame, parsed);
         pending = nullptr;

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -240,6 +241,11 @@ private:
     PortConfig config_;
     RxCounters counters_; // frames = delivered + drops + held
     std::vector<SteeringEntry*> rules_;    // NORMAL / defaults, in match order
+    // rules_ split by the protocols a frame's parse finds (protocol_class):
+    // each list holds, in match order, the entries whose compiled L3 and L4
+    // requirements such a frame meets, so the walk skips the rest unread.
+    static constexpr std::size_t kProtocolClasses = 9; // L3Kind x L4Kind
+    std::array<std::vector<SteeringEntry*>, kProtocolClasses> by_class_;
     std::vector<SteeringEntry*> sniffers_; // each gets a copy
     std::vector<RxQueue*> queues_;         // serviced for delay drop
     std::vector<RxQueue*> failed_;         // capacity: one per attached queue

@@ -465,6 +465,77 @@ TEST_CASE("port: DONT_TRAP entries hand the frame on; the trapping entry, else t
     CHECK(b.balanced());
 }
 
+TEST_CASE("port: an entry sees only frames with the protocols it requires; the match order "
+          "holds across protocols and after a removal",
+          "[datapath][port]") {
+    Bench b(4);
+    for (std::size_t q = 0; q < 4; ++q)
+        for (std::uint32_t s = 0; s < 8; ++s) b.post(q, q * 100 + s, s);
+    // One entry per protocol combination, added worst first.
+    const auto add = [&b](std::size_t q, RuleKind kind, std::uint16_t priority, net::L3Kind l3,
+                          net::L4Kind l4, bool dont_trap = false) -> datapath::SteeringEntry& {
+        auto& e = b.entries.emplace_back();
+        e.rule.has_eth = true;
+        e.rule.l3 = l3;
+        e.rule.l4 = l4;
+        e.target.queue = &b.queues[q];
+        e.kind = kind;
+        e.priority = priority;
+        e.dont_trap = dont_trap;
+        std::lock_guard lock(b.port.mutex());
+        b.port.add_rule(e);
+        return e;
+    };
+    add(3, RuleKind::all_default, 0, net::L3Kind::none, net::L4Kind::none);
+    auto& ipv6 = add(2, RuleKind::normal, 2, net::L3Kind::ipv6, net::L4Kind::none);
+    add(1, RuleKind::normal, 1, net::L3Kind::ipv4, net::L4Kind::udp, true);
+    auto& tcp = add(0, RuleKind::normal, 0, net::L3Kind::ipv4, net::L4Kind::tcp);
+    tcp.rule.l4_mask.dst_port = 0xffff; // masked: the bytes decide within the class
+    tcp.rule.l4_value.dst_port = 1766;
+    {
+        std::lock_guard lock(b.port.mutex());
+        b.port.remove_rule(tcp);
+        b.port.add_rule(tcp); // recompiled with its mask, ranked as the newest of priority 0
+    }
+
+    const auto row0 = ms_row0_frame(); // IPv4/TCP to port 1766
+    auto other_port = row0;
+    other_port[14 + 20 + 3] = 80;     // TCP destination port 1766 -> 1616
+    auto fragment = row0;
+    fragment[14 + 6] = 0x20;          // IPv4 MF: a first fragment, its ports unreadable
+    std::vector<std::uint8_t> v6 = {0x02, 0, 0, 0, 0, 1, 0x02, 0, 0, 0, 0, 2, 0x86, 0xdd,
+                                    0x60, 0, 0, 0, 0, 8, 17, 64};
+    v6.resize(14 + 40, 0);
+    v6.insert(v6.end(), {0x9c, 0x40, 0x12, 0xb7, 0, 8, 0, 0}); // UDP 40000 -> 4791
+    v6.resize(64, 0);
+
+    const auto sizes = [&b] {
+        return std::array<std::size_t, 4>{b.cqs[0].size(), b.cqs[1].size(), b.cqs[2].size(),
+                                          b.cqs[3].size()};
+    };
+    using Sizes = std::array<std::size_t, 4>;
+    b.offer(row0);
+    CHECK(sizes() == Sizes{1, 0, 0, 0});
+    b.offer(other_port); // TCP, but the masked port differs: on to the default
+    CHECK(sizes() == Sizes{1, 0, 0, 1});
+    b.offer(fragment); // IPv4 without ports: no TCP entry sees it
+    CHECK(sizes() == Sizes{1, 0, 0, 2});
+    b.offer(golden::concat(golden::kUntagged)); // IPv4/UDP: the DONT_TRAP copy, then the default
+    CHECK(sizes() == Sizes{1, 1, 0, 3});
+    b.offer(v6);
+    CHECK(sizes() == Sizes{1, 1, 1, 3});
+    {
+        std::lock_guard lock(b.port.mutex());
+        b.port.remove_rule(ipv6);
+    }
+    b.offer(v6);
+    CHECK(sizes() == Sizes{1, 1, 1, 4});
+    CHECK(b.port.rule_count() == 3);
+    CHECK(b.counters().frames.get() == 6);
+    CHECK(b.counters().delivered.get() == 6);
+    CHECK(b.balanced());
+}
+
 TEST_CASE("port: a bad carried FCS is dropped as fcs_errors before steering, unless "
           "deliver_bad_fcs",
           "[datapath][port]") {
