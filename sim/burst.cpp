@@ -14,21 +14,33 @@ BurstResult run_burst(device::Device& dev, net::FrameSource& source, FrameBatch&
     std::lock_guard lock(port.mutex());
     port.begin_burst();
     while (r.frames < limit) {
-        if (pending.empty()) {
-            // Never more than this burst still takes: what is pulled enters
-            // now (unless not due), so the source's counters keep up with the port's.
-            const std::uint32_t want = std::min({limit - r.frames, FrameBatch::kCapacity, pacing.pull_limit()});
-            pending.head = 0;
-            pending.count = source.next_burst({pending.frames.data(), want});
-            if (pending.count == 0) break;
+        if (pending.head == pending.due) {
+            if (pending.empty()) {
+                // Never more than this burst still takes: what is pulled enters
+                // now (unless not due), so the source's counters keep up with the port's.
+                const std::uint32_t want =
+                    std::min({limit - r.frames, FrameBatch::kCapacity, pacing.pull_limit()});
+                pending.head = pending.due = 0;
+                pending.count = source.next_burst({pending.frames.data(), want});
+                if (pending.count == 0) break;
+            }
+            // Timed only if they enter in this burst: a burst ends with
+            // head == due, and frames left pending are timed afresh.
+            const std::uint32_t n = std::min(pending.count - pending.head, limit - r.frames);
+            pending.due = pending.head + pacing.arrivals({&pending.frames[pending.head], n},
+                                                         &pending.arrival[pending.head]);
+            if (pending.head == pending.due) break; // the next frame is not due yet
         }
-        const net::Frame& frame = pending.frames[pending.head];
-        const std::uint64_t arrival = pacing.arrival(frame);
-        if (arrival == Pacing::kNotDue) break;
-        if (port.next_deadline_ns() <= arrival) device::service(dev, arrival);
-        port.ingress(frame, arrival);
-        ++pending.head;
-        ++r.frames;
+        // The due frames enter, indexed through locals that the calls cannot change.
+        const net::Frame* const frames = pending.frames.data();
+        const std::uint64_t* const at = pending.arrival.data();
+        const std::uint32_t end = pending.due;
+        for (std::uint32_t i = pending.head; i < end; ++i) {
+            if (port.next_deadline_ns() <= at[i]) device::service(dev, at[i]);
+            port.ingress(frames[i], at[i]);
+        }
+        r.frames += end - pending.head;
+        pending.head = end;
     }
     // Before the service that notifies: it sees the burst's completions.
     port.end_burst();

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 
 #include "device/objects.hpp"
 #include "net/frame_source.hpp"
@@ -16,12 +17,12 @@ namespace rdmasim::sim {
 class Pacing {
 public:
     virtual ~Pacing() = default;
-    // Returned by arrival() for a frame that is not due yet.
-    static constexpr std::uint64_t kNotDue = UINT64_MAX;
-    // The time at which `frame` enters the port, or kNotDue (the frame then
-    // stays pending for a later burst). A plain integer, not an optional: it
-    // comes back in one register, once per frame.
-    virtual std::uint64_t arrival(const net::Frame& frame) noexcept = 0;
+    // The times at which `frames`, about to enter the port in order, enter
+    // it, written to out[0..n): n, the count of the leading frames that are
+    // due (the rest stay pending for a later burst). Called once per batch,
+    // just before the n frames enter (never for more than enter in this
+    // burst): no virtual call per frame.
+    virtual std::uint32_t arrivals(std::span<const net::Frame> frames, std::uint64_t* out) noexcept = 0;
     // The time at which the device is serviced after a burst that moved `frames`.
     virtual std::uint64_t service_time(std::uint32_t frames) noexcept = 0;
     // The burst's end, still under the port lock: record what must be
@@ -38,7 +39,9 @@ public:
 struct FrameBatch {
     static constexpr std::uint32_t kCapacity = 32;
     std::array<net::Frame, kCapacity> frames;
+    std::array<std::uint64_t, kCapacity> arrival; // of frames [head, due): Pacing::arrivals
     std::uint32_t head = 0;  // the next frame to enter
+    std::uint32_t due = 0;   // frames before it have their arrival time
     std::uint32_t count = 0; // frames pulled
     [[nodiscard]] bool empty() const noexcept { return head == count; }
 };

@@ -26,9 +26,11 @@ void InlineEngine::on_post(device::Device& dev) noexcept {
     held_.store(dev.port.held_frames() != 0, std::memory_order_release);
 }
 
-std::uint64_t InlineEngine::arrival(const net::Frame& frame) noexcept {
-    if (frame.ts_ns > now_ns_) now_ns_ = std::min(frame.ts_ns, kNotDue - 1); // always due
-    return now_ns_;
+std::uint32_t InlineEngine::arrivals(std::span<const net::Frame> frames, std::uint64_t* out) noexcept {
+    std::uint64_t now = now_ns_; // every frame is due: at its timestamp, never before the last
+    for (const net::Frame& f : frames) *out++ = now = std::max(now, f.ts_ns);
+    now_ns_ = now;
+    return static_cast<std::uint32_t>(frames.size());
 }
 
 std::uint64_t InlineEngine::service_time(std::uint32_t frames) noexcept {

@@ -27,7 +27,7 @@ public:
 private:
     // Virtual time: a frame arrives at its capture timestamp (never earlier
     // than the clock); an idle step advances the clock by idle_tick.
-    std::uint64_t arrival(const net::Frame& frame) noexcept override;
+    std::uint32_t arrivals(std::span<const net::Frame> frames, std::uint64_t* out) noexcept override;
     std::uint64_t service_time(std::uint32_t frames) noexcept override;
     void burst_done(const BurstResult& result) noexcept override;
     std::uint32_t pull_limit() const noexcept override { return FrameBatch::kCapacity; }

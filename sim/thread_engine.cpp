@@ -11,6 +11,7 @@
 
 #include <boost/asio/post.hpp>
 
+#include <algorithm>
 #include <mutex>
 
 #include "sim/logging.hpp"
@@ -135,8 +136,18 @@ void ThreadEngine::wait_for_source() {
         });
 }
 
-std::uint64_t ThreadEngine::arrival(const net::Frame& frame) noexcept {
-    if (config_.speed <= 0) return to_ns(burst_start_ - t0_);
+std::uint32_t ThreadEngine::arrivals(std::span<const net::Frame> frames, std::uint64_t* out) noexcept {
+    if (config_.speed <= 0) { // unpaced: the whole batch enters at the burst's start
+        std::fill_n(out, frames.size(), to_ns(burst_start_ - t0_));
+        return static_cast<std::uint32_t>(frames.size());
+    }
+    std::uint32_t n = 0;
+    for (; n < frames.size(); ++n)
+        if ((out[n] = paced_arrival(frames[n])) == kNotDue) break;
+    return n;
+}
+
+std::uint64_t ThreadEngine::paced_arrival(const net::Frame& frame) noexcept {
     // An absolute schedule from the first frame: each frame's due time
     // comes from its own timestamp, so waking late never accumulates.
     const auto now = Clock::now();
