@@ -199,7 +199,7 @@ RxOutcome Port::deliver_copy(const Target& target, const net::Frame& frame,
     return deliver(target, frame, parsed, false);
 }
 
-void Port::ingress(const net::Frame& frame, std::uint64_t now_ns, const void* exclude) noexcept {
+inline void Port::ingress_frame(const net::Frame& frame, std::uint64_t now_ns, const void* exclude) noexcept {
     now_ns_ = now_ns;
     counters_.frames.add();
     counters_.bytes.add(frame.len);
@@ -283,6 +283,17 @@ void Port::ingress(const net::Frame& frame, std::uint64_t now_ns, const void* ex
     counters_.count(out);
     if (out.fate == Fate::held) [[unlikely]]
         next_deadline_ns_ = std::min(next_deadline_ns_, now_ns + config_.delay_drop_timeout_ns);
+}
+
+std::uint32_t Port::ingress_burst(std::span<const net::Frame> frames, const std::uint64_t* at,
+                                  const void* exclude) noexcept {
+    std::uint32_t i = 0;
+    const auto n = static_cast<std::uint32_t>(frames.size());
+    if (n == 0) return 0;
+    do {
+        ingress_frame(frames[i], at[i], exclude);
+    } while (++i < n && next_deadline_ns_ > at[i]);
+    return i;
 }
 
 void Port::transmit(const net::Frame& frame, const void* sender) noexcept {

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <vector>
 
 #include "datapath/arp_wait.hpp"
@@ -144,7 +145,16 @@ public:
     // --- frame side ---
     // One frame arriving at `now_ns`: steering, RSS, the queue's pipeline.
     // `exclude` names an owner that must not receive it (a sender's own QP).
-    void ingress(const net::Frame& frame, std::uint64_t now_ns, const void* exclude = nullptr) noexcept;
+    void ingress(const net::Frame& frame, std::uint64_t now_ns, const void* exclude = nullptr) noexcept {
+        (void)ingress_burst({&frame, 1}, &now_ns, exclude);
+    }
+    // Frames arriving in order, frames[i] at at[i], each as by ingress(), in
+    // one call: the first always, each later one only while it arrives before
+    // next_deadline_ns() (the caller services the device at that deadline,
+    // then goes on with the rest). Returns how many entered: at least one of
+    // a non-empty span.
+    std::uint32_t ingress_burst(std::span<const net::Frame> frames, const std::uint64_t* at,
+                                const void* exclude = nullptr) noexcept;
     // A frame a program sends: looped back to matching entries of this port
     // (never the sender's own), then handed to every attached sink.
     void transmit(const net::Frame& frame, const void* sender) noexcept;
@@ -205,6 +215,9 @@ public:
     [[nodiscard]] bool delay_drop_armed() const noexcept { return delay_drop_armed_; }
 
 private:
+    // ingress() of one frame; inline in ingress_burst's loop, the per-frame path.
+    [[gnu::always_inline]] inline void ingress_frame(const net::Frame& frame, std::uint64_t now_ns,
+                                                     const void* exclude) noexcept;
     // Hands `frame` to `target`'s queue; returns what became of it. Inline
     // (with the queue's receive): the frame's one delivery is the per-frame
     // path. Copies (sniffers, DONT_TRAP matches) go through deliver_copy, a

@@ -35,9 +35,9 @@ BurstResult run_burst(device::Device& dev, net::FrameSource& source, FrameBatch&
         const net::Frame* const frames = pending.frames.data();
         const std::uint64_t* const at = pending.arrival.data();
         const std::uint32_t end = pending.due;
-        for (std::uint32_t i = pending.head; i < end; ++i) {
+        for (std::uint32_t i = pending.head; i < end;) {
             if (port.next_deadline_ns() <= at[i]) device::service(dev, at[i]);
-            port.ingress(frames[i], at[i]);
+            i += port.ingress_burst({frames + i, end - i}, at + i); // up to the next deadline
         }
         r.frames += end - pending.head;
         pending.head = end;
