@@ -1,7 +1,8 @@
 // run_burst's contract with its Pacing (sim/burst.hpp): arrival times are
 // asked once per batch, never for more frames than enter in this burst; the
 // frames that are not due stay pending and are timed afresh by a later burst;
-// each frame enters the port at the time it was given.
+// each frame enters the port at the time it was given; a delay-drop deadline
+// that falls between two frames of a batch is serviced between them.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -12,14 +13,19 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include <infiniband/verbs.h>
+
+#include "datapath/counters.hpp"
 #include "device/device.hpp"
 #include "net/memory_source.hpp"
 #include "sim/burst.hpp"
 #include "sim/config.hpp"
 #include "sim/simulator.hpp"
 #include "support/golden_frames.hpp"
+#include "support/receive_rig.hpp"
 
 using namespace rdmasim;
 namespace golden = rdmasim::test::golden;
@@ -42,38 +48,57 @@ public:
             due = std::min<std::uint32_t>(script.front(), static_cast<std::uint32_t>(frames.size()));
             script.pop_front();
         }
-        for (std::uint32_t i = 0; i < due; ++i) out[i] = frames[i].ts_ns + 5000;
+        for (std::uint32_t i = 0; i < due; ++i) last = out[i] = frames[i].ts_ns + 5000;
         return due;
     }
-    std::uint64_t service_time(std::uint32_t) noexcept override { return 0; }
+    std::uint64_t last = 0; // the latest arrival given: the service after a burst
+    std::uint64_t service_time(std::uint32_t) noexcept override { return last; }
     void burst_done(const sim::BurstResult&) noexcept override {}
     [[nodiscard]] std::uint32_t pull_limit() const noexcept override { return sim::FrameBatch::kCapacity; }
 };
 
-// Ten frames, timestamps 1000, 1001, ...: handed over as many at once as asked.
+// Frames with the given timestamps (default: ten, 1000, 1001, ...), handed
+// over as many at once as asked.
 class BatchSource final : public net::FrameSource {
 public:
+    explicit BatchSource(std::vector<std::uint64_t> ts = {1000, 1001, 1002, 1003, 1004, 1005, 1006,
+                                                          1007, 1008, 1009})
+        : ts_(std::move(ts)) {}
     bool next(net::Frame& out) noexcept override { return next_burst({&out, 1}) == 1; }
     std::uint32_t next_burst(std::span<net::Frame> out) noexcept override {
         std::uint32_t n = 0;
-        for (; n < out.size() && next_ < 10; ++n, ++next_) {
+        for (; n < out.size() && next_ < ts_.size(); ++n, ++next_) {
             out[n] = {};
             out[n].data = bytes_.data();
             out[n].len = out[n].wire_len = static_cast<std::uint32_t>(bytes_.size());
-            out[n].ts_ns = 1000 + next_;
+            out[n].ts_ns = ts_[next_];
         }
         counters_.frames += n;
         return n;
     }
-    [[nodiscard]] bool exhausted() const noexcept override { return next_ == 10; }
-    [[nodiscard]] std::string describe() const override { return "ten frames"; }
+    [[nodiscard]] bool exhausted() const noexcept override { return next_ == ts_.size(); }
+    [[nodiscard]] std::string describe() const override { return "scripted frames"; }
     [[nodiscard]] const net::SourceCounters& counters() const noexcept override { return counters_; }
 
 private:
     std::array<std::uint8_t, golden::kUntagged.size()> bytes_ = golden::kUntagged;
-    std::uint32_t next_ = 0;
+    std::vector<std::uint64_t> ts_;
+    std::size_t next_ = 0;
     net::SourceCounters counters_;
 };
+
+// A simulator whose own engine (inline) is never pumped: the tests drive
+// run_burst on its device with their own source and pacing.
+std::unique_ptr<sim::Simulator> idle_sim(sim::Config config = {}) {
+    config.engine = sim::EngineKind::inline_;
+    std::vector<std::unique_ptr<net::FrameSource>> none;
+    auto idle = std::make_unique<net::MemorySource>();
+    idle->close();
+    none.push_back(std::move(idle));
+    auto s = sim::Simulator::create(config, std::move(none));
+    REQUIRE(s);
+    return std::move(s.value());
+}
 
 std::uint64_t port_frames(device::Device& dev) { return dev.port.counters().frames.get(); }
 
@@ -87,16 +112,8 @@ std::uint64_t port_now(device::Device& dev) {
 TEST_CASE("run_burst: arrival times once per batch, only for frames entering now; frames not due "
           "wait and are timed again",
           "[sim][burst]") {
-    // A device whose own engine never runs (inline, never pumped); the test
-    // drives run_burst with its own source and pacing.
-    std::vector<std::unique_ptr<net::FrameSource>> none;
-    auto idle = std::make_unique<net::MemorySource>();
-    idle->close();
-    none.push_back(std::move(idle));
-    auto s = sim::Simulator::create(sim::Config{}, std::move(none));
-    REQUIRE(s);
-    device::Device& dev = s.value()->device(0);
-
+    auto s = idle_sim();
+    device::Device& dev = s->device(0);
     BatchSource src;
     ScriptedPacing pacing;
     sim::FrameBatch pending;
@@ -140,4 +157,33 @@ TEST_CASE("run_burst: arrival times once per batch, only for frames entering now
     CHECK(port_frames(dev) == 10);
     CHECK(port_now(dev) == 1009 + 5000);
     CHECK(pacing.asked.size() == 5);
+}
+
+TEST_CASE("run_burst: a delay-drop timeout that falls due before a frame of the batch arrives "
+          "fires first",
+          "[sim][burst]") {
+    sim::Config config;
+    REQUIRE(config.set("start", "now"));
+    REQUIRE(config.set("caps.delay_drop_timeout_us", "500"));
+    auto s = idle_sim(config);
+    device::Device& dev = s->device(0);
+    test::VerbsDevice verbs;
+    // A delay-drop WQ with no WQE posted: every frame waits.
+    test::ReceiveRig rig(verbs.ctx, verbs.pd,
+                         {.depth = 4, .wq_flags = {IBV_WQ_FLAGS_DELAY_DROP}, .fill = false});
+    // Arrivals 5 us, 605 us, 605.001 us: the first frame's wait ends at 505 us, before the second.
+    BatchSource src({0, 600'000, 600'001});
+    ScriptedPacing pacing;
+    pacing.script = {3};
+    sim::FrameBatch pending;
+    const auto r = sim::run_burst(dev, src, pending, 32, pacing);
+    CHECK(r.frames == 3);
+    CHECK(pacing.asked == std::vector<std::size_t>{3}); // one batch: the deadline splits its entry
+    const auto& c = dev.port.counters();
+    // The first frame timed out alone; the two after it came later and wait.
+    CHECK(c.drops[static_cast<std::size_t>(datapath::Drop::delay_drop_timeout)].get() == 1);
+    CHECK(c.delay_drop_waits.get() == 3);
+    std::lock_guard lock(dev.port.mutex());
+    CHECK(dev.port.held_frames() == 2);
+    CHECK(dev.port.balanced());
 }
