@@ -5,8 +5,6 @@
 
 #include <infiniband/verbs.h>
 
-#include "datapath/rss_shapes.hpp"
-
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define RDMASIM_RSS_POPCNT 1
 #endif
@@ -53,9 +51,9 @@ RssInput RssInput::of(std::uint64_t fields) noexcept {
 
 namespace {
 
-using rss_detail::kInputWords;
-using rss_detail::kPortLen;
-using rss_detail::pick_shape;
+// Bytes of ports, and 8-byte words of input, of a shape (below).
+template <unsigned P> constexpr std::size_t kPortLen = P == 3 ? 4 : P != 0 ? 2 : 0;
+template <std::size_t A, unsigned P> constexpr std::size_t kInputWords = (A + kPortLen<P> + 7) / 8;
 
 // The input of `in` for one frame, per input shape: `A` address bytes (0, 4,
 // 8, 16 or 32) and ports `P` (0 none, 1 the source, 2 the destination, 3
@@ -142,32 +140,27 @@ template <std::size_t A, unsigned P> struct Popcnt {
 };
 #endif
 
-// Code `code`'s function for `in`'s shape, or nullptr where the CPU lacks it.
-RssGroup::IndexFn index_fn_of(RssCode code, const RssInput& in) noexcept {
-    switch (code) {
-    case RssCode::portable:
-        return pick_shape<Portable>(in);
-    case RssCode::popcnt:
-#ifdef RDMASIM_RSS_POPCNT
-        __builtin_cpu_init(); // configure() may run from a static initialiser, before libgcc's
-        if (__builtin_cpu_supports("popcnt")) return pick_shape<Popcnt>(in);
-#endif
-        return nullptr;
-    case RssCode::gfni:
-        return rss_detail::gfni_index_fn(in);
-    }
-    return nullptr;
+// Family F's function for `in`'s shape: rows by address bytes (0, 4, 8, 16,
+// 32), columns by ports (none, source, destination, both).
+template <template <std::size_t, unsigned> class F>
+auto pick_shape(const RssInput& in) noexcept {
+    static constexpr decltype(F<0, 0>::fn) kTable[5][4] = {
+        {F<0, 0>::fn, F<0, 1>::fn, F<0, 2>::fn, F<0, 3>::fn},
+        {F<4, 0>::fn, F<4, 1>::fn, F<4, 2>::fn, F<4, 3>::fn},
+        {F<8, 0>::fn, F<8, 1>::fn, F<8, 2>::fn, F<8, 3>::fn},
+        {F<16, 0>::fn, F<16, 1>::fn, F<16, 2>::fn, F<16, 3>::fn},
+        {F<32, 0>::fn, F<32, 1>::fn, F<32, 2>::fn, F<32, 3>::fn}};
+    const std::size_t row = in.addr_len == 0 ? 0 : in.addr_len == 4 ? 1 : in.addr_len == 8 ? 2
+                          : in.addr_len == 16 ? 3 : 4;
+    const unsigned col = in.port_len == 4 ? 3 : in.port_len == 0 ? 0 : in.dst_port_only ? 2 : 1;
+    return kTable[row][col];
 }
 
-// The fastest code for a group: the masks' cost grows with the table
-// (log_size parities) times the input words, GFNI's does not, but it starts
-// higher. Crossed at about 8 word-parities (tests/bench/rss_bench.cpp on a
-// Zen 4: IPv4 4-tuple, 2 words, from 2^4 entries; IPv6, 5 words, from 2^2).
-RssGroup::IndexFn best_index_fn(const RssInput& in, std::uint32_t log_size) noexcept {
-    const std::size_t words = (std::size_t{in.addr_len} + in.port_len + 7) / 8;
-    if (log_size * words >= 8)
-        if (const auto fn = index_fn_of(RssCode::gfni, in)) return fn;
-    if (const auto fn = index_fn_of(RssCode::popcnt, in)) return fn;
+RssGroup::IndexFn best_index_fn(const RssInput& in) noexcept {
+#ifdef RDMASIM_RSS_POPCNT
+    __builtin_cpu_init(); // configure() may run from a static initialiser, before libgcc's
+    if (__builtin_cpu_supports("popcnt")) return pick_shape<Popcnt>(in);
+#endif
     return pick_shape<Portable>(in);
 }
 
@@ -183,14 +176,6 @@ std::uint32_t rss_index_portable(const RssGroup& g, net::Bytes frame,
     return pick_shape<Portable>(g.input)(g, frame, parsed);
 }
 
-bool rss_code_available(RssCode code) noexcept { return index_fn_of(code, RssInput{}) != nullptr; }
-
-bool RssGroup::use(RssCode code) noexcept {
-    const auto fn = index_fn_of(code, input);
-    if (fn != nullptr) index_fn = fn;
-    return fn != nullptr;
-}
-
 void RssGroup::configure(std::span<const std::uint8_t, Toeplitz::kKeyLen> key,
                          std::uint64_t fields, std::uint32_t log_table_size) {
     log_size = log_table_size;
@@ -202,13 +187,7 @@ void RssGroup::configure(std::span<const std::uint8_t, Toeplitz::kKeyLen> key,
         return k < key.size() * 8 ? (key[k / 8] >> (7 - k % 8)) & 1u : 0;
     };
     masks.assign(std::size_t{log_size} * words, 0);
-    for (std::size_t q = 0; q < lanes.size(); ++q) {
-        std::uint64_t m = 0;
-        for (std::size_t r = 0; r < 8; ++r)
-            for (std::size_t j = 0; j < 8; ++j) m |= key_bit(8 * q + r + j) << (8 * r + 7 - j);
-        lanes[q] = m;
-    }
-    index_fn = best_index_fn(input, log_size);
+    index_fn = best_index_fn(input);
     // Hash bit j meets key bit i + j at input bit i; input bit 64w + t sits at
     // bit 63 - t of word w. Only the input's own bits: the words are zero past it.
     for (std::uint32_t b = 0; b < log_size; ++b) {

@@ -1,7 +1,6 @@
 // RSS: which input fields a QP hashes, and the hash of one frame.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -59,19 +58,10 @@ struct RssInput {
 }
 
 struct RssGroup;
-// RssGroup::index without any CPU extension (configure() takes a faster code
-// where the CPU has one, RssCode; tests compare them).
+// RssGroup::index without any CPU extension (configure() takes a POPCNT build
+// of the same code where the CPU has one; tests compare the two).
 [[nodiscard]] std::uint32_t rss_index_portable(const RssGroup& group, net::Bytes frame,
                                                const net::ParsedFrame& parsed) noexcept;
-
-// The codes of RssGroup::index; configure() takes the one the CPU runs
-// fastest for the group's input and table size (rss.cpp, best_index_fn).
-enum class RssCode : std::uint8_t {
-    portable, // masks and parities, plain C++
-    popcnt,   // the same, a parity in one instruction (x86 POPCNT)
-    gfni,     // the whole hash by GF2P8AFFINEQB (x86 GFNI with AVX-512 F, BW, VBMI)
-};
-[[nodiscard]] bool rss_code_available(RssCode code) noexcept;
 
 // A steering target that spreads frames over queues (an RSS QP): the hash of
 // the selected fields picks an entry of the indirection table.
@@ -83,8 +73,6 @@ enum class RssCode : std::uint8_t {
 // shape (address bytes x ports), so a frame costs a few loads, log_size
 // ANDs and parities, and no whole hash (the same entry as
 // rss_entry(rss_hash(...)): tests/datapath/test_rss.cpp compares the two).
-// For large tables or long inputs, where the CPU has GFNI, the whole hash
-// in a constant few instructions is cheaper (RssCode::gfni, rss_gfni.cpp).
 struct RssGroup {
     std::vector<RxQueue*> table; // the indirection table's queues: 2^log_size of them
 
@@ -94,11 +82,6 @@ struct RssGroup {
     // Entry bit b, input word w (8 bytes; `words` of them, as many as the
     // input fills): masks[b * words + w].
     std::vector<std::uint64_t> masks;
-    // For RssCode::gfni: lane q (0..39) is the 8x8 bit matrix of what input
-    // byte p adds to hash byte q - p: its byte r is the key's bits
-    // [8q + r, 8q + r + 8), most significant first (zero past the key).
-    static constexpr std::size_t kLaneRegs = 5; // 64-byte registers: 36 input bytes + 3 lanes
-    std::array<std::uint64_t, 8 * kLaneRegs> lanes{};
     using IndexFn = std::uint32_t (*)(const RssGroup&, net::Bytes, const net::ParsedFrame&) noexcept;
     // index()'s body for this shape (POPCNT where the CPU has it); before
     // configure(), the portable one: no fields, every frame on entry 0.
@@ -107,9 +90,6 @@ struct RssGroup {
     // Set-up (allocates): the QP's 40-byte key, hash fields and table size.
     void configure(std::span<const std::uint8_t, Toeplitz::kKeyLen> key, std::uint64_t fields,
                    std::uint32_t log_table_size);
-    // After configure(): index() runs `code` from now on (tests and benchmarks
-    // compare the codes). False, and no change, where the CPU lacks it.
-    bool use(RssCode code) noexcept;
     [[nodiscard]] RxQueue& pick(net::Bytes frame, const net::ParsedFrame& parsed) const noexcept {
         return *table[log_size == 0 ? 0 : index(frame, parsed)];
     }
