@@ -86,13 +86,14 @@ private:
     std::unordered_map<std::uint32_t, RoceQp*> qps_;
     RocePortCounters counters_;
     std::uint64_t next_deadline_ = kNoDeadline;
-    // Loopback: a byte ring of frames (each contiguous) and a ring of (offset, length).
+    // Loopback: a byte ring of frames (each contiguous) and a ring of (offset,
+    // length); an entry is written before it is read, so neither is zeroed.
     struct LoopbackEntry {
-        std::uint32_t off = 0;
-        std::uint32_t len = 0;
+        std::uint32_t off;
+        std::uint32_t len;
     };
     UninitBytes lb_bytes_;
-    std::vector<LoopbackEntry> lb_entries_;   // power of two
+    UninitArray<LoopbackEntry> lb_entries_;   // power of two
     std::uint32_t lb_head_ = 0, lb_tail_ = 0; // free-running entry indices
     std::size_t lb_write_ = 0;                // where the next frame's bytes go
     bool draining_ = false;
