@@ -292,7 +292,7 @@ std::uint32_t Port::ingress_burst(std::span<const net::Frame> frames, const std:
     if (n == 0) return 0;
     do {
         ingress_frame(frames[i], at[i], exclude);
-    } while (++i < n && next_deadline_ns_ > at[i]);
+    } while (++i < n && next_deadline_ns() > at[i]);
     return i;
 }
 

@@ -150,9 +150,9 @@ public:
     }
     // Frames arriving in order, frames[i] at at[i], each as by ingress(), in
     // one call: the first always, each later one only while it arrives before
-    // next_deadline_ns() (the caller services the device at that deadline,
-    // then goes on with the rest). Returns how many entered: at least one of
-    // a non-empty span.
+    // next_deadline_ns() (delay drop, ARP retries, RoCE timers: the caller
+    // services the device at that deadline, then goes on with the rest).
+    // Returns how many entered: at least one of a non-empty span.
     std::uint32_t ingress_burst(std::span<const net::Frame> frames, const std::uint64_t* at,
                                 const void* exclude = nullptr) noexcept;
     // A frame a program sends: looped back to matching entries of this port

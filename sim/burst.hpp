@@ -41,7 +41,7 @@ struct FrameBatch {
     std::array<net::Frame, kCapacity> frames;
     std::array<std::uint64_t, kCapacity> arrival; // of frames [head, due): Pacing::arrivals
     std::uint32_t head = 0;  // the next frame to enter
-    std::uint32_t due = 0;   // frames before it have their arrival time
+    std::uint32_t due = 0;   // frames [head, due) have their arrival time
     std::uint32_t count = 0; // frames pulled
     [[nodiscard]] bool empty() const noexcept { return head == count; }
 };
