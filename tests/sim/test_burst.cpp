@@ -1,8 +1,9 @@
 // run_burst's contract with its Pacing (sim/burst.hpp): arrival times are
 // asked once per batch, never for more frames than enter in this burst; the
 // frames that are not due stay pending and are timed afresh by a later burst;
-// each frame enters the port at the time it was given; a delay-drop deadline
-// that falls between two frames of a batch is serviced between them.
+// each frame enters the port at the time it was given; a port deadline (a
+// delay-drop timeout, an ARP retry) that falls between two frames of a batch
+// is serviced between them.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 
 #include "datapath/counters.hpp"
 #include "device/device.hpp"
+#include "net/frame_sink.hpp"
 #include "net/memory_source.hpp"
 #include "sim/burst.hpp"
 #include "sim/config.hpp"
@@ -99,6 +101,12 @@ std::unique_ptr<sim::Simulator> idle_sim(sim::Config config = {}) {
     REQUIRE(s);
     return std::move(s.value());
 }
+
+// The timestamps of what the port sends (its ARP requests here).
+struct RecordingSink final : net::FrameSink {
+    std::vector<std::uint64_t> times;
+    void send(std::span<const std::uint8_t>, std::uint64_t ts_ns) noexcept override { times.push_back(ts_ns); }
+};
 
 std::uint64_t port_frames(device::Device& dev) { return dev.port.counters().frames.get(); }
 
@@ -186,4 +194,34 @@ TEST_CASE("run_burst: a delay-drop timeout that falls due before a frame of the 
     std::lock_guard lock(dev.port.mutex());
     CHECK(dev.port.held_frames() == 2);
     CHECK(dev.port.balanced());
+}
+
+TEST_CASE("run_burst: an ARP retry that falls due between two frames of a batch is sent between "
+          "them, at the later frame's arrival",
+          "[sim][burst]") {
+    auto s = idle_sim();
+    device::Device& dev = s->device(0);
+    RecordingSink sink;
+    datapath::NeighbourConfig nc;
+    nc.retry_interval_ns = 6000;
+    {
+        std::lock_guard lock(dev.port.mutex());
+        dev.port.configure_addresses({{0x02, 0, 0, 0, 0, 0x01}, {10, 0, 0, 1}, {}}, nc);
+        dev.port.attach_sink(sink);
+        // The first request now (the port's clock: 0), the retry due at 6 us.
+        CHECK(dev.port.resolve({10, 0, 0, 99}).state == datapath::ResolveState::pending);
+    }
+    REQUIRE(sink.times == std::vector<std::uint64_t>{0});
+    BatchSource src({0, 2000, 2001}); // arrivals 5, 7 and 7.001 us
+    ScriptedPacing pacing;
+    pacing.script = {3};
+    sim::FrameBatch pending;
+    const auto r = sim::run_burst(dev, src, pending, 32, pacing);
+    CHECK(r.frames == 3);
+    CHECK(pacing.asked == std::vector<std::size_t>{3});
+    // The retry went out when the second frame arrived, before it entered:
+    // not at the burst's end (7.001 us).
+    CHECK(sink.times == std::vector<std::uint64_t>{0, 7000});
+    std::lock_guard lock(dev.port.mutex());
+    dev.port.detach_sink(sink);
 }
