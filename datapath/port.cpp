@@ -130,12 +130,11 @@ void Port::add_rule(SteeringEntry& entry) {
     };
     entry.compiled = compile(entry.rule);
     if (entry.kind == RuleKind::sniffer) {
-        room_for_one(sniffers_);
         entry.seq = next_seq_++;
         insert(sniffers_);
         return;
     }
-    // Room first, so that no list changes unless all do.
+    // Room in every list first, so that no list changes unless all do.
     room_for_one(rules_);
     each_class([&](net::L3Kind l3, net::L4Kind l4) {
         if (meets(entry.compiled, l3, l4)) room_for_one(by_class_[protocol_class(l3, l4)]);

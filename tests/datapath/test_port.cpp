@@ -471,13 +471,19 @@ TEST_CASE("port: an entry sees only frames with the protocols it requires; the m
     Bench b(4);
     for (std::size_t q = 0; q < 4; ++q)
         for (std::uint32_t s = 0; s < 8; ++s) b.post(q, q * 100 + s, s);
-    // One entry per protocol combination, added worst first.
+    // One entry per protocol combination, added worst first; `dst_port`, when
+    // set, is a masked field (the bytes decide within the class).
     const auto add = [&b](std::size_t q, RuleKind kind, std::uint16_t priority, net::L3Kind l3,
-                          net::L4Kind l4, bool dont_trap = false) -> datapath::SteeringEntry& {
+                          net::L4Kind l4, bool dont_trap = false,
+                          std::uint16_t dst_port = 0) -> datapath::SteeringEntry& {
         auto& e = b.entries.emplace_back();
         e.rule.has_eth = true;
         e.rule.l3 = l3;
         e.rule.l4 = l4;
+        if (dst_port != 0) {
+            e.rule.l4_mask.dst_port = 0xffff;
+            e.rule.l4_value.dst_port = dst_port;
+        }
         e.target.queue = &b.queues[q];
         e.kind = kind;
         e.priority = priority;
@@ -489,14 +495,7 @@ TEST_CASE("port: an entry sees only frames with the protocols it requires; the m
     add(3, RuleKind::all_default, 0, net::L3Kind::none, net::L4Kind::none);
     auto& ipv6 = add(2, RuleKind::normal, 2, net::L3Kind::ipv6, net::L4Kind::none);
     add(1, RuleKind::normal, 1, net::L3Kind::ipv4, net::L4Kind::udp, true);
-    auto& tcp = add(0, RuleKind::normal, 0, net::L3Kind::ipv4, net::L4Kind::tcp);
-    tcp.rule.l4_mask.dst_port = 0xffff; // masked: the bytes decide within the class
-    tcp.rule.l4_value.dst_port = 1766;
-    {
-        std::lock_guard lock(b.port.mutex());
-        b.port.remove_rule(tcp);
-        b.port.add_rule(tcp); // recompiled with its mask, ranked as the newest of priority 0
-    }
+    add(0, RuleKind::normal, 0, net::L3Kind::ipv4, net::L4Kind::tcp, false, 1766);
 
     const auto row0 = ms_row0_frame(); // IPv4/TCP to port 1766
     auto other_port = row0;

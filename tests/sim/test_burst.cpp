@@ -10,7 +10,6 @@
 #include <array>
 #include <cstdint>
 #include <deque>
-#include <memory>
 #include <mutex>
 #include <span>
 #include <string>
@@ -22,12 +21,10 @@
 #include "datapath/counters.hpp"
 #include "device/device.hpp"
 #include "net/frame_sink.hpp"
-#include "net/memory_source.hpp"
 #include "sim/burst.hpp"
-#include "sim/config.hpp"
-#include "sim/simulator.hpp"
 #include "support/golden_frames.hpp"
 #include "support/receive_rig.hpp"
+#include "support/sim_fixture.hpp"
 
 using namespace rdmasim;
 namespace golden = rdmasim::test::golden;
@@ -89,24 +86,24 @@ private:
     net::SourceCounters counters_;
 };
 
-// A simulator whose own engine (inline) is never pumped: the tests drive
-// run_burst on its device with their own source and pacing.
-std::unique_ptr<sim::Simulator> idle_sim(sim::Config config = {}) {
-    config.engine = sim::EngineKind::inline_;
-    std::vector<std::unique_ptr<net::FrameSource>> none;
-    auto idle = std::make_unique<net::MemorySource>();
-    idle->close();
-    none.push_back(std::move(idle));
-    auto s = sim::Simulator::create(config, std::move(none));
-    REQUIRE(s);
-    return std::move(s.value());
-}
-
 // The timestamps of what the port sends (its ARP requests here).
 struct RecordingSink final : net::FrameSink {
     std::vector<std::uint64_t> times;
     void send(std::span<const std::uint8_t>, std::uint64_t ts_ns) noexcept override { times.push_back(ts_ns); }
 };
+
+// Frames stamped `ts`, all due, through one burst on `dev`: they must be
+// timed in one batch and all enter.
+void one_batch(device::Device& dev, std::vector<std::uint64_t> ts) {
+    const auto n = static_cast<std::uint32_t>(ts.size());
+    BatchSource src(std::move(ts));
+    ScriptedPacing pacing;
+    pacing.script = {n};
+    sim::FrameBatch pending;
+    const auto r = sim::run_burst(dev, src, pending, sim::FrameBatch::kCapacity, pacing);
+    CHECK(r.frames == n);
+    CHECK(pacing.asked == std::vector<std::size_t>{n});
+}
 
 std::uint64_t port_frames(device::Device& dev) { return dev.port.counters().frames.get(); }
 
@@ -120,8 +117,10 @@ std::uint64_t port_now(device::Device& dev) {
 TEST_CASE("run_burst: arrival times once per batch, only for frames entering now; frames not due "
           "wait and are timed again",
           "[sim][burst]") {
-    auto s = idle_sim();
-    device::Device& dev = s->device(0);
+    // The fixture's own engine is never pumped: the test drives run_burst
+    // with its own source and pacing.
+    test::SimFixture fx;
+    device::Device& dev = fx.device();
     BatchSource src;
     ScriptedPacing pacing;
     sim::FrameBatch pending;
@@ -170,23 +169,14 @@ TEST_CASE("run_burst: arrival times once per batch, only for frames entering now
 TEST_CASE("run_burst: a delay-drop timeout that falls due before a frame of the batch arrives "
           "fires first",
           "[sim][burst]") {
-    sim::Config config;
-    REQUIRE(config.set("start", "now"));
-    REQUIRE(config.set("caps.delay_drop_timeout_us", "500"));
-    auto s = idle_sim(config);
-    device::Device& dev = s->device(0);
-    test::VerbsDevice verbs;
+    test::SimFixture fx(std::vector<std::pair<std::string, std::string>>{{"caps.delay_drop_timeout_us", "500"}});
+    device::Device& dev = fx.device();
     // A delay-drop WQ with no WQE posted: every frame waits.
-    test::ReceiveRig rig(verbs.ctx, verbs.pd,
+    test::ReceiveRig rig(fx.ctx, fx.pd,
                          {.depth = 4, .wq_flags = {IBV_WQ_FLAGS_DELAY_DROP}, .fill = false});
-    // Arrivals 5 us, 605 us, 605.001 us: the first frame's wait ends at 505 us, before the second.
-    BatchSource src({0, 600'000, 600'001});
-    ScriptedPacing pacing;
-    pacing.script = {3};
-    sim::FrameBatch pending;
-    const auto r = sim::run_burst(dev, src, pending, 32, pacing);
-    CHECK(r.frames == 3);
-    CHECK(pacing.asked == std::vector<std::size_t>{3}); // one batch: the deadline splits its entry
+    // Arrivals 5 us, 605 us, 605.001 us: the first frame's wait ends at 505
+    // us, before the second; the deadline splits the batch's entry.
+    one_batch(dev, {0, 600'000, 600'001});
     const auto& c = dev.port.counters();
     // The first frame timed out alone; the two after it came later and wait.
     CHECK(c.drops[static_cast<std::size_t>(datapath::Drop::delay_drop_timeout)].get() == 1);
@@ -199,9 +189,9 @@ TEST_CASE("run_burst: a delay-drop timeout that falls due before a frame of the 
 TEST_CASE("run_burst: an ARP retry that falls due between two frames of a batch is sent between "
           "them, at the later frame's arrival",
           "[sim][burst]") {
-    auto s = idle_sim();
-    device::Device& dev = s->device(0);
-    RecordingSink sink;
+    RecordingSink sink; // outlives the fixture, whose port holds it
+    test::SimFixture fx;
+    device::Device& dev = fx.device();
     datapath::NeighbourConfig nc;
     nc.retry_interval_ns = 6000;
     {
@@ -212,16 +202,8 @@ TEST_CASE("run_burst: an ARP retry that falls due between two frames of a batch 
         CHECK(dev.port.resolve({10, 0, 0, 99}).state == datapath::ResolveState::pending);
     }
     REQUIRE(sink.times == std::vector<std::uint64_t>{0});
-    BatchSource src({0, 2000, 2001}); // arrivals 5, 7 and 7.001 us
-    ScriptedPacing pacing;
-    pacing.script = {3};
-    sim::FrameBatch pending;
-    const auto r = sim::run_burst(dev, src, pending, 32, pacing);
-    CHECK(r.frames == 3);
-    CHECK(pacing.asked == std::vector<std::size_t>{3});
+    one_batch(dev, {0, 2000, 2001}); // arrivals 5, 7 and 7.001 us
     // The retry went out when the second frame arrived, before it entered:
     // not at the burst's end (7.001 us).
     CHECK(sink.times == std::vector<std::uint64_t>{0, 7000});
-    std::lock_guard lock(dev.port.mutex());
-    dev.port.detach_sink(sink);
 }
