@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include <libdeflate.h>
+#include "net/crc32.hpp"
 
 namespace rdmasim::net {
 
@@ -10,7 +10,6 @@ namespace {
 
 constexpr std::size_t kUdp = 8, kBth = 12;
 // The CRC-32 of the 8 bytes of 0xff that stand for the LRH (zlib.crc32(b"\xff" * 8)).
-// libdeflate_crc32 chains: the value of one call is the start of the next.
 constexpr std::uint32_t kLrhCrc = 0x2144df1c;
 
 // The offsets of the variant bytes from the IP header on, with the bits of
@@ -45,8 +44,8 @@ std::uint32_t roce_icrc(std::span<const std::uint8_t> datagram,
     const VariantBytes v = variant_bytes(masked[0], ip_header_len);
     for (std::size_t i = 0; i < v.count; ++i)
         masked[v.offset[i]] |= v.mask[i];
-    const std::uint32_t crc = ::libdeflate_crc32(kLrhCrc, masked, head);
-    return ::libdeflate_crc32(crc, datagram.data() + head, datagram.size() - head);
+    const std::uint32_t crc = crc32_update(kLrhCrc, {masked, head});
+    return crc32_update(crc, datagram.subspan(head));
 }
 
 std::uint32_t roce_icrc_in_place(std::span<std::uint8_t> datagram,
@@ -59,7 +58,7 @@ std::uint32_t roce_icrc_in_place(std::span<std::uint8_t> datagram,
         saved[i] = datagram[v.offset[i]];
         datagram[v.offset[i]] |= v.mask[i];
     }
-    const std::uint32_t crc = ::libdeflate_crc32(kLrhCrc, datagram.data(), datagram.size());
+    const std::uint32_t crc = crc32_update(kLrhCrc, datagram);
     for (std::size_t i = 0; i < v.count; ++i)
         datagram[v.offset[i]] = saved[i];
     return crc;
