@@ -2,8 +2,8 @@
 // asked once per batch, never for more frames than enter in this burst; the
 // frames that are not due stay pending and are timed afresh by a later burst;
 // each frame enters the port at the time it was given; a port deadline (a
-// delay-drop timeout, an ARP retry) that falls between two frames of a batch
-// is serviced between them.
+// delay-drop timeout, an ARP retry, a RoCE retransmit) that falls between
+// two frames of a batch is serviced between them.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -20,8 +20,10 @@
 
 #include "datapath/counters.hpp"
 #include "device/device.hpp"
+#include "net/arp.hpp"
 #include "net/frame_sink.hpp"
 #include "sim/burst.hpp"
+#include "tests/device/ib_qp_helpers.hpp"
 #include "support/golden_frames.hpp"
 #include "support/receive_rig.hpp"
 #include "support/sim_fixture.hpp"
@@ -86,10 +88,14 @@ private:
     net::SourceCounters counters_;
 };
 
-// The timestamps of what the port sends (its ARP requests here).
+// What the port sends (ARP requests, RoCE packets) and when.
 struct RecordingSink final : net::FrameSink {
     std::vector<std::uint64_t> times;
-    void send(std::span<const std::uint8_t>, std::uint64_t ts_ns) noexcept override { times.push_back(ts_ns); }
+    std::vector<std::vector<std::uint8_t>> frames;
+    void send(std::span<const std::uint8_t> f, std::uint64_t ts_ns) noexcept override {
+        times.push_back(ts_ns);
+        frames.emplace_back(f.begin(), f.end());
+    }
 };
 
 // Frames stamped `ts`, all due, through one burst on `dev`: they must be
@@ -206,4 +212,72 @@ TEST_CASE("run_burst: an ARP retry that falls due between two frames of a batch 
     // The retry went out when the second frame arrived, before it entered:
     // not at the burst's end (7.001 us).
     CHECK(sink.times == std::vector<std::uint64_t>{0, 7000});
+}
+
+TEST_CASE("run_burst: a RoCE retransmit that falls due between two frames of a batch is sent "
+          "between them, at the later frame's arrival",
+          "[sim][burst][roce]") {
+    RecordingSink sink; // outlives the fixture, whose port holds it
+    test::SimFixture fx;
+    device::Device& dev = fx.device();
+    {
+        std::lock_guard lock(dev.port.mutex());
+        dev.port.attach_sink(sink);
+    }
+    // An RC QP whose peer never answers, with the shortest ACK timeout: its
+    // first SEND goes out at once, the retransmit when the timer expires.
+    // The peer is on the port's own subnet (GID 0 is IPv4-mapped): into RTR
+    // the port asks for its MAC, and the test answers.
+    ibv_gid own{};
+    REQUIRE(ibv_query_gid(fx.ctx, 1, 0, &own) == 0);
+    test::IbQp qp(fx.pd, IBV_QPT_RC);
+    const ibv_qp_type t = IBV_QPT_RC;
+    REQUIRE(qp.modify(IBV_QPS_INIT, test::init_mask(t)) == 0);
+    ibv_qp_attr at = test::good_attr(IBV_QPS_RTR);
+    at.ah_attr.grh.dgid = own;
+    at.ah_attr.grh.dgid.raw[15] = static_cast<std::uint8_t>(own.raw[15] + 99);
+    REQUIRE(ibv_modify_qp(qp.qp, &at, test::rtr_mask(t)) == 0);
+    REQUIRE(sink.frames.size() == 1);
+    const auto request = net::parse_arp(sink.frames[0]);
+    REQUIRE(request.has_value());
+    {
+        const net::MacAddress peer_mac{0x02, 0x52, 0x44, 0x4d, 0, 0x99};
+        std::array<std::uint8_t, net::kMinFrameLen> reply{};
+        net::build_arp(reply, request->sender_mac, net::arp_reply(*request, peer_mac));
+        net::Frame f;
+        f.data = reply.data();
+        f.len = f.wire_len = static_cast<std::uint32_t>(reply.size());
+        std::lock_guard lock(dev.port.mutex());
+        dev.port.ingress(f, dev.port.now_ns());
+    }
+    at = test::good_attr(IBV_QPS_RTS);
+    at.timeout = 1;
+    REQUIRE(ibv_modify_qp(qp.qp, &at, test::rts_mask(t)) == 0);
+    char payload[8] = "ping";
+    ibv_sge sge{reinterpret_cast<std::uint64_t>(payload), sizeof payload, 0};
+    ibv_send_wr wr{};
+    wr.opcode = IBV_WR_SEND;
+    wr.send_flags = IBV_SEND_INLINE | IBV_SEND_SIGNALED;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    ibv_send_wr* bad = nullptr;
+    REQUIRE(ibv_post_send(qp.qp, &wr, &bad) == 0);
+    REQUIRE(sink.times.size() == 2); // the ARP request, the SEND
+    const std::uint64_t sent = sink.times[1];
+    std::uint64_t due = 0;
+    {
+        std::lock_guard lock(dev.port.mutex());
+        due = dev.port.next_deadline_ns();
+    }
+    REQUIRE(due > sent);
+    REQUIRE(due - sent < 1'000'000); // the ACK timer, not something later
+    REQUIRE(due > 5100);
+    // Arrivals (timestamp + 5 us): 100 ns before the timer, 50 and 51 ns after.
+    one_batch(dev, {due - 5100, due - 4950, due - 4949});
+    // The retransmit went out when the second frame arrived, before it
+    // entered: not at the burst's end.
+    REQUIRE(sink.frames.size() == 3);
+    CHECK(sink.times[2] == due + 50);
+    CHECK(sink.frames[2] == sink.frames[1]); // the same packet, PSN and all
+    CHECK(dev.port.roce().counters().qps.retransmitted.get() == 1);
 }
