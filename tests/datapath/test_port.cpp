@@ -14,8 +14,10 @@
 
 #include "datapath/port.hpp"
 #include "support/golden_frames.hpp"
+#include "support/recording_sink.hpp"
 
 using namespace rdmasim;
+using test::RecordingSink;
 using datapath::Drop;
 using datapath::Fate;
 using datapath::QueueState;
@@ -114,15 +116,6 @@ std::vector<std::uint8_t> ms_row0_frame() {
     f.resize(60, 0);
     return f;
 }
-
-struct RecordingSink final : net::FrameSink {
-    std::vector<std::vector<std::uint8_t>> frames;
-    std::vector<std::uint64_t> times;
-    void send(std::span<const std::uint8_t> frame, std::uint64_t ts_ns) noexcept override {
-        frames.emplace_back(frame.begin(), frame.end());
-        times.push_back(ts_ns);
-    }
-};
 
 } // namespace
 
@@ -262,13 +255,13 @@ TEST_CASE("port: an RSS group sends a frame to table[hash & (size - 1)]", "[data
 
 TEST_CASE("port: transmit loops back to every owner but the sender, then to the sinks",
           "[datapath][port]") {
+    RecordingSink wire, capture; // outlive the port that holds them
     Bench b(2);
     const int sender = 1, other = 2;
     b.post(0, 100);
     b.post(1, 200);
     b.rule(0, RuleKind::normal, 0, &sender); // ranks first, but it is the sender's
     b.rule(1, RuleKind::normal, 5, &other);
-    RecordingSink wire, capture;
     {
         std::lock_guard lock(b.port.mutex());
         b.port.attach_sink(wire);

@@ -9,11 +9,10 @@
 #include <cerrno>
 #include <cstring>
 #include <mutex>
-#include <span>
 #include <vector>
 
-#include "net/frame_sink.hpp"
 #include "tests/device/verbs_helpers.hpp"
+#include "tests/support/recording_sink.hpp"
 
 using namespace rdmasim;
 using namespace rdmasim::test;
@@ -293,17 +292,9 @@ TEST_CASE("a QP with a flow rule cannot be destroyed", "[device][flow]") {
     CHECK(ibv_destroy_cq(cq) == 0);
 }
 
-// Records what leaves the port, as a wire or a capture would.
-struct RecordingSink final : net::FrameSink {
-    std::vector<std::vector<std::uint8_t>> frames;
-    void send(std::span<const std::uint8_t> frame, std::uint64_t) noexcept override {
-        frames.emplace_back(frame.begin(), frame.end());
-    }
-};
-
 TEST_CASE("ibv_post_send on a raw QP loops the frame back to another QP's flow", "[device][flow]") {
+    RecordingSink wire; // outlives the fixture, whose port holds it
     SimFixture fx;
-    RecordingSink wire;
     {
         std::lock_guard lock(fx.device().port.mutex());
         fx.device().port.attach_sink(wire);

@@ -17,6 +17,7 @@
 #include "net/arp.hpp"
 #include "tests/device/private_verbs.hpp"
 #include "tests/device/verbs_helpers.hpp"
+#include "tests/support/recording_sink.hpp"
 
 using namespace rdmasim;
 using namespace rdmasim::test;
@@ -145,10 +146,7 @@ TEST_CASE("RDMA read and atomic limits as mlx5 reports them", "[device][addresse
 }
 
 TEST_CASE("an ARP request for the port's address is answered on its sinks and counted", "[device][addresses]") {
-    struct Recorder final : net::FrameSink {
-        std::vector<std::vector<std::uint8_t>> frames;
-        void send(std::span<const std::uint8_t> f, std::uint64_t) noexcept override { frames.emplace_back(f.begin(), f.end()); }
-    } wire;
+    RecordingSink wire; // outlives the fixture, whose port holds it
     SimFixture fx(kAddressed);
     auto& port = fx.device().port;
     {

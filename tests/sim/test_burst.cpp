@@ -21,10 +21,10 @@
 #include "datapath/counters.hpp"
 #include "device/device.hpp"
 #include "net/arp.hpp"
-#include "net/frame_sink.hpp"
 #include "sim/burst.hpp"
 #include "tests/device/ib_qp_helpers.hpp"
 #include "support/golden_frames.hpp"
+#include "support/recording_sink.hpp"
 #include "support/receive_rig.hpp"
 #include "support/sim_fixture.hpp"
 
@@ -86,16 +86,6 @@ private:
     std::vector<std::uint64_t> ts_;
     std::size_t next_ = 0;
     net::SourceCounters counters_;
-};
-
-// What the port sends (ARP requests, RoCE packets) and when.
-struct RecordingSink final : net::FrameSink {
-    std::vector<std::uint64_t> times;
-    std::vector<std::vector<std::uint8_t>> frames;
-    void send(std::span<const std::uint8_t> f, std::uint64_t ts_ns) noexcept override {
-        times.push_back(ts_ns);
-        frames.emplace_back(f.begin(), f.end());
-    }
 };
 
 // Frames stamped `ts`, all due, through one burst on `dev`: they must be
@@ -195,7 +185,7 @@ TEST_CASE("run_burst: a delay-drop timeout that falls due before a frame of the 
 TEST_CASE("run_burst: an ARP retry that falls due between two frames of a batch is sent between "
           "them, at the later frame's arrival",
           "[sim][burst]") {
-    RecordingSink sink; // outlives the fixture, whose port holds it
+    test::RecordingSink sink; // outlives the fixture, whose port holds it
     test::SimFixture fx;
     device::Device& dev = fx.device();
     datapath::NeighbourConfig nc;
@@ -217,7 +207,7 @@ TEST_CASE("run_burst: an ARP retry that falls due between two frames of a batch 
 TEST_CASE("run_burst: a RoCE retransmit that falls due between two frames of a batch is sent "
           "between them, at the later frame's arrival",
           "[sim][burst][roce]") {
-    RecordingSink sink; // outlives the fixture, whose port holds it
+    test::RecordingSink sink; // outlives the fixture, whose port holds it
     test::SimFixture fx;
     device::Device& dev = fx.device();
     {
