@@ -9,10 +9,11 @@ namespace {
 
 // Both libraries fold with carry-less multiplies and choose their code by
 // CPU at run time. From 256 bytes ISA-L's crc32_gzip_refl folds 512 bits at
-// a time where the CPU has VPCLMULQDQ: 2 to 3.5 times libdeflate 1.14's
-// speed (1,510 bytes: 51 against 114 ns on the Zen 4 guest of
-// tests/bench/RESULTS.md); below 256 it folds 128 bits at a time and
-// libdeflate is the faster by up to 4 ns (224 bytes: 17.5 against 21.4).
+// a time where the CPU has VPCLMULQDQ: 2 to 3.8 times libdeflate 1.14's
+// speed (1,514 bytes: 56 against 116 ns on the Zen 4 guest of
+// tests/bench/RESULTS.md, tests/bench/crc_bench.cpp); below 256 it folds
+// 128 bits at a time and libdeflate is the faster by up to 6 ns (255 bytes:
+// 19.6 against 25.4).
 constexpr std::size_t kIsalFrom = 256;
 
 // One call into a library for write_fcs too (the FCS of every frame).
