@@ -1,7 +1,7 @@
 // PcapFileSource's fast path for classic pcap (net/README.md, "Reading
-// captures"): records read straight from a read-only mapping of the file,
-// and the hand-over to libpcap, at the same offset, of every record the
-// mapping path does not take as ordinary.
+// captures"): records read straight from a window of the file (one buffer,
+// refilled by pread), and the hand-over to libpcap, at the same offset, of
+// every record the fast path does not take as ordinary.
 #include "net/pcap_file_source.hpp"
 
 #include <pcap/pcap.h>
@@ -10,8 +10,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <sys/mman.h>
+#include <new>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace rdmasim::net {
 
@@ -56,6 +58,28 @@ inline bool read_record(const std::uint8_t* rec, std::size_t left, std::uint32_t
     return true;
 }
 
+// The window is refilled by reading this much at a time (libpcap reads 1
+// MiB too): one buffer, reused, so its pages are touched once. A mapping
+// of the file costs a page-table fill per page instead, which on the
+// benchmark guest cost three times the kernel's copy in one of its states
+// (tests/bench/RESULTS.md, ninth pass).
+constexpr std::size_t kWindowLen = std::size_t{1} << 20;
+
+// A burst ends once it spans this much of the file (64-byte frames: 13 a
+// burst; 1514-byte ones: one). Each record's header says where the next one
+// starts, so a walk over large records is a chain of cache misses the
+// hardware does not prefetch, where one record at a time lets the copy of
+// a frame stream its way to the next header. Replaying 1M frames of mixed
+// sizes, against one record a call: 32 records 1.5x the time, 4 KiB 1.26x,
+// 1 KiB 1.04x (tests/bench/RESULTS.md, fourth pass).
+constexpr std::size_t kMaxBurstSpan = 1024;
+
+// What one walk may read from its first record on: a burst's span, then a
+// whole record (at most the snapshot length) that starts within it.
+constexpr std::size_t window_need(std::uint32_t snapshot) noexcept {
+    return kMaxBurstSpan + kRecordHeaderLen + snapshot;
+}
+
 } // namespace
 
 void PcapFileSource::map_classic(int snapshot) {
@@ -66,34 +90,56 @@ void PcapFileSource::map_classic(int snapshot) {
         static_cast<std::size_t>(st.st_size) < kFileHeaderLen)
         return;
     const auto len = static_cast<std::size_t>(st.st_size);
-    void* m = ::mmap(nullptr, len, PROT_READ, MAP_PRIVATE, fileno(f), 0);
-    if (m == MAP_FAILED) return; // libpcap reads it all
-    const auto* bytes = static_cast<const std::uint8_t*>(m);
     std::uint32_t magic;
-    std::memcpy(&magic, bytes, 4);
+    if (::pread(fileno(f), &magic, 4, 0) != 4) return; // libpcap reads it all
     const std::uint32_t swapped_magic = __builtin_bswap32(magic);
     if (magic != kMagicMicro && magic != kMagicNano && swapped_magic != kMagicMicro &&
-        swapped_magic != kMagicNano) {
-        ::munmap(m, len); // a variant only libpcap knows
-        return;
-    }
-    (void)::madvise(m, len, MADV_SEQUENTIAL);
-    map_ = bytes;
+        swapped_magic != kMagicNano)
+        return; // a variant only libpcap knows
+    (void)::posix_fadvise(fileno(f), 0, 0, POSIX_FADV_SEQUENTIAL);
+    map_snapshot_ = static_cast<std::uint32_t>(std::clamp(snapshot, 0, kMaxRecordLen));
+    win_fd_ = fileno(f);
+    win_cap_ = kWindowLen + window_need(map_snapshot_);
+    win_.reset(new (std::nothrow) std::uint8_t[win_cap_]);
+    if (!win_) return;
+    win_off_ = win_len_ = 0;
     map_len_ = len;
     map_offset_ = kFileHeaderLen;
     map_swapped_ = magic != kMagicMicro && magic != kMagicNano;
     map_nano_ = (map_swapped_ ? swapped_magic : magic) == kMagicNano;
-    map_snapshot_ = static_cast<std::uint32_t>(std::clamp(snapshot, 0, kMaxRecordLen));
+}
+
+bool PcapFileSource::fill_window(std::size_t need) noexcept {
+    if (map_offset_ < win_off_ || map_offset_ > win_off_ + win_len_) { // libpcap read past it
+        win_off_ = map_offset_;
+        win_len_ = 0;
+    }
+    const std::size_t at = map_offset_ - win_off_;
+    if (win_len_ - at >= need || win_off_ + win_len_ >= map_len_) return true;
+    // Keep what is left, at the start, and read after it.
+    std::memmove(win_.get(), win_.get() + at, win_len_ - at);
+    win_len_ -= at;
+    win_off_ = map_offset_;
+    while (win_len_ < win_cap_ && win_off_ + win_len_ < map_len_) {
+        const ssize_t r = ::pread(win_fd_, win_.get() + win_len_, win_cap_ - win_len_,
+                                  static_cast<off_t>(win_off_ + win_len_));
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return false;
+        if (r == 0) break; // the file shrank: what is there is all there is
+        win_len_ += static_cast<std::size_t>(r);
+    }
+    return true;
 }
 
 bool PcapFileSource::next_mapped(pcap_pkthdr& hdr, const std::uint8_t*& data) noexcept {
-    const std::size_t left = map_len_ - map_offset_;
-    if (left == 0) { // the end of the file, exactly at a record boundary
+    if (map_len_ == map_offset_) { // the end of the file, exactly at a record boundary
         done_.store(true, std::memory_order_release);
         return false;
     }
+    if (!fill_window(window_need(map_snapshot_))) return false; // libpcap reads it, and says why not
+    const std::size_t at = map_offset_ - win_off_;
     Record r; // a cut header, or an odd record: libpcap says what it is
-    if (!read_record(map_ + map_offset_, left, map_snapshot_, map_swapped_, r)) return false;
+    if (!read_record(win_.get() + at, win_len_ - at, map_snapshot_, map_swapped_, r)) return false;
     hdr.ts.tv_sec = static_cast<time_t>(r.sec);
     // In nanosecond precision tv_usec holds nanoseconds (as libpcap gives them).
     hdr.ts.tv_usec = static_cast<suseconds_t>(r.frac_ns(map_nano_));
@@ -106,14 +152,6 @@ bool PcapFileSource::next_mapped(pcap_pkthdr& hdr, const std::uint8_t*& data) no
 
 namespace {
 
-// A burst ends once it spans this much of the file (64-byte frames: 13 a
-// burst; 1514-byte ones: one). Each record's header says where the next one
-// starts, so a walk over large records is a chain of cache misses the
-// hardware does not prefetch, where one record at a time lets the copy of
-// a frame stream its way to the next header. Replaying 1M frames of mixed
-// sizes, against one record a call: 32 records 1.5x the time, 4 KiB 1.26x,
-// 1 KiB 1.04x (tests/bench/RESULTS.md, fourth pass).
-constexpr std::size_t kMaxBurstSpan = 1024;
 
 // next_mapped_frames' walk over the mapping, kept in locals: a Frame's
 // one-byte fields may alias anything, so a store through one would reload
@@ -154,10 +192,11 @@ std::uint32_t walk(MapWalk& state, Frame* frames, std::size_t want) noexcept {
 } // namespace
 
 std::uint32_t PcapFileSource::next_mapped_frames(std::span<Frame> out) noexcept {
-    MapWalk w{map_, map_len_, map_snapshot_, static_cast<std::uint32_t>(fcs_len_), map_swapped_,
-              map_nano_, map_offset_};
+    if (!fill_window(window_need(map_snapshot_))) return 0; // libpcap reads it, and says why not
+    MapWalk w{win_.get(), win_len_, map_snapshot_, static_cast<std::uint32_t>(fcs_len_), map_swapped_,
+              map_nano_, map_offset_ - win_off_};
     const std::uint32_t n = walk(w, out.data(), out.size());
-    map_offset_ = w.offset;
+    map_offset_ = win_off_ + w.offset;
     counters_.frames += n;
     counters_.bytes += w.bytes;
     counters_.truncated_records += w.truncated;
@@ -165,12 +204,12 @@ std::uint32_t PcapFileSource::next_mapped_frames(std::span<Frame> out) noexcept 
     const std::uint64_t before = records_;
     records_ += n;
     if (n != 0 && (before == 0 || (before >> 10) != (records_ >> 10)))
-        position_.store(static_cast<long long>(w.offset), std::memory_order_relaxed);
+        position_.store(static_cast<long long>(map_offset_), std::memory_order_relaxed);
     return n;
 }
 
 int PcapFileSource::next_libpcap(pcap_pkthdr*& hdr, const std::uint8_t*& data) noexcept {
-    FILE* f = map_ ? pcap_file(pcap_) : nullptr;
+    FILE* f = win_ ? pcap_file(pcap_) : nullptr;
     if (f != nullptr && std::fseek(f, static_cast<long>(map_offset_), SEEK_SET) != 0) {
         fail_read(std::strerror(errno));
         return PCAP_ERROR;

@@ -107,10 +107,13 @@ private:
     static constexpr int kMaxRecordLen = 262144; // libpcap's MAXIMUM_SNAPLEN
 
     PcapFileSource() = default;
-    // Maps a classic pcap file for the fast path; leaves map_ null (libpcap
-    // reads everything) for pcapng, a file that cannot be mapped, or a
+    // Opens a classic pcap file for the fast path; leaves win_ null (libpcap
+    // reads everything) for pcapng, a file that is not a regular one, or a
     // magic number libpcap alone knows.
     void map_classic(int snapshot);
+    // Makes the window hold the file from map_offset_ on: at least `need`
+    // bytes of it, or all that is left; false on a read error.
+    bool fill_window(std::size_t need) noexcept;
     // The next record from the mapping: true with its header and bytes, or
     // false when libpcap must read it (or the file ended: done_ set).
     bool next_mapped(pcap_pkthdr& hdr, const std::uint8_t*& data) noexcept;
@@ -138,8 +141,12 @@ private:
     Link link_ = Link::ethernet;
     MacAddress synth_dst_{};
     MacAddress synth_src_{};
-    const std::uint8_t* map_ = nullptr; // the whole file, classic pcap only
-    std::size_t map_len_ = 0;
+    // The read window, classic pcap only: file bytes [win_off_, win_off_ +
+    // win_len_) in win_ (win_cap_ bytes), read with pread() on win_fd_.
+    std::unique_ptr<std::uint8_t[]> win_;
+    std::size_t win_cap_ = 0, win_off_ = 0, win_len_ = 0;
+    int win_fd_ = -1;
+    std::size_t map_len_ = 0;           // the file's length
     std::size_t map_offset_ = 0;        // of the next record
     std::uint32_t map_snapshot_ = 0;    // longer records go to libpcap
     bool map_swapped_ = false;          // the file's byte order is not ours

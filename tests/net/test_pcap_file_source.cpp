@@ -341,7 +341,7 @@ TEST_CASE("a file cut mid-record ends the source with a read error", "[net][pcap
     }
 }
 
-TEST_CASE("the mapped reader gives what libpcap gives, frames and errors", "[net][pcap_file_source]") {
+TEST_CASE("the fast reader gives what libpcap gives, frames and errors", "[net][pcap_file_source]") {
     const std::vector<ClassicRecord> ordinary{
         {1700000000, 1, frame(60, 1), 60}, {1700000000, 999999, frame(1514, 2), 1514},
         {1700000001, 5, frame(64, 3), 1500}, // cut by the snapshot at capture time
@@ -363,7 +363,18 @@ TEST_CASE("the mapped reader gives what libpcap gives, frames and errors", "[net
         o.bytes(frame(100, 9));
         huge.insert(huge.end(), o.b.begin(), o.b.end());
     }
+    // Larger than the fast path's 1 MiB window, read in refills: records
+    // cut by a refill's end, and records longer than the snapshot (libpcap
+    // reads those, at the same offset) before and after the refills.
+    std::vector<ClassicRecord> many;
+    for (std::uint32_t i = 0; i < 3000; ++i) {
+        const std::uint32_t len = 60 + (i * 37) % 1455;
+        many.push_back({1700000000 + i, i, frame(len, static_cast<std::uint8_t>(i)), len});
+    }
+    const Buf large = classic_pcap(false, kMagicMicro, kLinkEthernet, many, 1400);
+    REQUIRE(large.size() > 2 * (std::size_t{1} << 20));
     const std::vector<Case> cases{
+        {"larger than the read window, with records beyond the snapshot", large},
         {"little-endian microseconds", le},
         {"big-endian nanoseconds", classic_pcap(true, kMagicNano, kLinkEthernet | kFcs4, ordinary)},
         {"a record longer than the snapshot length", with_long},
@@ -379,9 +390,9 @@ TEST_CASE("the mapped reader gives what libpcap gives, frames and errors", "[net
         std::uint64_t ts_ns;
         bool operator==(const Seen&) const = default;
     };
-    // Modes: 0 libpcap, frame by frame; 1 the mapping, frame by frame; 2 the
-    // mapping in bursts of 1, 3, 32 and 7 (every frame of a burst read after
-    // the call: its bytes must all still be there); 3 libpcap in bursts.
+    // Modes: 0 libpcap, frame by frame; 1 the fast path, frame by frame; 2
+    // the fast path in bursts of 1, 3, 32 and 7 (every frame of a burst read
+    // after the call: its bytes must all still be there); 3 libpcap in bursts.
     constexpr int kModes = 4;
     for (const Case& c : cases) {
         INFO(c.name);
@@ -400,7 +411,7 @@ TEST_CASE("the mapped reader gives what libpcap gives, frames and errors", "[net
             Frame f;
             std::array<Frame, 32> burst;
             static constexpr std::size_t kSizes[] = {1, 3, 32, 7};
-            for (int guard = 0; guard < 100 && !src.exhausted(); ++guard) {
+            for (int guard = 0; guard < 10000 && !src.exhausted(); ++guard) {
                 if (mode < 2) {
                     if (src.next(f)) got[mode].push_back({bytes_of(f), f.wire_len, f.fcs_len, f.ts_ns});
                     continue;
