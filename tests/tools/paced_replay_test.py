@@ -5,9 +5,10 @@ Usage: /usr/bin/python3 tests/tools/paced_replay_test.py RDMASIM
 
 Writes a capture of 10,001 frames 1 ms apart (spanning 10 s), then replays
 it at original speed and at 5x. Each run must deliver every frame, end
-within 3% of the schedule (the 10 s one as the process's wall time,
-start-up included; both as the engine measures the replay, first frame due
-to last frame in), and report in its JSON "pacing" object every frame, the
+within 3% of the schedule (the 10 s one as the process's wall time less
+its fixed cost, an empty replay's wall time measured apart: a sanitizer's
+start-up alone filled the 3%; both as the engine measures the replay,
+first frame due to last frame in), and report in its JSON "pacing" object every frame, the
 schedule's span, a median lateness under 1 ms and a p99 under 20 ms. The
 bounds are loose on purpose: with both CPUs saturated by other processes the
 p99 reached 2-13 ms on a 2-core machine (the scheduler, not the engine); on a
@@ -56,7 +57,15 @@ def run(rdmasim, args, timeout):
     return p, time.monotonic() - t
 
 
-def paced_case(rdmasim, capture, speed, factor):
+def fixed_cost(rdmasim, empty):
+    """Wall time of the same process replaying a capture with no frames: its
+    start-up and teardown (0.01 s in the default build, 0.26-0.31 s under
+    ASan on the 2-core guest, which alone filled the 3% of 10 s)."""
+    p, wall = run(rdmasim, [empty, "--engine", "thread", "--json"], timeout=60)
+    return wall if p.returncode == 0 else 0.0
+
+
+def paced_case(rdmasim, capture, speed, factor, fixed=0.0):
     span = (FRAMES - 1) * GAP_NS / 1e9 / factor
     p, wall = run(rdmasim, [capture, "--speed", speed, "--json"], timeout=span * 3 + 30)
     problems = []
@@ -68,12 +77,13 @@ def paced_case(rdmasim, capture, speed, factor):
         problems.append(f"engine {out['engine']}, expected thread")
     if out["delivered"] != FRAMES:
         problems.append(f"delivered {out['delivered']} of {FRAMES}")
-    # The whole process, start-up and teardown included, within 3% of a
-    # schedule of 10 s (the issue's figure); a shorter one cannot absorb a
-    # sanitizer's start-up in 3%, so its replay is held to the engine's own
-    # measure (first frame due to last frame in) below.
-    if span >= 10 and abs(wall - span) > 0.03 * span:
-        problems.append(f"took {wall:.3f} s for a {span:.3f} s schedule (more than 3% off)")
+    # The whole process within 3% of a schedule of 10 s (the issue's figure),
+    # less the process's fixed cost measured apart (a sanitizer's start-up);
+    # a shorter schedule is held to the engine's own measure (first frame due
+    # to last frame in) below.
+    if span >= 10 and abs(wall - fixed - span) > 0.03 * span:
+        problems.append(f"took {wall:.3f} s for a {span:.3f} s schedule, {fixed:.3f} s of it the "
+                        "process's fixed cost (more than 3% off)")
     if pacing is None:
         return problems + ["no 'pacing' object"]
     if abs(pacing["elapsed_s"] - span) > 0.03 * span:
@@ -91,7 +101,8 @@ def paced_case(rdmasim, capture, speed, factor):
         problems.append(f"median lateness {pacing['p50_us']} us")
     if pacing["p99_us"] >= P99_BOUND_US:
         problems.append(f"p99 lateness {pacing['p99_us']} us")
-    print(f"  wall {wall:.3f} s for {span:.3f} s ({(wall - span) / span * 100:+.2f}%), late "
+    print(f"  wall {wall:.3f} s for {span:.3f} s ({(wall - span) / span * 100:+.2f}%; fixed cost "
+          f"{fixed:.3f} s), late "
           f"p50 {pacing['p50_us']:.1f} us, p99 {pacing['p99_us']:.1f} us, "
           f"max {pacing['max_us']:.1f} us")
     return problems
@@ -122,11 +133,15 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         capture = os.path.join(tmp, "paced.pcap")
         write_capture(capture)
+        empty = os.path.join(tmp, "empty.pcap")
+        with open(empty, "wb") as f:
+            f.write(struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 65535, 1))
+        fixed = fixed_cost(rdmasim, empty)
         cases = [
             ("inline engine with --speed is refused", lambda: refused_case(rdmasim, capture)),
             ("top speed has no pacing report", lambda: topspeed_case(rdmasim, capture)),
             ("--speed 5x: 2 s", lambda: paced_case(rdmasim, capture, "5x", 5)),
-            ("--speed original: 10 s", lambda: paced_case(rdmasim, capture, "original", 1)),
+            ("--speed original: 10 s", lambda: paced_case(rdmasim, capture, "original", 1, fixed)),
         ]
         for name, case in cases:
             print(f"{name}:")
