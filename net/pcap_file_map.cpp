@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <new>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -42,7 +43,7 @@ struct Record {
     }
 };
 
-// The record at `rec`, `left` bytes before the end of the mapping: false for
+// The record at `rec`, `left` bytes before the end of the window: false for
 // a cut header, or a record longer than the snapshot or than the file (one
 // that is not ordinary: libpcap decides what it is). Inline: the burst walk
 // reads one per frame.
@@ -152,8 +153,7 @@ bool PcapFileSource::next_mapped(pcap_pkthdr& hdr, const std::uint8_t*& data) no
 
 namespace {
 
-
-// next_mapped_frames' walk over the mapping, kept in locals: a Frame's
+// next_mapped_frames' walk over the window, kept in locals: a Frame's
 // one-byte fields may alias anything, so a store through one would reload
 // members.
 struct MapWalk {

@@ -1,7 +1,7 @@
 // Frames from a pcap or pcapng file, read through libpcap; the records of a
-// classic pcap file are read straight from a read-only mapping of it (no copy,
-// no system call per buffer), and any record the mapping path does not take
-// as ordinary (longer than the snapshot length, cut by the end of the file)
+// classic pcap file are read straight from a window of it (one reused 1 MiB
+// buffer, refilled by pread: no system call per frame), and any record the
+// fast path does not take as ordinary (longer than the snapshot length, cut by the end of the file)
 // goes to libpcap, so both paths give the same frames and the same errors
 // (net/README.md, "Reading captures").
 //
@@ -46,8 +46,9 @@ struct PcapOpenOptions {
     std::optional<int> force_fcs_len; // overrides the file's FCS length: 0 or 4
     MacAddress synth_dst_mac = kSynthDstMacDefault;
     MacAddress synth_src_mac = kSynthSrcMacDefault;
-    // Read a classic pcap file's records from a mapping of it (the fast
-    // path); false: libpcap reads every record (the tests compare the two).
+    // Read a classic pcap file's records through the fast path's window
+    // (the name is from when it was a mapping); false: libpcap reads every
+    // record (the tests compare the two).
     bool map_file = true;
 };
 
@@ -65,8 +66,8 @@ public:
     // of CAN or netlink, a raw record that is not IPv4 or IPv6, a record cut
     // inside its link header) are skipped and counted in skipped_records.
     bool next(Frame& out) noexcept override;
-    // A mapped Ethernet capture's records in bursts (every frame's bytes lie
-    // in the mapping); otherwise one frame, as next().
+    // A classic Ethernet capture's records in bursts (every frame's bytes lie
+    // in the window); otherwise one frame, as next().
     std::uint32_t next_burst(std::span<Frame> out) noexcept override;
     [[nodiscard]] bool exhausted() const noexcept override {
         return done_.load(std::memory_order_acquire);
@@ -114,15 +115,15 @@ private:
     // Makes the window hold the file from map_offset_ on: at least `need`
     // bytes of it, or all that is left; false on a read error.
     bool fill_window(std::size_t need) noexcept;
-    // The next record from the mapping: true with its header and bytes, or
+    // The next record from the window: true with its header and bytes, or
     // false when libpcap must read it (or the file ended: done_ set).
     bool next_mapped(pcap_pkthdr& hdr, const std::uint8_t*& data) noexcept;
     // The fast path of next() and next_burst(), for an Ethernet capture: the
-    // next records from the mapping straight into `out`, counted as take()
+    // next records from the window straight into `out`, counted as take()
     // counts them, up to the first one that is not an ordinary record (which
     // next() then reads the general way). Returns how many it filled.
     std::uint32_t next_mapped_frames(std::span<Frame> out) noexcept;
-    // The next record through libpcap, from map_offset_ when mapped: 1, or
+    // The next record through libpcap, from map_offset_ on the fast path: 1, or
     // libpcap's return code.
     int next_libpcap(pcap_pkthdr*& hdr, const std::uint8_t*& data) noexcept;
     // One record's frame into `out`; false when the record is skipped.
