@@ -2,8 +2,8 @@
 // classic pcap file are read straight from a window of it (one reused 1 MiB
 // buffer, refilled by pread: no system call per frame), and any record the
 // fast path does not take as ordinary (longer than the snapshot length, cut
-// by the end of the file) goes to libpcap, so both paths give the same frames and the same errors
-// (net/README.md, "Reading captures").
+// by the end of the file) goes to libpcap, so both paths give the same
+// frames and the same errors (net/README.md, "Reading captures").
 //
 // Link types: Ethernet (DLT_EN10MB) is handed over as captured. Captures of IP
 // traffic without an Ethernet header (Linux cooked v1/v2 from `tcpdump -i
