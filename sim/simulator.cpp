@@ -16,6 +16,7 @@
 #include "net/vde_wire.hpp"
 #include "sim/addresses.hpp"
 #include "sim/device_io.hpp"
+#include "sim/device_stats.hpp"
 #include "sim/faulty_sink.hpp"
 #include "sim/faulty_source.hpp"
 #include "sim/verb_faults.hpp"

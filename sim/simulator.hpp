@@ -13,7 +13,6 @@
 #include "net/frame_source.hpp"
 #include "net/result.hpp"
 #include "sim/config.hpp"
-#include "sim/device_stats.hpp"
 #include "sim/engine.hpp"
 #include "sim/faulty_sink.hpp"
 #include "sim/faulty_source.hpp"
@@ -22,6 +21,8 @@
 #include "sim/verb_faults.hpp"
 
 namespace rdmasim::sim {
+
+class DeviceStats; // sim/device_stats.hpp
 
 class Simulator {
 public:

@@ -13,6 +13,7 @@
 #include "device/verb_faults.hpp"
 #include "net/link_channel.hpp"
 #include "net/vde_wire.hpp"
+#include "sim/device_stats.hpp"
 #include "sim/live_io.hpp"
 #include "sim/stats.hpp"
 
