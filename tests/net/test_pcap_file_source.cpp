@@ -2,6 +2,7 @@
 // and pcapng files (FCS declarations, truncation), and open errors.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstdint>
@@ -447,6 +448,71 @@ TEST_CASE("the fast reader gives what libpcap gives, frames and errors", "[net][
     REQUIRE(src->next(f));
     CHECK(f.len == 1514);
     CHECK(bytes_of(f) == frame(1514, 2));
+}
+
+TEST_CASE("a capture that shrinks while it is read ends at the cut", "[net][pcap_file_source]") {
+    // 3,000 records (2.4 MB) of growing sizes; frames are read until the
+    // first window is in use, then the file is cut beyond that window: the
+    // next refill finds the file shorter than when it was opened.
+    std::vector<ClassicRecord> records;
+    std::vector<std::size_t> offset; // of each record's header
+    std::size_t at = 24;
+    for (std::uint32_t i = 0; i < 3000; ++i) {
+        const std::uint32_t len = 60 + (i * 29) % 1455;
+        records.push_back({1700000000, i, frame(len, static_cast<std::uint8_t>(i)), len});
+        offset.push_back(at);
+        at += 16 + len;
+    }
+    const Buf full = classic_pcap(false, kMagicMicro, kLinkEthernet, records);
+    REQUIRE(full.size() == at);
+    constexpr std::size_t kWindow = std::size_t{1} << 20;
+    const std::size_t k = static_cast<std::size_t>(
+        std::upper_bound(offset.begin(), offset.end(), kWindow + kWindow / 2) - offset.begin());
+    REQUIRE(k < records.size());
+    struct Cut {
+        const char* name;
+        std::size_t at;       // new file size
+        std::size_t complete; // records before it
+        bool error;           // libpcap reports the cut record
+    };
+    for (const Cut& cut : {Cut{"inside a record's data", offset[k] + 16 + 5, k, true},
+                           Cut{"inside a record header", offset[k] + 9, k, true},
+                           Cut{"between two records", offset[k], k, false}}) {
+        for (const bool bursts : {false, true}) {
+            INFO(cut.name << (bursts ? ", in bursts" : ", frame by frame"));
+            TempPath tmp(".pcap");
+            tmp.write(full);
+            PcapOpenOptions o;
+            o.map_file = true;
+            auto r = PcapFileSource::open(tmp.str(), o);
+            REQUIRE(r.ok());
+            auto& src = *r.value();
+            std::size_t seen = 0;
+            std::size_t mismatched = 0;
+            std::array<Frame, 16> burst;
+            for (int guard = 0; guard < 10000 && !src.exhausted(); ++guard) {
+                if (seen >= 100 && std::filesystem::file_size(tmp.str()) == full.size())
+                    std::filesystem::resize_file(tmp.str(), cut.at);
+                const std::uint32_t n = src.next_burst({burst.data(), bursts ? burst.size() : 1});
+                for (std::uint32_t i = 0; i < n; ++i, ++seen)
+                    if (seen >= records.size() || bytes_of(burst[i]) != records[seen].data)
+                        ++mismatched;
+            }
+            CHECK(src.exhausted());
+            CHECK(seen == cut.complete);
+            CHECK(mismatched == 0);
+            CHECK(src.counters().frames == cut.complete);
+            CHECK(src.read_error().empty() == !cut.error);
+            // The same text libpcap gives reading the cut file from its start.
+            PcapOpenOptions plain;
+            plain.map_file = false;
+            auto again = std::move(PcapFileSource::open(tmp.str(), plain)).value();
+            Frame f;
+            while (again->next(f)) {
+            }
+            CHECK(src.read_error() == again->read_error());
+        }
+    }
 }
 
 TEST_CASE("open errors carry errno and libpcap's text", "[net][pcap_file_source]") {
