@@ -62,7 +62,10 @@ def fixed_cost(rdmasim, empty):
     start-up and teardown (0.01 s in the default build, 0.26-0.31 s under
     ASan on the 2-core guest, which alone filled the 3% of 10 s)."""
     p, wall = run(rdmasim, [empty, "--engine", "thread", "--json"], timeout=60)
-    return wall if p.returncode == 0 else 0.0
+    if p.returncode != 0:
+        sys.exit(f"FAIL: the empty replay (the fixed cost's measure) exited {p.returncode}: "
+                 f"{p.stderr.strip()}")
+    return wall
 
 
 def paced_case(rdmasim, capture, speed, factor, fixed=0.0):
