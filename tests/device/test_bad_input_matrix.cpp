@@ -489,7 +489,7 @@ std::string bit_name(const char* what, unsigned bit) {
 // An enum holding a value outside its enumerators, as a C caller may pass one
 // (UBSan's enum check, which an unoptimised build makes see the load, is
 // what this function exists to get past).
-template <class E> [[gnu::no_sanitize("enum")]] E raw_enum(int v) {
+template <class E> __attribute__((no_sanitize("enum"))) E raw_enum(int v) {
     static_assert(sizeof(E) == sizeof(int));
     E e;
     std::memcpy(&e, &v, sizeof e);
@@ -915,7 +915,8 @@ void pd_mr_rows(std::vector<Row>& rows) {
 void mw_rows(std::vector<Row>& rows) {
     const auto alloc = [](Bed& b, int type) {
         errno = 0;
-        return from_ptr(ibv_alloc_mw(b.pd, raw_enum<ibv_mw_type>(type)), [](ibv_mw* w) { return ibv_dealloc_mw(w); });
+        return from_ptr(ibv_alloc_mw(b.pd, raw_enum<ibv_mw_type>(type)),
+                        [](ibv_mw* w) { return ibv_dealloc_mw(w); });
     };
     for (int type : {0, 3, -1})
         rows.push_back({"ibv_alloc_mw type " + std::to_string(type), [=](Bed& b) { return alloc(b, type); },

@@ -87,6 +87,17 @@ Buf classic_pcap(bool big_endian, std::uint32_t magic, std::uint32_t linktype_fi
     return o.b;
 }
 
+// `count` records of sizes 60..1514 in steps of `step` (mod 1455), one
+// second apart: enough of them to span several of the fast path's windows.
+std::vector<ClassicRecord> odd_sized_records(std::uint32_t count, std::uint32_t step) {
+    std::vector<ClassicRecord> records;
+    for (std::uint32_t i = 0; i < count; ++i) {
+        const std::uint32_t len = 60 + (i * step) % 1455;
+        records.push_back({1700000000 + i, i, frame(len, static_cast<std::uint8_t>(i)), len});
+    }
+    return records;
+}
+
 // SHB, IDB (Ethernet, optional if_fcslen), then one EPB per frame (microsecond ticks).
 Buf pcapng(bool big_endian, std::optional<std::uint8_t> if_fcslen,
            const std::vector<std::pair<std::uint64_t, Buf>>& frames) {
@@ -367,12 +378,8 @@ TEST_CASE("the fast reader gives what libpcap gives, frames and errors", "[net][
     // Larger than the fast path's 1 MiB window, read in refills: records
     // cut by a refill's end, and records longer than the snapshot (libpcap
     // reads those, at the same offset) before and after the refills.
-    std::vector<ClassicRecord> many;
-    for (std::uint32_t i = 0; i < 3000; ++i) {
-        const std::uint32_t len = 60 + (i * 37) % 1455;
-        many.push_back({1700000000 + i, i, frame(len, static_cast<std::uint8_t>(i)), len});
-    }
-    const Buf large = classic_pcap(false, kMagicMicro, kLinkEthernet, many, 1400);
+    const Buf large =
+        classic_pcap(false, kMagicMicro, kLinkEthernet, odd_sized_records(3000, 37), 1400);
     REQUIRE(large.size() > 2 * (std::size_t{1} << 20));
     const std::vector<Case> cases{
         {"larger than the read window, with records beyond the snapshot", large},
@@ -454,17 +461,17 @@ TEST_CASE("a capture that shrinks while it is read ends at the cut", "[net][pcap
     // 3,000 records (2.4 MB) of growing sizes; frames are read until the
     // first window is in use, then the file is cut beyond that window: the
     // next refill finds the file shorter than when it was opened.
-    std::vector<ClassicRecord> records;
+    const std::vector<ClassicRecord> records = odd_sized_records(3000, 29);
     std::vector<std::size_t> offset; // of each record's header
     std::size_t at = 24;
-    for (std::uint32_t i = 0; i < 3000; ++i) {
-        const std::uint32_t len = 60 + (i * 29) % 1455;
-        records.push_back({1700000000, i, frame(len, static_cast<std::uint8_t>(i)), len});
+    for (const ClassicRecord& r : records) {
         offset.push_back(at);
-        at += 16 + len;
+        at += 16 + r.data.size();
     }
     const Buf full = classic_pcap(false, kMagicMicro, kLinkEthernet, records);
     REQUIRE(full.size() == at);
+    // net/pcap_file_map.cpp's kWindowLen: the cut must lie beyond the first
+    // window (were the window to grow past 1.5 MiB, move the cut with it).
     constexpr std::size_t kWindow = std::size_t{1} << 20;
     const std::size_t k = static_cast<std::size_t>(
         std::upper_bound(offset.begin(), offset.end(), kWindow + kWindow / 2) - offset.begin());

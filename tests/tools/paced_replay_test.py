@@ -8,9 +8,9 @@ it at original speed and at 5x. Each run must deliver every frame, end
 within 3% of the schedule (the 10 s one as the process's wall time less
 its fixed cost, an empty replay's wall time measured apart: a sanitizer's
 start-up alone filled the 3%; both as the engine measures the replay,
-first frame due to last frame in), and report in its JSON "pacing" object every frame, the
-schedule's span, a median lateness under 1 ms and a p99 under 20 ms. The
-bounds are loose on purpose: with both CPUs saturated by other processes the
+first frame due to last frame in), and report in its JSON "pacing" object
+every frame, the schedule's span, a median lateness under 1 ms and a p99
+under 20 ms. The bounds are loose on purpose: with both CPUs saturated by other processes the
 p99 reached 2-13 ms on a 2-core machine (the scheduler, not the engine); on a
 quiet one it is tens of microseconds (tests/bench/pacing_bench.py reports
 the real figures).
@@ -34,12 +34,12 @@ P50_BOUND_US = 1000
 P99_BOUND_US = 20000
 
 
-def write_capture(path):
+def write_capture(path, frames=FRAMES):
     """Nanosecond pcap: UDP/IPv4 frames GAP_NS apart, over several flows."""
     with open(path, "wb") as f:
         f.write(struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 65535, 1))
         t0 = 1_700_000_000 * 10**9
-        for i in range(FRAMES):
+        for i in range(frames):
             ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 46, i & 0xFFFF, 0, 64, 17, 0,
                              bytes([10, 0, 0, 1]), bytes([10, 0, 1, i % 16]))
             udp = struct.pack(">HHHH", 1024 + i % 64, 4791, 26, 0)
@@ -137,8 +137,7 @@ def main():
         capture = os.path.join(tmp, "paced.pcap")
         write_capture(capture)
         empty = os.path.join(tmp, "empty.pcap")
-        with open(empty, "wb") as f:
-            f.write(struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 65535, 1))
+        write_capture(empty, frames=0)
         fixed = fixed_cost(rdmasim, empty)
         cases = [
             ("inline engine with --speed is refused", lambda: refused_case(rdmasim, capture)),
