@@ -184,27 +184,30 @@ void ThreadEngine::burst_done(const BurstResult& r) noexcept {
 void ThreadEngine::step() {
     step_queued_.store(false);
     if (!started_.load()) return;
-    // Full bursts run back to back, up to kBurstsPerStep, before the
-    // io_context gets its turn: each turn costs its reactor an epoll_wait (a
-    // system call: a microsecond here, as long as a burst of 32 frames).
+    // Full bursts, and paced frames due within kSpinAhead, run back to back,
+    // up to kBurstsPerStep, before the io_context gets its turn: each turn
+    // costs its reactor an epoll_wait (a system call: a microsecond here, as
+    // long as a burst of 32 frames; taken between a spin and its frame, it
+    // made every paced frame that much late).
     BurstResult r;
+    bool due_soon = false; // r.pending and its frame due within kSpinAhead
     for (std::uint32_t i = 0;; ++i) {
         count_step();
         next_due_ = Clock::time_point::max();
         if (config_.speed <= 0) burst_start_ = Clock::now();
         r = run_burst(dev_, *source_, pending_, config_.burst, *this);
         idle_cv_.notify_all();
-        if (r.frames != config_.burst || i + 1 == kBurstsPerStep) break;
+        due_soon = r.pending && next_due_ - Clock::now() <= kSpinAhead;
+        if (i + 1 == kBurstsPerStep) break;
+        if (r.frames == config_.burst) continue;
+        if (!due_soon) break;
+        spin_until(next_due_); // no lock held
     }
 
-    if (r.frames == config_.burst) {
-        post_step(); // more to do: yield to other handlers, then continue
-        return;
-    }
-    if (r.pending && next_due_ - Clock::now() <= kSpinAhead) {
-        // Due sooner than a timer reliably wakes: wait here (no lock held),
-        // then step again through the queue so other handlers still run.
-        spin_until(next_due_);
+    // More to do now or soon: yield to the other handlers, then continue. A
+    // frame due soon is spun for in the next step, so that the reactor's
+    // turn falls in the wait, not between the wait and the frame.
+    if (r.frames == config_.burst || due_soon) {
         post_step();
         return;
     }

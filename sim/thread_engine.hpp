@@ -35,7 +35,8 @@ public:
     static constexpr std::chrono::microseconds kSpinAhead{50};
     // How often a live source without a wait_fd is polled.
     static constexpr std::chrono::microseconds kPollInterval{100};
-    // Full bursts one step runs back to back (ThreadEngine::step).
+    // Bursts one step runs back to back at most: full ones, and paced frames
+    // due within kSpinAhead (ThreadEngine::step).
     static constexpr std::uint32_t kBurstsPerStep = 16;
 
 private:
