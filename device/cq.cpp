@@ -226,7 +226,12 @@ ibv_cq_ex* create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr) noexcep
         Cq* cq = make_cq(context, static_cast<int>(std::min<std::uint32_t>(attr->cqe, 1u << 30)),
                          attr->cq_context, attr->channel, static_cast<int>(attr->comp_vector),
                          attr->wc_flags, true, ignore_overrun);
-        return cq ? &cq->cqx : nullptr;
+        if (cq == nullptr) return nullptr;
+        if (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) {
+            cq->parent_domain = from_verbs(attr->parent_domain);
+            cq->parent_domain->users.fetch_add(1);
+        }
+        return &cq->cqx;
     });
 }
 
@@ -258,6 +263,7 @@ int destroy_cq(ibv_cq* c) noexcept {
             return c->comp_events_completed == comp_reported &&
                    c->async_events_completed == async_reported;
         });
+        if (cq->parent_domain != nullptr) cq->parent_domain->users.fetch_sub(1);
         object_destroyed(*cq->ctx);
         pthread_cond_destroy(&cq->cqx.cond);
         pthread_mutex_destroy(&cq->cqx.mutex);

@@ -142,7 +142,7 @@ struct Context {
 
 struct Pd {
     ibv_pd ibpd;
-    std::atomic<std::uint32_t> users{0}; // MRs, MWs, WQs, QPs, parent domains
+    std::atomic<std::uint32_t> users{0}; // MRs, MWs, WQs, QPs, parent domains, a parent's CQs
     // A parent domain (ibv_alloc_parent_domain): the PD it stands for. Its
     // allocators are kept, never called (rdmasim's queues are its own memory).
     Pd* protection = nullptr;
@@ -204,6 +204,10 @@ struct Cq {
     std::atomic<bool> solicited_only{false}; // armed by ibv_req_notify_cq(cq, 1)
     std::atomic<bool> solicited_seen{false}; // a solicited or error completion since then
     std::atomic<std::uint32_t> users{0}; // WQs and QPs
+    // The parent domain of ibv_create_cq_ex's IBV_CQ_INIT_ATTR_MASK_PD: one of
+    // its users until the CQ is destroyed, as mlx5 counts it (ibv_dealloc_pd
+    // of the domain is EBUSY meanwhile).
+    Pd* parent_domain = nullptr;
     // Events handed to the program, which ibv_destroy_cq waits to see acked in
     // cqx.comp_events_completed / async_events_completed.
     std::uint32_t comp_events_reported = 0;  // by ibv_get_cq_event, under the channel lock

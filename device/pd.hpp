@@ -6,7 +6,9 @@
 namespace rdmasim::device {
 
 ibv_pd* alloc_pd(ibv_context* context) noexcept;
-int dealloc_pd(ibv_pd* pd) noexcept; // EBUSY while MRs, WQs, QPs or parent domains use it
+// EBUSY while MRs, MWs, AHs, WQs, QPs, SRQs or parent domains use it, or (a
+// parent domain) CQs created with it.
+int dealloc_pd(ibv_pd* pd) noexcept;
 // ibv_alloc_parent_domain(3): a PD standing for attr->pd wherever a PD is
 // taken (device/README.md, "Protection domains and memory regions").
 ibv_pd* alloc_parent_domain(ibv_context* context, ibv_parent_domain_init_attr* attr) noexcept;

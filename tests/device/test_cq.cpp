@@ -361,3 +361,49 @@ TEST_CASE("arming a CQ without a channel is harmless, as on real providers", "[d
     REQUIRE(ibv_destroy_wq(wq) == 0);
     REQUIRE(ibv_destroy_cq(cq) == 0);
 }
+
+TEST_CASE("a parent domain stays allocated while a CQ, a WQ or a QP created with it lives",
+          "[device][cq][pd]") {
+    // mlx5 counts each of them on the domain (mlx5_create_cq, create_qp) and
+    // mlx5_dealloc_pd refuses with EBUSY meanwhile. The frames still go
+    // through: an MR of the PD the domain stands for serves a WQ of the domain.
+    SimFixture fx;
+    ibv_parent_domain_init_attr pa{};
+    pa.pd = fx.pd;
+    ibv_pd* parent = ibv_alloc_parent_domain(fx.ctx, &pa);
+    REQUIRE(parent != nullptr);
+    CHECK(ibv_dealloc_pd(fx.pd) == EBUSY); // the domain stands for it
+
+    ibv_cq_init_attr_ex ca = cq_ex_attr(IBV_WC_EX_WITH_BYTE_LEN);
+    ca.comp_mask = IBV_CQ_INIT_ATTR_MASK_PD;
+    ca.parent_domain = parent;
+    ibv_cq_ex* cqx = ibv_create_cq_ex(fx.ctx, &ca);
+    REQUIRE(cqx != nullptr);
+    ibv_cq* cq = ibv_cq_ex_to_cq(cqx);
+    CHECK(ibv_dealloc_pd(parent) == EBUSY); // the CQ
+
+    {
+        ibv_wq* wq = make_wq(parent, cq);
+        REQUIRE(set_wq_state(wq, IBV_WQS_RDY) == 0);
+        MrBuffer buf(fx.pd, 1);
+        {
+            Steering steer(parent, {wq}); // its RSS QP is the domain's too
+            CHECK(ibv_dealloc_pd(parent) == EBUSY);
+            REQUIRE(post_wq(wq, 7, buf.sge(0)) == 0);
+            const Frame f = vlan_frame(0x2064);
+            fx.offer(f);
+            const auto wcs = drain(cq);
+            REQUIRE(wcs.size() == 1);
+            CHECK(wcs[0].status == IBV_WC_SUCCESS);
+            CHECK(wcs[0].wr_id == 7);
+            CHECK(wcs[0].byte_len == f.size());
+            CHECK(std::memcmp(buf.slot(0), f.data(), f.size()) == 0);
+            CHECK(fx.balanced());
+        }
+        REQUIRE(ibv_destroy_wq(wq) == 0);
+    } // the MR goes: only the domain holds the PD now
+    CHECK(ibv_dealloc_pd(parent) == EBUSY); // still the CQ
+    REQUIRE(ibv_destroy_cq(cq) == 0);
+    CHECK(ibv_dealloc_pd(fx.pd) == EBUSY);  // the domain is still there
+    REQUIRE(ibv_dealloc_pd(parent) == 0);   // nothing of it is left
+}
