@@ -382,28 +382,19 @@ TEST_CASE("a parent domain stays allocated while a CQ, a WQ or a QP created with
     ibv_cq* cq = ibv_cq_ex_to_cq(cqx);
     CHECK(ibv_dealloc_pd(parent) == EBUSY); // the CQ
 
-    {
-        ibv_wq* wq = make_wq(parent, cq);
-        REQUIRE(set_wq_state(wq, IBV_WQS_RDY) == 0);
-        MrBuffer buf(fx.pd, 1);
-        {
-            Steering steer(parent, {wq}); // its RSS QP is the domain's too
-            CHECK(ibv_dealloc_pd(parent) == EBUSY);
-            REQUIRE(post_wq(wq, 7, buf.sge(0)) == 0);
-            const Frame f = vlan_frame(0x2064);
-            fx.offer(f);
-            const auto wcs = drain(cq);
-            REQUIRE(wcs.size() == 1);
-            CHECK(wcs[0].status == IBV_WC_SUCCESS);
-            CHECK(wcs[0].wr_id == 7);
-            CHECK(wcs[0].byte_len == f.size());
-            CHECK(std::memcmp(buf.slot(0), f.data(), f.size()) == 0);
-            CHECK(fx.balanced());
-        }
-        REQUIRE(ibv_destroy_wq(wq) == 0);
-    } // the MR goes: only the domain holds the PD now
+    ibv_wq* wq = make_wq(parent, cq);
+    REQUIRE(set_wq_state(wq, IBV_WQS_RDY) == 0);
+    // Through the domain's RSS QP into an MR of the PD (gone with the call).
+    check_passes_unchanged(fx, parent, fx.pd, wq, cq, vlan_frame(0x2064));
+    REQUIRE(ibv_destroy_cq(cq) == EBUSY); // the WQ
+    CHECK(ibv_dealloc_pd(parent) == EBUSY);
+    REQUIRE(ibv_destroy_wq(wq) == 0);
     CHECK(ibv_dealloc_pd(parent) == EBUSY); // still the CQ
-    REQUIRE(ibv_destroy_cq(cq) == 0);
-    CHECK(ibv_dealloc_pd(fx.pd) == EBUSY);  // the domain is still there
-    REQUIRE(ibv_dealloc_pd(parent) == 0);   // nothing of it is left
+    {
+        RawQp qp(parent);
+        REQUIRE(ibv_destroy_cq(cq) == 0);
+        CHECK(ibv_dealloc_pd(parent) == EBUSY); // the QP
+    }
+    CHECK(ibv_dealloc_pd(fx.pd) == EBUSY); // the domain is still there
+    REQUIRE(ibv_dealloc_pd(parent) == 0);  // nothing of it is left
 }

@@ -254,6 +254,24 @@ inline std::vector<ibv_wc> drain(ibv_cq* cq) {
     return out;
 }
 
+// Steers every frame to the ready `wq` (an RSS QP of `pd`), offers `f` with a
+// WQE (wr_id 7) on an MR of `mr_pd`, and checks that it arrives on `cq` as it
+// was sent: the whole frame, unchanged (no tag stripped, no FCS).
+inline void check_passes_unchanged(SimFixture& fx, ibv_pd* pd, ibv_pd* mr_pd, ibv_wq* wq,
+                                   ibv_cq* cq, const Frame& f) {
+    MrBuffer buf(mr_pd, 1);
+    Steering steer(pd, {wq});
+    REQUIRE(post_wq(wq, 7, buf.sge(0)) == 0);
+    fx.offer(f);
+    const auto wcs = drain(cq);
+    REQUIRE(wcs.size() == 1);
+    CHECK(wcs[0].status == IBV_WC_SUCCESS);
+    CHECK(wcs[0].wr_id == 7);
+    CHECK(wcs[0].byte_len == f.size());
+    CHECK(std::memcmp(buf.slot(0), f.data(), f.size()) == 0);
+    CHECK(fx.balanced());
+}
+
 // A plain raw-packet QP with its own CQ, moved RESET -> INIT (with IBV_QP_PORT,
 // as mlx5 programs do) -> RTR -> RTS.
 class RawQp {
