@@ -13,6 +13,7 @@
  * JSON: items, p50_us, p99_us, max_us, entry_p99_us (how late the producer
  * pushed, p99: its share).
  */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdatomic.h>
 #include <pthread.h>
 #include <stdint.h>
