@@ -455,20 +455,8 @@ void check_usable(SimFixture& fx, std::uint32_t live_before) {
     ibv_cq* cq = make_cq(fx.ctx);
     ibv_wq* wq = make_wq(fx.pd, cq);
     REQUIRE(set_wq_state(wq, IBV_WQS_RDY) == 0);
-    {
-        MrBuffer buf(fx.pd, 1);
-        REQUIRE(post_wq(wq, 4242, buf.sge(0)) == 0);
-        Steering steer(fx.pd, {wq});
-        const Frame f = ipv4_tcp_frame(0x0a000001, 0x0a000002, 1234, 80);
-        fx.offer(f);
-        const auto wcs = drain(cq);
-        REQUIRE(wcs.size() == 1);
-        CHECK(wcs[0].status == IBV_WC_SUCCESS);
-        CHECK(wcs[0].wr_id == 4242);
-        CHECK(wcs[0].byte_len == f.size());
-        CHECK(wcs[0].qp_num == wq->wq_num);
-    }
-    CHECK(fx.balanced());
+    check_passes_unchanged(fx, fx.pd, fx.pd, wq, cq,
+                           ipv4_tcp_frame(0x0a000001, 0x0a000002, 1234, 80));
     REQUIRE(ibv_destroy_wq(wq) == 0);
     REQUIRE(ibv_destroy_cq(cq) == 0);
     CHECK(device::from_verbs(fx.ctx)->live_objects.load() == live_before);

@@ -268,6 +268,7 @@ inline void check_passes_unchanged(SimFixture& fx, ibv_pd* pd, ibv_pd* mr_pd, ib
     CHECK(wcs[0].status == IBV_WC_SUCCESS);
     CHECK(wcs[0].wr_id == 7);
     CHECK(wcs[0].byte_len == f.size());
+    CHECK(wcs[0].qp_num == wq->wq_num);
     CHECK(std::memcmp(buf.slot(0), f.data(), f.size()) == 0);
     CHECK(fx.balanced());
 }

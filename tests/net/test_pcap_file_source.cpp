@@ -458,7 +458,7 @@ TEST_CASE("the fast reader gives what libpcap gives, frames and errors", "[net][
 }
 
 TEST_CASE("a capture that shrinks while it is read ends at the cut", "[net][pcap_file_source]") {
-    // 3,000 records (2.4 MB) of growing sizes; frames are read until the
+    // 3,000 records (2.4 MB) of odd sizes; frames are read until the
     // first window is in use, then the file is cut beyond that window: the
     // next refill finds the file shorter than when it was opened.
     const std::vector<ClassicRecord> records = odd_sized_records(3000, 29);

@@ -10,10 +10,10 @@ its fixed cost, an empty replay's wall time measured apart: a sanitizer's
 start-up alone filled the 3%; both as the engine measures the replay,
 first frame due to last frame in), and report in its JSON "pacing" object
 every frame, the schedule's span, a median lateness under 1 ms and a p99
-under 20 ms. The bounds are loose on purpose: with both CPUs saturated by other processes the
-p99 reached 2-13 ms on a 2-core machine (the scheduler, not the engine); on a
-quiet one it is tens of microseconds (tests/bench/pacing_bench.py reports
-the real figures).
+under 20 ms. The bounds are loose on purpose: with both CPUs saturated by
+other processes the p99 reached 2-13 ms on a 2-core machine (the
+scheduler, not the engine); on a quiet one it is tens of microseconds
+(tests/bench/pacing_bench.py reports the real figures).
 A paced replay on the inline engine, which has virtual time only, is refused,
 and a top-speed replay has no "pacing" object.
 
