@@ -60,10 +60,11 @@ inline bool read_record(const std::uint8_t* rec, std::size_t left, std::uint32_t
 }
 
 // The window is refilled by reading this much at a time (libpcap reads 1
-// MiB too): one buffer, reused, so its pages are touched once. A mapping
-// of the file costs a page-table fill per page instead, which on the
-// benchmark guest cost three times the kernel's copy in one of its states
-// (tests/bench/RESULTS.md, ninth pass).
+// MiB too): one buffer, reused, in huge pages (HugeBuffer), so it costs one
+// page fault, not 256 of ~10 us each (tests/bench/RESULTS.md, twelfth
+// pass). A mapping of the file costs a page-table fill per page instead,
+// which on the benchmark guest cost three times the kernel's copy in one of
+// its states (ninth pass). A smaller file gets a window its own size.
 constexpr std::size_t kWindowLen = std::size_t{1} << 20;
 
 // A burst ends once it spans this much of the file (64-byte frames: 13 a
@@ -100,9 +101,9 @@ void PcapFileSource::map_classic(int snapshot) {
     (void)::posix_fadvise(fileno(f), 0, 0, POSIX_FADV_SEQUENTIAL);
     map_snapshot_ = static_cast<std::uint32_t>(std::clamp(snapshot, 0, kMaxRecordLen));
     win_fd_ = fileno(f);
-    win_cap_ = kWindowLen + window_need(map_snapshot_);
-    win_.reset(new (std::nothrow) std::uint8_t[win_cap_]);
-    if (!win_) return;
+    win_cap_ = std::min(kWindowLen, len) + window_need(map_snapshot_);
+    win_ = HugeBuffer(win_cap_);
+    if (win_.empty()) return;
     win_off_ = win_len_ = 0;
     map_len_ = len;
     map_offset_ = kFileHeaderLen;
@@ -118,11 +119,11 @@ bool PcapFileSource::fill_window(std::size_t need) noexcept {
     const std::size_t at = map_offset_ - win_off_;
     if (win_len_ - at >= need || win_off_ + win_len_ >= map_len_) return true;
     // Keep what is left, at the start, and read after it.
-    std::memmove(win_.get(), win_.get() + at, win_len_ - at);
+    std::memmove(win_.data(), win_.data() + at, win_len_ - at);
     win_len_ -= at;
     win_off_ = map_offset_;
     while (win_len_ < win_cap_ && win_off_ + win_len_ < map_len_) {
-        const ssize_t r = ::pread(win_fd_, win_.get() + win_len_, win_cap_ - win_len_,
+        const ssize_t r = ::pread(win_fd_, win_.data() + win_len_, win_cap_ - win_len_,
                                   static_cast<off_t>(win_off_ + win_len_));
         if (r < 0 && errno == EINTR) continue;
         if (r < 0) return false;
@@ -140,7 +141,7 @@ bool PcapFileSource::next_mapped(pcap_pkthdr& hdr, const std::uint8_t*& data) no
     if (!fill_window(window_need(map_snapshot_))) return false; // libpcap reads it, and says why not
     const std::size_t at = map_offset_ - win_off_;
     Record r; // a cut header, or an odd record: libpcap says what it is
-    if (!read_record(win_.get() + at, win_len_ - at, map_snapshot_, map_swapped_, r)) return false;
+    if (!read_record(win_.data() + at, win_len_ - at, map_snapshot_, map_swapped_, r)) return false;
     hdr.ts.tv_sec = static_cast<time_t>(r.sec);
     // In nanosecond precision tv_usec holds nanoseconds (as libpcap gives them).
     hdr.ts.tv_usec = static_cast<suseconds_t>(r.frac_ns(map_nano_));
@@ -193,7 +194,7 @@ std::uint32_t walk(MapWalk& state, Frame* frames, std::size_t want) noexcept {
 
 std::uint32_t PcapFileSource::next_mapped_frames(std::span<Frame> out) noexcept {
     if (!fill_window(window_need(map_snapshot_))) return 0; // libpcap reads it, and says why not
-    MapWalk w{win_.get(), win_len_, map_snapshot_, static_cast<std::uint32_t>(fcs_len_), map_swapped_,
+    MapWalk w{win_.data(), win_len_, map_snapshot_, static_cast<std::uint32_t>(fcs_len_), map_swapped_,
               map_nano_, map_offset_ - win_off_};
     const std::uint32_t n = walk(w, out.data(), out.size());
     map_offset_ = win_off_ + w.offset;
@@ -209,7 +210,7 @@ std::uint32_t PcapFileSource::next_mapped_frames(std::span<Frame> out) noexcept 
 }
 
 int PcapFileSource::next_libpcap(pcap_pkthdr*& hdr, const std::uint8_t*& data) noexcept {
-    FILE* f = win_ ? pcap_file(pcap_) : nullptr;
+    FILE* f = !win_.empty() ? pcap_file(pcap_) : nullptr;
     if (f != nullptr && std::fseek(f, static_cast<long>(map_offset_), SEEK_SET) != 0) {
         fail_read(std::strerror(errno));
         return PCAP_ERROR;

@@ -280,7 +280,7 @@ void PcapFileSource::fail_read(const char* why) noexcept {
 }
 
 std::uint32_t PcapFileSource::next_burst(std::span<Frame> out) noexcept {
-    if (win_ != nullptr && link_ == Link::ethernet) [[likely]] {
+    if (!win_.empty() && link_ == Link::ethernet) [[likely]] {
         if (const std::uint32_t n = next_mapped_frames(out); n != 0) [[likely]]
             return n;
     }
@@ -288,13 +288,13 @@ std::uint32_t PcapFileSource::next_burst(std::span<Frame> out) noexcept {
 }
 
 bool PcapFileSource::next(Frame& out) noexcept {
-    if (win_ != nullptr && link_ == Link::ethernet && next_mapped_frames({&out, 1}) == 1) [[likely]]
+    if (!win_.empty() && link_ == Link::ethernet && next_mapped_frames({&out, 1}) == 1) [[likely]]
         return true;
     while (!done_.load(std::memory_order_relaxed)) {
         pcap_pkthdr mapped;
         pcap_pkthdr* hdr = &mapped;
         const u_char* data = nullptr;
-        if (win_ == nullptr || !next_mapped(mapped, data)) {
+        if (win_.empty() || !next_mapped(mapped, data)) {
             if (done_.load(std::memory_order_relaxed)) return false;
             const int rc = next_libpcap(hdr, data);
             if (rc == PCAP_ERROR_BREAK) { // end of file
@@ -308,7 +308,7 @@ bool PcapFileSource::next(Frame& out) noexcept {
         }
         if ((records_++ & 1023) == 0) {
             FILE* f = pcap_file(pcap_);
-            const long long pos = win_ ? static_cast<long long>(map_offset_)
+            const long long pos = !win_.empty() ? static_cast<long long>(map_offset_)
                                   : f  ? static_cast<long long>(std::ftell(f))
                                        : -1;
             position_.store(pos, std::memory_order_relaxed);

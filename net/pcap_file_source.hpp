@@ -28,6 +28,7 @@
 
 #include "net/addresses.hpp"
 #include "net/frame_source.hpp"
+#include "net/huge_buffer.hpp"
 #include "net/result.hpp"
 
 // libpcap's handles, declared at global scope so the members below name them
@@ -108,7 +109,7 @@ private:
     static constexpr int kMaxRecordLen = 262144; // libpcap's MAXIMUM_SNAPLEN
 
     PcapFileSource() = default;
-    // Opens a classic pcap file for the fast path; leaves win_ null (libpcap
+    // Opens a classic pcap file for the fast path; leaves win_ empty (libpcap
     // reads everything) for pcapng, a file that is not a regular one, or a
     // magic number libpcap alone knows.
     void map_classic(int snapshot);
@@ -144,7 +145,7 @@ private:
     MacAddress synth_src_{};
     // The read window, classic pcap only: file bytes [win_off_, win_off_ +
     // win_len_) in win_ (win_cap_ bytes), read with pread() on win_fd_.
-    std::unique_ptr<std::uint8_t[]> win_;
+    HugeBuffer win_;
     std::size_t win_cap_ = 0, win_off_ = 0, win_len_ = 0;
     int win_fd_ = -1;
     std::size_t map_len_ = 0;           // the file's length

@@ -4,7 +4,6 @@
 #include <bit>
 #include <cerrno>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <fmt/format.h>
 #include <new>
@@ -118,9 +117,6 @@ void Receiver::Destroy::report(const char* verb, int err) const noexcept {
     // Nowhere to record it: say it now.
     std::fprintf(stderr, "rdmasim replay: teardown: %s: %s\n", verb, std::strerror(err));
 }
-void Receiver::FreeMemory::operator()(std::uint8_t* p) const noexcept {
-    std::free(p);
-}
 
 void Receiver::tear_down() noexcept {
     while (!classes_.empty())
@@ -130,7 +126,7 @@ void Receiver::tear_down() noexcept {
     while (!wqs_.empty())
         wqs_.pop_back();
     mr_.reset();
-    mem_.reset();
+    mem_ = net::HugeBuffer();
     pd_.reset();
     cq_.reset();
     ctx_.reset();
@@ -203,9 +199,9 @@ Result<void> Receiver::set_up() {
     if (auto r = own(pd_, ibv_alloc_pd(ctx), "ibv_alloc_pd"); !r) return r;
     stride_ = stride_of(settings_.buf);
     const std::size_t bytes = static_cast<std::size_t>(total) * stride_;
-    mem_.reset(static_cast<std::uint8_t*>(std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096)));
-    if (!mem_) return make_error(ENOMEM, "out of memory for receive buffers");
-    if (auto r = own(mr_, ibv_reg_mr(pd_.get(), mem_.get(), bytes, int{IBV_ACCESS_LOCAL_WRITE}),
+    mem_ = net::HugeBuffer(bytes); // in huge pages where the kernel has them
+    if (mem_.empty()) return make_error(ENOMEM, "out of memory for receive buffers");
+    if (auto r = own(mr_, ibv_reg_mr(pd_.get(), mem_.data(), bytes, int{IBV_ACCESS_LOCAL_WRITE}),
                      "ibv_reg_mr");
         !r)
         return r;

@@ -20,6 +20,7 @@
 #include <span>
 #include <vector>
 
+#include "net/huge_buffer.hpp"
 #include "net/result.hpp"
 
 namespace rdmasim::tools {
@@ -74,7 +75,7 @@ public:
     }
     // Buffer wq * ring + slot.
     [[nodiscard]] const std::uint8_t* data(std::uint64_t wr_id) const noexcept {
-        return mem_.get() + (std::size_t{wq_of(wr_id)} * settings_.ring + slot_of(wr_id)) * stride_;
+        return mem_.data() + (std::size_t{wq_of(wr_id)} * settings_.ring + slot_of(wr_id)) * stride_;
     }
     // Where buffer k starts: k * stride. The stride is `buf` rounded up to
     // an odd number of cache lines: at a power of two (2 KiB) every buffer's
@@ -124,9 +125,6 @@ private:
         void report(const char* verb, int err) const noexcept;
     };
     template <class T> using Owned = std::unique_ptr<T, Destroy>;
-    struct FreeMemory {
-        void operator()(std::uint8_t* p) const noexcept;
-    };
     // One hash class: its RSS QP and the flow that steers to it (the flow is
     // declared last, so it goes first).
     struct HashClass {
@@ -150,7 +148,7 @@ private:
     Owned<ibv_context> ctx_;
     Owned<ibv_cq_ex> cq_;
     Owned<ibv_pd> pd_;
-    std::unique_ptr<std::uint8_t, FreeMemory> mem_;
+    net::HugeBuffer mem_; // every WQE's buffer, registered as mr_
     Owned<ibv_mr> mr_;
     std::vector<Owned<ibv_wq>> wqs_;
     Owned<ibv_rwq_ind_table> table_;     // over every WQ
