@@ -29,6 +29,7 @@ static bool split_sets(const std::vector<std::string>& sets,
 int main(int argc, char** argv) {
     CLI::App app{"rdmasim: a software-emulated RDMA HCA with a work-queue receive datapath"};
     app.require_subcommand(1);
+    app.set_version_flag("--version", "rdmasim " RDMASIM_VERSION);
     std::string log_level = "warn";
     app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")
         ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));

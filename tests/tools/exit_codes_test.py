@@ -71,6 +71,7 @@ expect(2, [])
 expect(2, ["frobnicate"])
 expect(2, ["--log-level", "loud", "replay"])
 expect(0, ["--help"], stdout_has=("replay", "run", "env", "config"))
+expect(0, ["--version"], stdout_has=("rdmasim 0.",))
 for sub in ("replay", "run", "env", "config"):
     expect(0, [sub, "--help"])
 
