@@ -568,7 +568,7 @@ def main():
         if a.count:
             s.count(a.count)
             return 0
-        info = machine()
+        info = machine(s.bin("fault_cost"))
         failed = False
         t0 = time.monotonic()
         for number, method in (("1", lambda: s.case1(wanted)), ("2", s.case2), ("3", s.case3),
@@ -597,6 +597,11 @@ def main():
           f"alternating); {info['cpu']}, {info['nproc']} CPUs, kernel {info['kernel']}, "
           f"{info['virtualization']}; load {info['load_before']:.2f} before, "
           f"{info['load_after']:.2f} after; {info['seconds']} s")
+    if info["fault_cost"]:  # why buffers touched whole are in huge pages (net/huge_buffer.hpp)
+        fc = info["fault_cost"]
+        print(f"first touch of anonymous memory, per 4 KiB: {fc['plain']['ns_per_4k'] / 1e3:.2f} us "
+              f"(a page fault each), {fc['huge']['ns_per_4k'] / 1e3:.2f} us in huge pages "
+              f"(transparent huge pages: {info['thp']})")
     print(f"times of single-threaded cases (1, 2, 3, 5, 8): {CLOCKS[a.clock]}")
     print(table(s.rows))
     if a.markdown:

@@ -1,5 +1,6 @@
 """The benchmark suite's report (bench.py): a row of the table, the table as
 text and as Markdown, and the machine it ran on."""
+import json
 import os
 import platform
 import shutil
@@ -55,7 +56,26 @@ class Row:
                 "target": self.target, "met": self.met, "note": self.note}
 
 
-def machine():
+def thp_mode():
+    """Transparent huge pages: the bracketed word of the kernel's setting, or "unknown"."""
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            text = f.read()
+        return text[text.index("[") + 1:text.index("]")]
+    except (OSError, ValueError):
+        return "unknown"
+
+
+def fault_costs(fault_cost):
+    """fault_cost's figures for 16 MiB (first touch, ns per 4 KiB), or None."""
+    if not fault_cost or not os.access(fault_cost, os.X_OK):
+        return None
+    r = subprocess.run([fault_cost, "16"], capture_output=True, text=True)
+    return json.loads(r.stdout) if r.returncode == 0 else None
+
+
+def machine(fault_cost=None):
+    """The machine, for the report's first line; `fault_cost`: that program's path."""
     model = ""
     try:
         for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines():
@@ -66,7 +86,8 @@ def machine():
     virt = subprocess.run(["systemd-detect-virt"], capture_output=True, text=True).stdout.strip() \
         if shutil.which("systemd-detect-virt") else ""
     return {"cpu": model, "nproc": os.cpu_count(), "kernel": platform.release(),
-            "virtualization": virt or "unknown", "load_before": os.getloadavg()[0]}
+            "virtualization": virt or "unknown", "load_before": os.getloadavg()[0],
+            "thp": thp_mode(), "fault_cost": fault_costs(fault_cost)}
 
 
 def table(rows, wrap=50):
