@@ -16,30 +16,24 @@ std::size_t round_up(std::size_t n, std::size_t to) noexcept { return (n + to - 
 HugeBuffer::HugeBuffer(std::size_t bytes) noexcept {
     if (bytes == 0) return;
     const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-    if (bytes < kHugePage / 2) { // not worth rounding up to a huge page
-        const std::size_t len = round_up(bytes, page);
-        void* p = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED) return;
-        data_ = static_cast<std::uint8_t*>(p);
-        size_ = bytes;
-        mapped_ = len;
-        return;
-    }
-    // Map a huge page more than needed, keep the 2 MiB-aligned part, give
-    // back the slack on both sides: a huge page needs an aligned range.
-    const std::size_t len = round_up(bytes, kHugePage);
-    void* p = ::mmap(nullptr, len + kHugePage, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    // Half a huge page or more: whole huge pages, aligned to one (a huge
+    // page needs an aligned range). mmap aligns to a page only, so map the
+    // slack as well and give back what lies outside the aligned range.
+    const bool huge = bytes >= kHugePage / 2;
+    const std::size_t align = huge ? kHugePage : page;
+    const std::size_t len = round_up(bytes, align);
+    const std::size_t slack = align - page;
+    void* p = ::mmap(nullptr, len + slack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return;
     const auto base = reinterpret_cast<std::uintptr_t>(p);
-    const std::uintptr_t aligned = round_up(base, kHugePage);
+    const std::uintptr_t aligned = round_up(base, align);
     if (aligned > base) ::munmap(p, aligned - base);
-    if (const std::size_t tail = base + kHugePage - aligned; tail > 0)
+    if (const std::size_t tail = base + slack - aligned; tail > 0)
         ::munmap(reinterpret_cast<void*>(aligned + len), tail);
     data_ = reinterpret_cast<std::uint8_t*>(aligned);
     size_ = bytes;
     mapped_ = len;
-    advised_ = ::madvise(data_, len, MADV_HUGEPAGE) == 0;
+    advised_ = huge && ::madvise(data_, len, MADV_HUGEPAGE) == 0;
 }
 
 HugeBuffer::~HugeBuffer() { release(); }

@@ -15,8 +15,8 @@ namespace rdmasim::net {
 
 class HugeBuffer {
 public:
-    // At least 2 MiB: the smallest size worth a huge page (a smaller request
-    // is still served, from ordinary pages).
+    // The huge page's size; a request of at least half of it is rounded up
+    // to whole ones (a smaller one gets ordinary pages).
     static constexpr std::size_t kHugePage = std::size_t{2} << 20;
 
     HugeBuffer() = default;

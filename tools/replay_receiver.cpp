@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <cstring>
 #include <fmt/format.h>
-#include <new>
 
 #include "datapath/toeplitz.hpp"
 

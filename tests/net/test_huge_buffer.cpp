@@ -84,6 +84,15 @@ TEST_CASE("a small huge buffer is ordinary pages, an empty one is nothing", "[hu
     CHECK_FALSE(small.advised());
     CHECK(zeroed_and_writable(small));
 
+    // The threshold: half a huge page is rounded up to a whole aligned one.
+    HugeBuffer below(HugeBuffer::kHugePage / 2 - 1), at(HugeBuffer::kHugePage / 2);
+    REQUIRE_FALSE(below.empty());
+    REQUIRE_FALSE(at.empty());
+    CHECK_FALSE(below.advised());
+    CHECK(reinterpret_cast<std::uintptr_t>(at.data()) % HugeBuffer::kHugePage == 0);
+    CHECK(zeroed_and_writable(below));
+    CHECK(zeroed_and_writable(at));
+
     HugeBuffer none(0);
     CHECK(none.empty());
     CHECK(none.size() == 0);
