@@ -3,8 +3,6 @@
 #include <isa-l/crc.h>
 #include <libdeflate.h>
 
-#include "net/crc32_clmul.hpp"
-
 namespace rdmasim::net {
 
 namespace {
@@ -17,21 +15,11 @@ namespace {
 // 128 bits at a time and libdeflate is the faster by up to 6 ns (255 bytes:
 // 19.6 against 25.4).
 constexpr std::size_t kIsalFrom = 256;
-static_assert(detail::kClmulShortEnd == kIsalFrom);
-
-// Below that, where the CPU has AVX-512 and VPCLMULQDQ, all of a short
-// input's 16-byte blocks are multiplied at once (crc32_clmul.cpp): a 64-byte
-// frame's FCS in 2.0 ns against libdeflate's 7.2, which folds one block after
-// another (tests/bench/crc_bench.cpp). Elsewhere libdeflate. Set before main;
-// a call from an earlier static initialiser sees false and takes libdeflate.
-const bool kClmulShort = detail::crc32_clmul_short_supported();
 
 // One call into a library for write_fcs too (the FCS of every frame).
 inline std::uint32_t crc32_of(std::uint32_t crc, std::span<const std::uint8_t> bytes) noexcept {
     if (bytes.size() >= kIsalFrom)
         return ::crc32_gzip_refl(crc, bytes.data(), bytes.size());
-    if (kClmulShort && bytes.size() >= detail::kClmulShortMin)
-        return detail::crc32_clmul_short(crc, bytes.data(), bytes.size());
     return static_cast<std::uint32_t>(::libdeflate_crc32(crc, bytes.data(), bytes.size()));
 }
 
