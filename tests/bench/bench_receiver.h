@@ -5,7 +5,8 @@
  *
  * a CQ-ex (byte_len, QP number, CVLAN, completion timestamp), one buffer
  * registered as one MR, WQS WQs with CVLAN stripping, FCS scatter and end
- * padding, RDY and filled with DEPTH WQEs of BUF bytes; an indirection table
+ * padding, RDY and filled with DEPTH WQEs of BUF bytes (DEPTH a power of two:
+ * a completion's WQ is its wr_id shifted, not divided); an indirection table
  * over them; RSS QPs with the Microsoft key and a flow each, as DPDK's mlx5
  * driver installs them: IPv4/TCP, IPv4/UDP, IPv6/UDP (priority 0) and a
  * catch-all (priority 1). A poll round is one ibv_start_poll / ibv_next_poll
@@ -39,7 +40,7 @@ struct bench_rx {
 	struct ibv_rwq_ind_table *table;
 	struct ibv_qp *qps[BENCH_RX_CLASSES];
 	struct ibv_flow *flows[BENCH_RX_CLASSES];
-	uint32_t nwqs, depth, buf;
+	uint32_t nwqs, depth, depth_log, buf;
 	/* Per WQ, the WQEs a poll round completed, chained for the re-post. */
 	struct ibv_recv_wr *wr;
 	struct ibv_sge *sge;
@@ -53,7 +54,7 @@ static inline int bench_rx_fail(const char *verb, int err)
 	return err;
 }
 
-/* Posts WQE `id` (WQ id / depth, slot id % depth) alone. */
+/* Posts WQE `id` (WQ id >> depth_log, slot id % depth) alone. */
 static inline int bench_rx_post_one(struct bench_rx *r, uint64_t id)
 {
 	struct ibv_sge sge;
@@ -65,7 +66,7 @@ static inline int bench_rx_post_one(struct bench_rx *r, uint64_t id)
 	wr.wr_id = id;
 	wr.sg_list = &sge;
 	wr.num_sge = 1;
-	return ibv_post_wq_recv(r->wqs[id / r->depth], &wr, &bad);
+	return ibv_post_wq_recv(r->wqs[id >> r->depth_log], &wr, &bad);
 }
 
 /* A flow attribute with its specs packed right after it, as verbs lays them out. */
@@ -141,11 +142,15 @@ static inline int bench_rx_open(struct bench_rx *r, struct ibv_context *ctx, uin
 	memset(r, 0, sizeof *r);
 	if (nwqs == 0 || nwqs > BENCH_RX_MAX_WQS || (nwqs & (nwqs - 1)) != 0)
 		return bench_rx_fail("WQ count (a power of two up to 16)", EINVAL);
+	if (depth == 0 || (depth & (depth - 1)) != 0)
+		return bench_rx_fail("WQ depth (a power of two)", EINVAL);
 	while ((1u << log) < nwqs)
 		++log;
 	r->ctx = ctx;
 	r->nwqs = nwqs;
 	r->depth = depth;
+	while ((1u << r->depth_log) < depth)
+		++r->depth_log;
 	r->buf = buf;
 	r->wr = (struct ibv_recv_wr *)calloc((size_t)nwqs * depth, sizeof *r->wr);
 	r->sge = (struct ibv_sge *)calloc((size_t)nwqs * depth, sizeof *r->sge);
@@ -236,7 +241,7 @@ static inline long bench_rx_poll(struct bench_rx *r, bench_rx_seen seen, void *a
 	}
 	do {
 		const uint64_t id = r->cq->wr_id;
-		const uint32_t q = (uint32_t)(id / r->depth);
+		const uint32_t q = (uint32_t)(id >> r->depth_log); /* a division cost case 2 ~2% */
 		const uint32_t i = q * r->depth + r->npend[q]++;
 		if (r->cq->status == IBV_WC_SUCCESS) {
 			const uint32_t len = ibv_wc_read_byte_len(r->cq);
