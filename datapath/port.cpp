@@ -163,9 +163,7 @@ RxQueue* Port::take_failed_queue() noexcept {
     return q;
 }
 
-void Port::check_failed(RxQueue& queue) noexcept {
-    if (!queue.take_failure()) [[likely]]
-        return;
+void Port::fail_queue(RxQueue& queue) noexcept {
     // Flush in error (datapath/README.md, "Per-frame order", step 14): what
     // the queue still holds or has posted ends now, as QueueState::error.
     counters_.count(queue.discard_held());
@@ -198,10 +196,10 @@ RxOutcome Port::deliver_copy(const Target& target, const net::Frame& frame,
     return deliver(target, frame, parsed, false);
 }
 
-inline void Port::ingress_frame(const net::Frame& frame, std::uint64_t now_ns, const void* exclude) noexcept {
+inline void Port::ingress_frame(const net::Frame& frame, std::uint64_t now_ns, const void* exclude,
+                                BurstTally& tally) noexcept {
     now_ns_ = now_ns;
-    counters_.frames.add();
-    counters_.bytes.add(frame.len);
+    tally.bytes += frame.len;
     if (frame.lost) [[unlikely]] {
         counters_.drop(Drop::fault_injected);
         return;
@@ -226,6 +224,7 @@ inline void Port::ingress_frame(const net::Frame& frame, std::uint64_t now_ns, c
     // "Neighbours"); the frame still goes on to the steering, as on hardware
     // where the kernel and a sniffer both see it.
     if (parsed.ether_type == net::kEtherTypeArp && !parsed.has_vlan && exclude == nullptr) [[unlikely]] {
+        tally.deadlines_moved = true;
         neighbours_.receive(bytes, now_ns, *host_out_);
         if (!arp_wait_.empty()) arp_wait_.flush(neighbours_, *host_out_, now_ns);
     }
@@ -233,6 +232,7 @@ inline void Port::ingress_frame(const net::Frame& frame, std::uint64_t now_ns, c
     // frames only: a program's own sends to its port loop back inside the
     // transport (send_roce).
     if (exclude == nullptr && roce_for_port(bytes, parsed, neighbours_.addresses())) [[unlikely]] {
+        tally.deadlines_moved = true;
         if (roce_.ingress(bytes.first(bytes.size() - frame.fcs_len), now_ns))
             counters_.count(RxOutcome{static_cast<std::uint32_t>(bytes.size()), Fate::delivered});
         else
@@ -279,19 +279,40 @@ inline void Port::ingress_frame(const net::Frame& frame, std::uint64_t now_ns, c
     // The frame's one outcome, counted by the port. One call site: deliver()
     // is inlined here, the per-frame path.
     const RxOutcome out = deliver(primary->target, frame, parsed, true);
+    if (out.fate == Fate::delivered && !out.fcs_bad) [[likely]] {
+        ++tally.delivered;
+        tally.delivered_bytes += out.byte_len;
+        return;
+    }
     counters_.count(out);
-    if (out.fate == Fate::held) [[unlikely]]
+    if (out.fate == Fate::held) [[unlikely]] {
         next_deadline_ns_ = std::min(next_deadline_ns_, now_ns + config_.delay_drop_timeout_ns);
+        tally.deadlines_moved = true;
+    }
 }
 
 std::uint32_t Port::ingress_burst(std::span<const net::Frame> frames, const std::uint64_t* at,
                                   const void* exclude) noexcept {
-    std::uint32_t i = 0;
     const auto n = static_cast<std::uint32_t>(frames.size());
     if (n == 0) return 0;
+    // Only a held frame, ARP or RoCE moves a deadline (ingress_frame says so);
+    // a release or a flush may leave it early, which costs a service, no more.
+    std::uint64_t deadline = next_deadline_ns();
+    BurstTally tally;
+    std::uint32_t i = 0;
     do {
-        ingress_frame(frames[i], at[i], exclude);
-    } while (++i < n && next_deadline_ns() > at[i]);
+        ingress_frame(frames[i], at[i], exclude, tally);
+        if (tally.deadlines_moved) [[unlikely]] {
+            deadline = next_deadline_ns();
+            tally.deadlines_moved = false;
+        }
+    } while (++i < n && deadline > at[i]);
+    counters_.frames.add(i);
+    counters_.bytes.add(tally.bytes);
+    if (tally.delivered != 0) {
+        counters_.delivered.add(tally.delivered);
+        counters_.delivered_bytes.add(tally.delivered_bytes);
+    }
     return i;
 }
 

@@ -215,9 +215,18 @@ public:
     [[nodiscard]] bool delay_drop_armed() const noexcept { return delay_drop_armed_; }
 
 private:
+    // What a burst's frames did on the common path, counted once at its end
+    // (three counters less to update per frame). Readers that take the port
+    // lock, as the stats and the timeline do, see whole bursts.
+    struct BurstTally {
+        std::uint64_t bytes = 0;           // wire bytes of every frame that entered
+        std::uint64_t delivered_bytes = 0; // byte_len of the deliveries below
+        std::uint32_t delivered = 0;       // delivered with a good FCS (others: counted at once)
+        bool deadlines_moved = false;      // a frame may have moved next_deadline_ns()
+    };
     // ingress() of one frame; inline in ingress_burst's loop, the per-frame path.
     [[gnu::always_inline]] inline void ingress_frame(const net::Frame& frame, std::uint64_t now_ns,
-                                                     const void* exclude) noexcept;
+                                                     const void* exclude, BurstTally& tally) noexcept;
     // Hands `frame` to `target`'s queue; returns what became of it. Inline
     // (with the queue's receive): the frame's one delivery is the per-frame
     // path. Copies (sniffers, DONT_TRAP matches) go through deliver_copy, a
@@ -231,8 +240,13 @@ private:
     // Hands the pending starve_next / fail_next to `queue`.
     void arm(RxQueue& queue) noexcept;
     // After `queue` took frames: when it stopped on an error, its held frames
-    // are discarded, its posted WQEs flushed, and it is recorded.
-    void check_failed(RxQueue& queue) noexcept;
+    // are discarded, its posted WQEs flushed, and it is recorded. Inline: the
+    // test is on the per-frame path, the rest (fail_queue) is not.
+    void check_failed(RxQueue& queue) noexcept {
+        if (queue.take_failure()) [[unlikely]]
+            fail_queue(queue);
+    }
+    void fail_queue(RxQueue& queue) noexcept;
 
     // What the port itself sends (ARP): every attached sink, never the
     // port's own flows (a host's frames do not loop back to raw QPs). Held

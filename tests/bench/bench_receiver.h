@@ -11,7 +11,8 @@
  * driver installs them: IPv4/TCP, IPv4/UDP, IPv6/UDP (priority 0) and a
  * catch-all (priority 1). A poll round is one ibv_start_poll / ibv_next_poll
  * / ibv_end_poll pass over every completion there is, then every WQE it
- * completed re-posted, one chain per WQ.
+ * completed re-posted, one chain per WQ. Buffer `id` keeps one work request,
+ * built at set-up: a completion only links it into its WQ's chain.
  *
  * Errors are printed to stderr naming the verb; the functions return 0 or
  * an errno value.
@@ -41,10 +42,11 @@ struct bench_rx {
 	struct ibv_qp *qps[BENCH_RX_CLASSES];
 	struct ibv_flow *flows[BENCH_RX_CLASSES];
 	uint32_t nwqs, depth, depth_log, buf;
-	/* Per WQ, the WQEs a poll round completed, chained for the re-post. */
+	/* Per buffer, its work request and SGE; per WQ, the chain of those a
+	 * poll round completed, for the re-post. */
 	struct ibv_recv_wr *wr;
 	struct ibv_sge *sge;
-	uint32_t *npend;
+	struct ibv_recv_wr *head[BENCH_RX_MAX_WQS], *tail[BENCH_RX_MAX_WQS];
 	uint64_t completions, errors, bytes;
 };
 
@@ -54,19 +56,19 @@ static inline int bench_rx_fail(const char *verb, int err)
 	return err;
 }
 
-/* Posts WQE `id` (WQ id >> depth_log, slot id % depth) alone. */
+/* Builds buffer `id`'s work request (WQ id >> depth_log, slot id % depth)
+ * and posts it alone. */
 static inline int bench_rx_post_one(struct bench_rx *r, uint64_t id)
 {
-	struct ibv_sge sge;
-	struct ibv_recv_wr wr, *bad = NULL;
-	sge.addr = (uint64_t)(uintptr_t)(r->mem + id * r->buf);
-	sge.length = r->buf;
-	sge.lkey = r->mr->lkey;
-	memset(&wr, 0, sizeof wr);
-	wr.wr_id = id;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	return ibv_post_wq_recv(r->wqs[id >> r->depth_log], &wr, &bad);
+	struct ibv_recv_wr *bad = NULL;
+	r->sge[id].addr = (uint64_t)(uintptr_t)(r->mem + id * r->buf);
+	r->sge[id].length = r->buf;
+	r->sge[id].lkey = r->mr->lkey;
+	r->wr[id].wr_id = id;
+	r->wr[id].sg_list = &r->sge[id];
+	r->wr[id].num_sge = 1;
+	r->wr[id].next = NULL;
+	return ibv_post_wq_recv(r->wqs[id >> r->depth_log], &r->wr[id], &bad);
 }
 
 /* A flow attribute with its specs packed right after it, as verbs lays them out. */
@@ -154,8 +156,7 @@ static inline int bench_rx_open(struct bench_rx *r, struct ibv_context *ctx, uin
 	r->buf = buf;
 	r->wr = (struct ibv_recv_wr *)calloc((size_t)nwqs * depth, sizeof *r->wr);
 	r->sge = (struct ibv_sge *)calloc((size_t)nwqs * depth, sizeof *r->sge);
-	r->npend = (uint32_t *)calloc(nwqs, sizeof *r->npend);
-	if (!r->wr || !r->sge || !r->npend ||
+	if (!r->wr || !r->sge ||
 	    posix_memalign((void **)&r->mem, 4096, (size_t)nwqs * depth * buf) != 0)
 		return bench_rx_fail("allocating the receive buffers", ENOMEM);
 	if (!(r->pd = ibv_alloc_pd(ctx)))
@@ -242,7 +243,7 @@ static inline long bench_rx_poll(struct bench_rx *r, bench_rx_seen seen, void *a
 	do {
 		const uint64_t id = r->cq->wr_id;
 		const uint32_t q = (uint32_t)(id >> r->depth_log); /* a division cost case 2 ~2% */
-		const uint32_t i = q * r->depth + r->npend[q]++;
+		struct ibv_recv_wr *const wr = &r->wr[id];
 		if (r->cq->status == IBV_WC_SUCCESS) {
 			const uint32_t len = ibv_wc_read_byte_len(r->cq);
 			r->bytes += len;
@@ -251,15 +252,12 @@ static inline long bench_rx_poll(struct bench_rx *r, bench_rx_seen seen, void *a
 		} else {
 			++r->errors;
 		}
-		r->sge[i].addr = (uint64_t)(uintptr_t)(r->mem + id * r->buf);
-		r->sge[i].length = r->buf;
-		r->sge[i].lkey = r->mr->lkey;
-		r->wr[i].wr_id = id;
-		r->wr[i].sg_list = &r->sge[i];
-		r->wr[i].num_sge = 1;
-		r->wr[i].next = NULL;
-		if (r->npend[q] > 1)
-			r->wr[i - 1].next = &r->wr[i];
+		wr->next = NULL;
+		if (r->tail[q])
+			r->tail[q]->next = wr;
+		else
+			r->head[q] = wr;
+		r->tail[q] = wr;
 		++n;
 	} while ((rc = ibv_next_poll(r->cq)) == 0);
 	ibv_end_poll(r->cq);
@@ -270,10 +268,10 @@ static inline long bench_rx_poll(struct bench_rx *r, bench_rx_seen seen, void *a
 	r->completions += (uint64_t)n;
 	for (w = 0; w < r->nwqs; ++w) {
 		struct ibv_recv_wr *bad = NULL;
-		if (r->npend[w] == 0)
+		if (!r->head[w])
 			continue;
-		rc = ibv_post_wq_recv(r->wqs[w], &r->wr[w * r->depth], &bad);
-		r->npend[w] = 0;
+		rc = ibv_post_wq_recv(r->wqs[w], r->head[w], &bad);
+		r->head[w] = r->tail[w] = NULL;
 		if (rc != 0) {
 			bench_rx_fail("ibv_post_wq_recv", rc);
 			return -1;
@@ -309,7 +307,6 @@ static inline int bench_rx_close(struct bench_rx *r)
 	free(r->mem);
 	free(r->wr);
 	free(r->sge);
-	free(r->npend);
 	memset(r, 0, sizeof *r);
 	return err;
 }
