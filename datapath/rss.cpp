@@ -75,6 +75,10 @@ template <std::size_t A, unsigned P>
         std::memcpy(&v, addr, 4);
         w[0] = std::uint64_t{__builtin_bswap32(v)} << 32;
     } else {
+        // Unrolled (as the parity loop below): GCC -O2 kept both loops and
+        // the words on the stack: an IPv6 4-tuple's entry in a 4-entry table
+        // took 138 instructions, 81 unrolled (cachegrind).
+#pragma GCC unroll 4
         for (std::size_t i = 0; i < A / 8; ++i) {
             std::uint64_t v;
             std::memcpy(&v, addr + 8 * i, 8);
@@ -111,6 +115,7 @@ template <std::size_t A, unsigned P>
     std::uint32_t index = 0;
     for (std::uint32_t b = 0; b < g.log_size; ++b, m += kWords) {
         std::uint64_t x = 0;
+#pragma GCC unroll 5
         for (std::size_t i = 0; i < kWords; ++i) x ^= w[i] & m[i];
         index |= static_cast<std::uint32_t>(__builtin_parityll(x)) << b;
     }
