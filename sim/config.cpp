@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fmt/format.h>
+#include <sched.h>
 
 namespace rdmasim::sim {
 
@@ -257,6 +258,18 @@ Result<void> Config::set(std::string_view key, std::string_view v) {
         if (!mac || !net::is_unicast(*mac))
             return bad(key, v, "a unicast MAC address like 02:00:00:00:00:01");
         synth_src_mac = *mac;
+    } else if (key == "engine_cpus") {
+        std::vector<int> cpus; // "none" or "": every thread where the scheduler puts it
+        for (std::string_view rest = v == "none" ? std::string_view{} : v; !rest.empty();) {
+            const auto comma = rest.find(',');
+            auto n = parse_uint<int>(rest.substr(0, comma), 0, CPU_SETSIZE - 1);
+            if (!n) return bad(key, v, fmt::format("CPU numbers from 0 to {}, comma-separated, like 1 or 1,3", CPU_SETSIZE - 1));
+            cpus.push_back(*n);
+            if (comma == std::string_view::npos) break;
+            rest = rest.substr(comma + 1);
+            if (rest.empty()) return bad(key, v, "CPU numbers, comma-separated, like 1 or 1,3");
+        }
+        engine_cpus = std::move(cpus);
     } else if (key == "idle_tick_us") {
         auto n = parse_uint<std::uint64_t>(v, 1, 1'000'000);
         if (!n) return bad(key, v, "a number of microseconds from 1 to 1000000");
@@ -350,6 +363,26 @@ Result<void> Config::validate() const {
             if (p.ip && q.ip && *p.ip == *q.ip)
                 return make_error(EINVAL, fmt::format("configuration: devices {} and {} have the same ip {}", j, i,
                                                       net::to_string(*p.ip)));
+        }
+    }
+    if (!engine_cpus.empty()) {
+        if (engine != EngineKind::thread)
+            return make_error(EINVAL, "configuration: engine_cpus places the thread engine's threads; "
+                                      "engine = inline (or deterministic = on) has none");
+        if (engine_cpus.size() > devices)
+            return make_error(EINVAL, fmt::format("configuration: engine_cpus lists {} CPUs for {} device(s)",
+                                                  engine_cpus.size(), devices));
+        cpu_set_t allowed;
+        CPU_ZERO(&allowed);
+        if (sched_getaffinity(0, sizeof allowed, &allowed) == 0) {
+            for (const int cpu : engine_cpus) {
+                if (CPU_ISSET(cpu, &allowed)) continue;
+                std::string list;
+                for (int c = 0; c < CPU_SETSIZE; ++c)
+                    if (CPU_ISSET(c, &allowed)) list += fmt::format("{}{}", list.empty() ? "" : ",", c);
+                return make_error(EINVAL, fmt::format("configuration: engine_cpus: this process may not run on "
+                                                      "CPU {} (it may on {})", cpu, list));
+            }
         }
     }
     for (const auto& [a, b] : links) {

@@ -61,6 +61,9 @@ struct Config {
     std::uint64_t start_delay_ns = 0;
     double speed = 0;                       // 0 = topspeed, else a multiple of capture time
     std::uint32_t burst = 32;               // frames per engine step
+    // The thread engine of device i runs only on CPU engine_cpus[i]; devices
+    // past the list (and all, when it is empty) run where the scheduler puts them.
+    std::vector<int> engine_cpus;
     std::optional<int> source_fcs;          // force the source FCS length (0 or 4)
     // Addresses of the Ethernet header synthesized for captures without one;
     // unset: the destination is the receiving device's MAC, the source net's default.

@@ -50,6 +50,8 @@ const std::vector<KeyInfo>& Config::keys() {
         {"speed", "topspeed, original, a multiple like 2x", "topspeed", "2x", "--speed",
          "pace of a capture replay against its timestamps"},
         {"burst", "1..4096", "32", "64", "", "frames per engine step"},
+        {"engine_cpus", "CPU numbers, comma-separated, or none", "none (the scheduler places the threads)", "1", "",
+         "thread engine: device N's thread (rdmasim-engN) runs only on the Nth CPU listed"},
         {"source_fcs", "auto, 0, 4", "auto (the capture says)", "4", "", "FCS bytes the capture's frames carry"},
         {"synth_dst_mac", "a MAC address", "the receiving device's MAC", "02:00:00:00:00:02", "",
          "destination of the Ethernet header synthesized for captures without one"},

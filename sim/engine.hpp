@@ -51,11 +51,16 @@ public:
     // Ticked at the end of every burst, under the port lock (a report's
     // samples). Set it before start(); it must outlive the engine's work.
     void set_timeline(Timeline* timeline) noexcept { timeline_ = timeline; }
+    // The index of the device this engine feeds (rdmasimN): the thread
+    // engine names its thread after it and runs it on engine_cpus[N]. Set
+    // it before start().
+    void set_device_index(std::uint32_t index) noexcept { device_index_ = index; }
 
 protected:
     device::Device& dev_;
     std::unique_ptr<net::FrameSource> source_;
     Config config_;
+    std::uint32_t device_index_ = 0;
     std::atomic<bool> started_{false};
     std::atomic<bool> idle_{false};
     PacingStats pacing_stats_;

@@ -132,6 +132,7 @@ Result<std::unique_ptr<Simulator>> Simulator::build(
         dev->verb_faults.store(verb_faults.get());
         sim->verb_faults_.push_back(std::move(verb_faults));
         auto engine = make_engine(*dev, std::move(sources[i]), config);
+        engine->set_device_index(i);
         dev->hooks = engine.get();
         if (!config.report.empty()) {
             sim->timelines_.push_back(std::make_unique<Timeline>(dev->port));

@@ -40,6 +40,8 @@ public:
     static constexpr std::uint32_t kBurstsPerStep = 16;
 
 private:
+    // On the engine's thread, first: its name, and its CPU (engine_cpus).
+    void place_thread() noexcept;
     void step();            // on the engine thread, as is all below but post_step
     void wait_for_source(); // arms one wait for the source's descriptor to be readable
     // Real time; with a speed set, a frame is due at its capture offset

@@ -19,9 +19,14 @@
 //       polled. JSON: frames, offered, dropped (the port's drops, e.g. no
 //       WQE posted in time), delivered, p50_us, p99_us, max_us, and the
 //       engine's share: how late frames entered the port (entry_p50_us,
-//       entry_p99_us, from Engine::pacing_stats).
+//       entry_p99_us, from Engine::pacing_stats); cpus: where the receiver
+//       and the engine ran. Where the process may use two CPUs or more,
+//       the receiver runs on the first and the engine on the second
+//       (engine_cpus), as a latency-minded program places them, and as
+//       handoff_floor places its two threads; else "unpinned".
 #include <dlfcn.h>
 #include <pcap/pcap.h>
+#include <sched.h>
 
 #include <time.h>
 
@@ -33,7 +38,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "net/frame_source.hpp"
@@ -254,11 +261,32 @@ void take_latency(void* arg, ibv_cq_ex*, const std::uint8_t* bytes) {
     l.ns.push_back(static_cast<std::uint32_t>(std::clamp<std::int64_t>(late, 0, UINT32_MAX)));
 }
 
+// The first two CPUs this process may run on, or nothing.
+std::optional<std::pair<int, int>> two_cpus() {
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return std::nullopt;
+    int found[2], n = 0;
+    for (int c = 0; c < CPU_SETSIZE && n < 2; ++c)
+        if (CPU_ISSET(c, &allowed)) found[n++] = c;
+    if (n < 2) return std::nullopt;
+    return std::pair{found[0], found[1]};
+}
+
 int latency(const char* file, std::uint64_t count, std::uint64_t gap_ns, std::uint32_t wqs) {
     const Frames frames = load(file);
+    const auto cpus = two_cpus();
+    const std::string engine_cpu = cpus ? std::to_string(cpus->second) : "none";
     Setup s;
     open(s, frames, count, gap_ns, true,
-         {{"engine", "thread"}, {"speed", "original"}, {"start", "manual"}}, wqs);
+         {{"engine", "thread"}, {"speed", "original"}, {"start", "manual"}, {"engine_cpus", engine_cpu.c_str()}},
+         wqs);
+    if (cpus) { // the engine thread exists by now: only this one moves
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpus->first, &one);
+        if (sched_setaffinity(0, sizeof one, &one) != 0) fail("sched_setaffinity");
+    }
     Latencies l{s.source, gap_ns, {}};
     l.ns.reserve(count);
     s.sim->engine(0).begin();
@@ -286,10 +314,11 @@ int latency(const char* file, std::uint64_t count, std::uint64_t gap_ns, std::ui
     };
     std::printf("{\"frames\": %llu, \"offered\": %llu, \"dropped\": %llu, \"delivered\": %zu, "
                 "\"p50_us\": %.2f, \"p99_us\": %.2f, \"max_us\": %.2f, \"entry_p50_us\": %.2f, "
-                "\"entry_p99_us\": %.2f}\n",
+                "\"entry_p99_us\": %.2f, \"cpus\": \"%s\"}\n",
                 static_cast<unsigned long long>(count), static_cast<unsigned long long>(offered),
                 static_cast<unsigned long long>(dropped), l.ns.size(), pct(0.5), pct(0.99), pct(1.0),
-                entry_p50, entry_p99);
+                entry_p50, entry_p99,
+                cpus ? (std::to_string(cpus->first) + "," + std::to_string(cpus->second)).c_str() : "unpinned");
     return 0;
 }
 

@@ -9,13 +9,20 @@
  * guest's host taking a vCPU away) is in both this and datapath_bench
  * latency, run alternately by bench.py.
  *
+ * Where the process may use two CPUs or more, the consumer runs on the
+ * first and the producer on the second, as datapath_bench latency places its
+ * receiver and the engine (left to the scheduler, the two spinning threads
+ * sometimes share one CPU, taking turns of milliseconds).
+ *
  * usage: handoff_floor ITEMS GAP_NS
  * JSON: items, p50_us, p99_us, max_us, entry_p99_us (how late the producer
- * pushed, p99: its share).
+ * pushed, p99: its share), cpus ("consumer,producer" or "unpinned").
  */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime */
-#include <stdatomic.h>
+#define _GNU_SOURCE /* sched_getaffinity, pthread_attr_setaffinity_np */
+#include <errno.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,8 +105,29 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	s.first_ns = now_ns() + 1000000; /* 1 ms: the thread is running by then */
+	int cpus[2], ncpus = 0;
+	cpu_set_t allowed, one;
+	CPU_ZERO(&allowed);
+	if (sched_getaffinity(0, sizeof allowed, &allowed) == 0)
+		for (int c = 0; c < CPU_SETSIZE && ncpus < 2; ++c)
+			if (CPU_ISSET(c, &allowed))
+				cpus[ncpus++] = c;
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	if (ncpus == 2) {
+		CPU_ZERO(&one);
+		CPU_SET(cpus[1], &one);
+		pthread_attr_setaffinity_np(&attr, sizeof one, &one);
+		CPU_ZERO(&one);
+		CPU_SET(cpus[0], &one);
+		if (sched_setaffinity(0, sizeof one, &one) != 0) {
+			fprintf(stderr, "handoff_floor: sched_setaffinity: %s\n", strerror(errno));
+			return 1;
+		}
+	}
 	pthread_t producer;
-	const int rc = pthread_create(&producer, NULL, produce, &s);
+	const int rc = pthread_create(&producer, &attr, produce, &s);
+	pthread_attr_destroy(&attr);
 	if (rc != 0) {
 		fprintf(stderr, "handoff_floor: pthread_create: %s\n", strerror(rc));
 		return 1;
@@ -118,13 +146,15 @@ int main(int argc, char **argv)
 		atomic_store_explicit(&s.tail, t, memory_order_release);
 	}
 	pthread_join(producer, NULL);
+	char placed[32];
+	snprintf(placed, sizeof placed, "%d,%d", ncpus == 2 ? cpus[0] : -1, ncpus == 2 ? cpus[1] : -1);
 	qsort(late, s.items, sizeof *late, by_value);
 	qsort(s.entry, s.items, sizeof *s.entry, by_value);
 	printf("{\"items\": %llu, \"p50_us\": %.2f, \"p99_us\": %.2f, \"max_us\": %.2f, "
-	       "\"entry_p99_us\": %.2f}\n",
+	       "\"entry_p99_us\": %.2f, \"cpus\": \"%s\"}\n",
 	       (unsigned long long)s.items, quantile_us(late, s.items, 0.5),
 	       quantile_us(late, s.items, 0.99), quantile_us(late, s.items, 1.0),
-	       quantile_us(s.entry, s.items, 0.99));
+	       quantile_us(s.entry, s.items, 0.99), ncpus == 2 ? placed : "unpinned");
 	free(late);
 	free(s.entry);
 	return 0;

@@ -3,6 +3,7 @@
 // thread, real time). Programs see them only through verbs.
 #include <fcntl.h>
 #include <infiniband/verbs.h>
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -15,6 +16,8 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -495,5 +498,89 @@ TEST_CASE("engines pull bursts the port takes at once: the source never counts a
         CHECK(src.counters().frames == 40);
         CHECK(src.largest_ask == 1);
         CHECK(balanced(s->device(0)));
+    }
+}
+
+namespace {
+
+// This process's threads named `name`: the CPUs each may run on
+// (/proc/self/task/TID/status, "Cpus_allowed_list").
+std::vector<std::string> cpus_of_threads_named(const std::string& name) {
+    std::vector<std::string> out;
+    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+        std::ifstream comm(task.path() / "comm");
+        std::string n;
+        if (!std::getline(comm, n) || n != name) continue;
+        std::ifstream status(task.path() / "status");
+        for (std::string line; std::getline(status, line);)
+            if (line.rfind("Cpus_allowed_list:", 0) == 0) out.push_back(line.substr(line.find_first_not_of(" \t", 18)));
+    }
+    return out;
+}
+
+} // namespace
+
+TEST_CASE("thread engine: its thread is named rdmasim-engN and runs on engine_cpus[N]",
+          "[sim][engine][cpus]") {
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    REQUIRE(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
+    int last = -1; // the highest CPU this process may use
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+        if (CPU_ISSET(c, &allowed)) last = c;
+    REQUIRE(last >= 0);
+    sim::Config config;
+    REQUIRE(config.set("devices", "2"));
+    REQUIRE(config.set("engine_cpus", std::to_string(last)));
+    REQUIRE(config.validate());
+    std::vector<std::unique_ptr<net::FrameSource>> sources;
+    auto s = sim::Simulator::create(config, std::move(sources));
+    REQUIRE(s);
+    // Device 0's thread on that CPU alone; device 1's (past the list) where the process may run.
+    // (Each thread names and places itself as it starts: waited for.)
+    CHECK(test::wait_until([&] {
+        const auto pinned = cpus_of_threads_named("rdmasim-eng0");
+        return pinned.size() == 1 && pinned[0] == std::to_string(last);
+    }));
+    REQUIRE(test::wait_until([&] { return cpus_of_threads_named("rdmasim-eng1").size() == 1; }));
+    const auto unpinned = cpus_of_threads_named("rdmasim-eng1");
+    std::ifstream self("/proc/self/status");
+    std::string own;
+    for (std::string line; std::getline(self, line);)
+        if (line.rfind("Cpus_allowed_list:", 0) == 0) own = line.substr(line.find_first_not_of(" \t", 18));
+    CHECK(unpinned[0] == own);
+}
+
+TEST_CASE("engine_cpus: parsed as a list, refused where it cannot hold", "[sim][engine][cpus]") {
+    sim::Config config;
+    REQUIRE(config.set("engine_cpus", "0,0"));
+    CHECK(config.engine_cpus == std::vector<int>{0, 0});
+    for (const char* bad : {"x", "1,", ",1", "-1", "1;2", "99999"}) {
+        INFO(bad);
+        CHECK_FALSE(config.set("engine_cpus", bad));
+    }
+    CHECK(config.engine_cpus == std::vector<int>{0, 0}); // a refused value changes nothing
+    REQUIRE(config.set("engine_cpus", "none"));
+    CHECK(config.engine_cpus.empty());
+
+    const auto error_of = [](sim::Config c) {
+        auto r = c.validate();
+        return r ? std::string() : r.error().message;
+    };
+    sim::Config one_device;
+    REQUIRE(one_device.set("engine_cpus", "0,0"));
+    CHECK(error_of(one_device).find("2 CPUs for 1 device") != std::string::npos);
+    sim::Config inline_engine;
+    REQUIRE(inline_engine.set("engine_cpus", "0"));
+    REQUIRE(inline_engine.set("deterministic", "on"));
+    CHECK(error_of(inline_engine).find("engine = inline") != std::string::npos);
+    // A CPU the process may not run on (the highest number there can be, unless allowed).
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    REQUIRE(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
+    if (!CPU_ISSET(CPU_SETSIZE - 1, &allowed)) {
+        sim::Config far;
+        REQUIRE(far.set("engine_cpus", std::to_string(CPU_SETSIZE - 1)));
+        CHECK(error_of(far).find("may not run on CPU " + std::to_string(CPU_SETSIZE - 1)) != std::string::npos);
     }
 }
