@@ -371,7 +371,12 @@ class Suite:
                                                  str(LATENCY_GAP_NS)]).out)})
             lost = sum(r["frames"] - r["delivered"] for r in t["sim"])
             dropped = sum(r["dropped"] for r in t["sim"])
-            workload = f"thread engine at 100 kpps ({frames // 1000}k x 64 B), frame due -> completion polled"
+            # Both place their two threads alike: the receiver on the first CPU
+            # the process may use, the engine (producer) on the second.
+            cpus = t["sim"][0].get("cpus", "unpinned")
+            placed = "unpinned" if cpus == "unpinned" else f"receiver on CPU {cpus.split(',')[0]}, engine on {cpus.split(',')[1]}"
+            workload = (f"thread engine at 100 kpps ({frames // 1000}k x 64 B, {placed}), "
+                        "frame due -> completion polled")
             entry = lambda k: statistics.median(r[k] for r in t["sim"])
             def row(label, key, what, **kw):
                 sim, floor = [r[key] for r in t["sim"]], [r[key] for r in t["floor"]]
