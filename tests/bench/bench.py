@@ -573,7 +573,7 @@ def main():
         if a.count:
             s.count(a.count)
             return 0
-        info = machine(s.bin("fault_cost"))
+        info = machine(s.bin("fault_cost"), s.bin("hiccups"))
         failed = False
         t0 = time.monotonic()
         for number, method in (("1", lambda: s.case1(wanted)), ("2", s.case2), ("3", s.case3),
@@ -607,6 +607,10 @@ def main():
         print(f"first touch of anonymous memory, per 4 KiB: {fc['plain']['ns_per_4k'] / 1e3:.2f} us "
               f"(a page fault each), {fc['huge']['ns_per_4k'] / 1e3:.2f} us in huge pages "
               f"(transparent huge pages: {info['thp']})")
+    if info["hiccups"]:  # what no spinning thread escapes here: 7b's floor
+        h = info["hiccups"]
+        print(f"a thread spinning on one CPU loses {100 * h['lost_fraction']:.1f}% of its time in "
+              f"{h['per_s']:.0f} gaps/s longer than 2 us (p50 {h['p50_us']:.0f} us, p99 {h['p99_us']:.0f} us)")
     print(f"times of single-threaded cases (1, 2, 3, 5, 8): {CLOCKS[a.clock]}")
     print(table(s.rows))
     if a.markdown:

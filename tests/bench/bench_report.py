@@ -74,8 +74,17 @@ def fault_costs(fault_cost):
     return json.loads(r.stdout) if r.returncode == 0 else None
 
 
-def machine(fault_cost=None):
-    """The machine, for the report's first line; `fault_cost`: that program's path."""
+def hiccup_figures(hiccups):
+    """hiccups' figures for a second of spinning on the last CPU, or None."""
+    if not hiccups or not os.access(hiccups, os.X_OK):
+        return None
+    cpus = sorted(os.sched_getaffinity(0))
+    r = subprocess.run([hiccups, "1", "2000", str(cpus[-1])], capture_output=True, text=True)
+    return json.loads(r.stdout) if r.returncode == 0 else None
+
+
+def machine(fault_cost=None, hiccups=None):
+    """The machine, for the report's first line; `fault_cost`, `hiccups`: those programs' paths."""
     model = ""
     try:
         for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines():
@@ -87,7 +96,7 @@ def machine(fault_cost=None):
         if shutil.which("systemd-detect-virt") else ""
     return {"cpu": model, "nproc": os.cpu_count(), "kernel": platform.release(),
             "virtualization": virt or "unknown", "load_before": os.getloadavg()[0],
-            "thp": thp_mode(), "fault_cost": fault_costs(fault_cost)}
+            "thp": thp_mode(), "fault_cost": fault_costs(fault_cost), "hiccups": hiccup_figures(hiccups)}
 
 
 def table(rows, wrap=50):
