@@ -66,25 +66,17 @@ def thp_mode():
         return "unknown"
 
 
-def fault_costs(fault_cost):
-    """fault_cost's figures for 16 MiB (first touch, ns per 4 KiB), or None."""
-    if not fault_cost or not os.access(fault_cost, os.X_OK):
+def probe(program, *args):
+    """A machine probe's JSON line (fault_cost, hiccups), or None where it is not built or fails."""
+    if not program or not os.access(program, os.X_OK):
         return None
-    r = subprocess.run([fault_cost, "16"], capture_output=True, text=True)
-    return json.loads(r.stdout) if r.returncode == 0 else None
-
-
-def hiccup_figures(hiccups):
-    """hiccups' figures for a second of spinning on the last CPU, or None."""
-    if not hiccups or not os.access(hiccups, os.X_OK):
-        return None
-    cpus = sorted(os.sched_getaffinity(0))
-    r = subprocess.run([hiccups, "1", "2000", str(cpus[-1])], capture_output=True, text=True)
+    r = subprocess.run([program, *args], capture_output=True, text=True)
     return json.loads(r.stdout) if r.returncode == 0 else None
 
 
 def machine(fault_cost=None, hiccups=None):
-    """The machine, for the report's first line; `fault_cost`, `hiccups`: those programs' paths."""
+    """The machine, for the report's first line; `fault_cost`, `hiccups`: those programs' paths:
+    first touch of 16 MiB (ns per 4 KiB), a second of spinning on the last CPU the process may use."""
     model = ""
     try:
         for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines():
@@ -96,7 +88,8 @@ def machine(fault_cost=None, hiccups=None):
         if shutil.which("systemd-detect-virt") else ""
     return {"cpu": model, "nproc": os.cpu_count(), "kernel": platform.release(),
             "virtualization": virt or "unknown", "load_before": os.getloadavg()[0],
-            "thp": thp_mode(), "fault_cost": fault_costs(fault_cost), "hiccups": hiccup_figures(hiccups)}
+            "thp": thp_mode(), "fault_cost": probe(fault_cost, "16"),
+            "hiccups": probe(hiccups, "1", "2000", str(max(os.sched_getaffinity(0))))}
 
 
 def table(rows, wrap=50):

@@ -26,7 +26,6 @@
 //       handoff_floor places its two threads; else "unpinned".
 #include <dlfcn.h>
 #include <pcap/pcap.h>
-#include <sched.h>
 
 #include <time.h>
 
@@ -38,7 +37,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -46,6 +44,7 @@
 #include "net/frame_source.hpp"
 #include "sim/config.hpp"
 #include "sim/simulator.hpp"
+#include "tests/bench/bench_probe.h"
 #include "tests/bench/bench_receiver.h"
 
 namespace {
@@ -99,45 +98,26 @@ public:
     CyclicSource(const Frames& frames, std::uint64_t count, std::uint64_t gap_ns, bool stamp)
         : f_(frames), count_(count), gap_ns_(gap_ns), stamp_(stamp) {}
 
-    bool next(rdmasim::net::Frame& out) noexcept override {
-        if (i_ >= count_) return false;
-        const std::uint32_t len = f_.len[k_];
-        const std::uint8_t* data = f_.bytes.data() + f_.offset[k_];
-        if (++k_ == f_.len.size()) k_ = 0; // the file's frames in turn, without a division
-        if (stamp_) {
-            std::memcpy(scratch_, data, std::min<std::size_t>(len, sizeof scratch_));
-            const auto i = static_cast<std::uint32_t>(i_);
-            std::memcpy(scratch_ + 8, &i, sizeof i);
-            data = scratch_;
-            if (i_ == 0) first_ns.store(now_ns(), std::memory_order_release);
-        }
-        out = rdmasim::net::Frame{};
-        out.data = data;
-        out.len = out.wire_len = len;
-        out.ts_ns = 1'700'000'000'000'000'000ull + i_ * gap_ns_;
-        ++counters_.frames;
-        counters_.bytes += len;
-        ++i_;
-        return true;
-    }
-    // Unstamped frames lie in the loaded buffer: a whole burst at a time,
-    // counted once (stamped ones share scratch_: one). A source as cheap as
-    // a PMD's ring, so that case 2 measures the device.
+    bool next(rdmasim::net::Frame& out) noexcept override { return next_burst({&out, 1}) == 1; }
+    // A whole burst at a time, counted once: a source as cheap as a PMD's
+    // ring, so that case 2 measures the device. Stamped frames share
+    // scratch_: one a call.
     std::uint32_t next_burst(std::span<rdmasim::net::Frame> out) noexcept override {
-        if (stamp_) return FrameSource::next_burst(out);
-        const auto n = static_cast<std::uint32_t>(std::min<std::uint64_t>(out.size(), count_ - i_));
+        const std::uint64_t room = stamp_ ? 1 : out.size();
+        const auto n = static_cast<std::uint32_t>(std::min(room, count_ - i_));
         // Locals: a Frame has one-byte fields, whose stores may alias anything.
         const std::uint32_t* const lens = f_.len.data();
         const std::uint32_t* const offsets = f_.offset.data();
         const std::uint8_t* const bytes_at = f_.bytes.data();
         const std::size_t frames = f_.len.size();
-        std::size_t k = k_;
+        std::size_t k = k_; // i_ % frames, without a division
         std::uint64_t ts = 1'700'000'000'000'000'000ull + i_ * gap_ns_, bytes = 0;
         for (std::uint32_t j = 0; j < n; ++j) {
             rdmasim::net::Frame f;
             f.data = bytes_at + offsets[k];
             f.len = f.wire_len = lens[k];
             f.ts_ns = ts;
+            if (stamp_) f.data = stamped(f.data, f.len);
             out[j] = f;
             bytes += f.len;
             ts += gap_ns_;
@@ -158,9 +138,19 @@ public:
     std::atomic<std::int64_t> first_ns{0};
 
 private:
+    // Frame i_'s bytes copied to scratch_ with i_ in bytes 8..11; the
+    // first one's time kept.
+    const std::uint8_t* stamped(const std::uint8_t* data, std::uint32_t len) noexcept {
+        std::memcpy(scratch_, data, std::min<std::size_t>(len, sizeof scratch_));
+        const auto i = static_cast<std::uint32_t>(i_);
+        std::memcpy(scratch_ + 8, &i, sizeof i);
+        if (i_ == 0) first_ns.store(now_ns(), std::memory_order_release);
+        return scratch_;
+    }
+
     const Frames& f_;
     std::uint64_t count_, gap_ns_, i_ = 0;
-    std::size_t k_ = 0; // i_ % the file's frame count
+    std::size_t k_ = 0;
     bool stamp_;
     std::uint8_t scratch_[9216];
     rdmasim::net::SourceCounters counters_;
@@ -261,32 +251,17 @@ void take_latency(void* arg, ibv_cq_ex*, const std::uint8_t* bytes) {
     l.ns.push_back(static_cast<std::uint32_t>(std::clamp<std::int64_t>(late, 0, UINT32_MAX)));
 }
 
-// The first two CPUs this process may run on, or nothing.
-std::optional<std::pair<int, int>> two_cpus() {
-    cpu_set_t allowed;
-    CPU_ZERO(&allowed);
-    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return std::nullopt;
-    int found[2], n = 0;
-    for (int c = 0; c < CPU_SETSIZE && n < 2; ++c)
-        if (CPU_ISSET(c, &allowed)) found[n++] = c;
-    if (n < 2) return std::nullopt;
-    return std::pair{found[0], found[1]};
-}
-
 int latency(const char* file, std::uint64_t count, std::uint64_t gap_ns, std::uint32_t wqs) {
     const Frames frames = load(file);
-    const auto cpus = two_cpus();
-    const std::string engine_cpu = cpus ? std::to_string(cpus->second) : "none";
+    int cpus[2];
+    const bool pin = probe_two_cpus(cpus) != 0;
+    const std::string engine_cpu = pin ? std::to_string(cpus[1]) : "none";
     Setup s;
     open(s, frames, count, gap_ns, true,
          {{"engine", "thread"}, {"speed", "original"}, {"start", "manual"}, {"engine_cpus", engine_cpu.c_str()}},
          wqs);
-    if (cpus) { // the engine thread exists by now: only this one moves
-        cpu_set_t one;
-        CPU_ZERO(&one);
-        CPU_SET(cpus->first, &one);
-        if (sched_setaffinity(0, sizeof one, &one) != 0) fail("sched_setaffinity");
-    }
+    // The engine thread exists by now: only this one moves.
+    if (pin && probe_pin_self(cpus[0]) != 0) fail("sched_setaffinity");
     Latencies l{s.source, gap_ns, {}};
     l.ns.reserve(count);
     s.sim->engine(0).begin();
@@ -307,18 +282,14 @@ int latency(const char* file, std::uint64_t count, std::uint64_t gap_ns, std::ui
     const double entry_p99 = static_cast<double>(pacing.quantile_ns(0.99)) / 1e3;
     close(s);
     std::sort(l.ns.begin(), l.ns.end());
-    auto pct = [&](double p) {
-        if (l.ns.empty()) return 0.0;
-        const auto at = static_cast<std::size_t>(p * static_cast<double>(l.ns.size() - 1));
-        return l.ns[at] / 1e3;
-    };
+    const auto pct = [&l](double p) { return probe_quantile_us(l.ns.data(), l.ns.size(), p); };
     std::printf("{\"frames\": %llu, \"offered\": %llu, \"dropped\": %llu, \"delivered\": %zu, "
                 "\"p50_us\": %.2f, \"p99_us\": %.2f, \"max_us\": %.2f, \"entry_p50_us\": %.2f, "
                 "\"entry_p99_us\": %.2f, \"cpus\": \"%s\"}\n",
                 static_cast<unsigned long long>(count), static_cast<unsigned long long>(offered),
                 static_cast<unsigned long long>(dropped), l.ns.size(), pct(0.5), pct(0.99), pct(1.0),
                 entry_p50, entry_p99,
-                cpus ? (std::to_string(cpus->first) + "," + std::to_string(cpus->second)).c_str() : "unpinned");
+                pin ? (std::to_string(cpus[0]) + "," + std::to_string(cpus[1])).c_str() : "unpinned");
     return 0;
 }
 

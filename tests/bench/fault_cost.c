@@ -22,18 +22,13 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "bench_probe.h"
+
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
 
 enum { PAGE = 4096, HUGE_PAGE = 2 << 20 };
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static long minor_faults(void)
 {
@@ -67,7 +62,7 @@ static int run(const char *mode, size_t len, int last)
 		return 1;
 	}
 	const long f0 = minor_faults();
-	const int64_t t0 = now_ns();
+	const int64_t t0 = probe_now_ns();
 	int advice_failed = 0;
 	if (strcmp(mode, "populate") == 0)
 		advice_failed = madvise(p, len, MADV_POPULATE_WRITE) != 0;
@@ -75,7 +70,7 @@ static int run(const char *mode, size_t len, int last)
 		advice_failed = madvise(p, len, MADV_HUGEPAGE) != 0;
 	for (size_t off = 0; off < len; off += PAGE)
 		((volatile uint8_t *)p)[off] = 1;
-	const int64_t ns = now_ns() - t0;
+	const int64_t ns = probe_now_ns() - t0;
 	const long faults = minor_faults() - f0;
 	printf("\"%s\": {\"ns_per_4k\": %.0f, \"faults\": %ld, \"advice_failed\": %s}%s", mode,
 	       (double)ns / (double)(len / PAGE), faults, advice_failed ? "true" : "false",

@@ -19,15 +19,15 @@
  * pushed, p99: its share), cpus ("consumer,producer" or "unpinned").
  */
 #define _GNU_SOURCE /* sched_getaffinity, pthread_attr_setaffinity_np */
-#include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "bench_probe.h"
 
 enum { RING = 4096 }; /* a power of two, more than can fall behind in a stall */
 
@@ -40,13 +40,6 @@ struct shared {
 	uint32_t *entry;  /* ns late pushing, per item (producer's) */
 };
 
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static inline void relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -56,38 +49,21 @@ static inline void relax(void)
 #endif
 }
 
-static uint32_t clamp_ns(int64_t ns)
-{
-	return ns < 0 ? 0 : ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
-}
-
 static void *produce(void *arg)
 {
 	struct shared *s = arg;
 	for (uint64_t i = 0; i < s->items; ++i) {
 		const int64_t due = s->first_ns + (int64_t)(i * s->gap_ns);
 		int64_t now;
-		while ((now = now_ns()) < due)
+		while ((now = probe_now_ns()) < due)
 			relax();
-		s->entry[i] = clamp_ns(now - due);
+		s->entry[i] = probe_clamp_ns(now - due);
 		while (i - atomic_load_explicit(&s->tail, memory_order_acquire) >= RING)
 			relax(); /* the consumer is a ring behind: wait for it */
 		s->ring[i % RING] = (uint32_t)i;
 		atomic_store_explicit(&s->head, i + 1, memory_order_release);
 	}
 	return NULL;
-}
-
-static int by_value(const void *a, const void *b)
-{
-	const uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	return (x > y) - (x < y);
-}
-
-/* The p-quantile of sorted v, in microseconds: as datapath_bench's. */
-static double quantile_us(const uint32_t *v, uint64_t n, double p)
-{
-	return v[(uint64_t)(p * (double)(n - 1))] / 1e3;
 }
 
 int main(int argc, char **argv)
@@ -104,26 +80,23 @@ int main(int argc, char **argv)
 		fprintf(stderr, "handoff_floor: out of memory\n");
 		return 1;
 	}
-	s.first_ns = now_ns() + 1000000; /* 1 ms: the thread is running by then */
-	int cpus[2], ncpus = 0;
-	cpu_set_t allowed, one;
-	CPU_ZERO(&allowed);
-	if (sched_getaffinity(0, sizeof allowed, &allowed) == 0)
-		for (int c = 0; c < CPU_SETSIZE && ncpus < 2; ++c)
-			if (CPU_ISSET(c, &allowed))
-				cpus[ncpus++] = c;
+	s.first_ns = probe_now_ns() + 1000000; /* 1 ms: the thread is running by then */
+	/* The consumer (this thread) on the first CPU, the producer on the second. */
+	int cpus[2];
+	char placed[32] = "unpinned";
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
-	if (ncpus == 2) {
+	if (probe_two_cpus(cpus)) {
+		cpu_set_t one;
 		CPU_ZERO(&one);
 		CPU_SET(cpus[1], &one);
 		pthread_attr_setaffinity_np(&attr, sizeof one, &one);
-		CPU_ZERO(&one);
-		CPU_SET(cpus[0], &one);
-		if (sched_setaffinity(0, sizeof one, &one) != 0) {
-			fprintf(stderr, "handoff_floor: sched_setaffinity: %s\n", strerror(errno));
+		const int err = probe_pin_self(cpus[0]);
+		if (err != 0) {
+			fprintf(stderr, "handoff_floor: sched_setaffinity: %s\n", strerror(err));
 			return 1;
 		}
+		snprintf(placed, sizeof placed, "%d,%d", cpus[0], cpus[1]);
 	}
 	pthread_t producer;
 	const int rc = pthread_create(&producer, &attr, produce, &s);
@@ -138,23 +111,21 @@ int main(int argc, char **argv)
 			relax();
 			continue;
 		}
-		const int64_t now = now_ns();
+		const int64_t now = probe_now_ns();
 		for (; t < h; ++t) {
 			const uint32_t i = s.ring[t % RING];
-			late[i] = clamp_ns(now - (s.first_ns + (int64_t)(i * s.gap_ns)));
+			late[i] = probe_clamp_ns(now - (s.first_ns + (int64_t)(i * s.gap_ns)));
 		}
 		atomic_store_explicit(&s.tail, t, memory_order_release);
 	}
 	pthread_join(producer, NULL);
-	char placed[32];
-	snprintf(placed, sizeof placed, "%d,%d", ncpus == 2 ? cpus[0] : -1, ncpus == 2 ? cpus[1] : -1);
-	qsort(late, s.items, sizeof *late, by_value);
-	qsort(s.entry, s.items, sizeof *s.entry, by_value);
+	probe_sort(late, s.items);
+	probe_sort(s.entry, s.items);
 	printf("{\"items\": %llu, \"p50_us\": %.2f, \"p99_us\": %.2f, \"max_us\": %.2f, "
 	       "\"entry_p99_us\": %.2f, \"cpus\": \"%s\"}\n",
-	       (unsigned long long)s.items, quantile_us(late, s.items, 0.5),
-	       quantile_us(late, s.items, 0.99), quantile_us(late, s.items, 1.0),
-	       quantile_us(s.entry, s.items, 0.99), ncpus == 2 ? placed : "unpinned");
+	       (unsigned long long)s.items, probe_quantile_us(late, s.items, 0.5),
+	       probe_quantile_us(late, s.items, 0.99), probe_quantile_us(late, s.items, 1.0),
+	       probe_quantile_us(s.entry, s.items, 0.99), placed);
 	free(late);
 	free(s.entry);
 	return 0;

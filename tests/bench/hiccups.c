@@ -10,27 +10,14 @@
  * p99_us, max_us (gap lengths).
  */
 #define _GNU_SOURCE /* sched_setaffinity */
-#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "bench_probe.h"
 
 enum { MAX_GAPS = 1 << 20 };
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int by_value(const void *a, const void *b)
-{
-	const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return (x > y) - (x < y);
-}
 
 int main(int argc, char **argv)
 {
@@ -41,34 +28,32 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (argc > 3) {
-		cpu_set_t one;
-		CPU_ZERO(&one);
-		CPU_SET(atoi(argv[3]), &one);
-		if (sched_setaffinity(0, sizeof one, &one) != 0) {
-			perror("hiccups: sched_setaffinity");
+		const int err = probe_pin_self(atoi(argv[3]));
+		if (err != 0) {
+			fprintf(stderr, "hiccups: CPU %s: %s\n", argv[3], strerror(err));
 			return 1;
 		}
 	}
-	int64_t *gaps = malloc(MAX_GAPS * sizeof *gaps);
+	uint32_t *gaps = malloc(MAX_GAPS * sizeof *gaps);
 	if (gaps == NULL) {
 		fprintf(stderr, "hiccups: out of memory\n");
 		return 1;
 	}
 	size_t n = 0;
 	int64_t lost = 0;
-	const int64_t start = now_ns(), end = start + (int64_t)(seconds * 1e9);
-	for (int64_t prev = start, t; (t = now_ns()) < end; prev = t) {
+	const int64_t start = probe_now_ns(), end = start + (int64_t)(seconds * 1e9);
+	for (int64_t prev = start, t; (t = probe_now_ns()) < end; prev = t) {
 		if (t - prev > threshold) {
 			lost += t - prev;
 			if (n < MAX_GAPS)
-				gaps[n++] = t - prev;
+				gaps[n++] = probe_clamp_ns(t - prev);
 		}
 	}
-	qsort(gaps, n, sizeof *gaps, by_value);
-#define Q(p) (n ? (double)gaps[(size_t)((p) * (double)(n - 1))] / 1e3 : 0.0)
+	probe_sort(gaps, n);
 	printf("{\"seconds\": %.3f, \"gaps\": %zu, \"per_s\": %.1f, \"lost_fraction\": %.5f, "
 	       "\"p50_us\": %.2f, \"p99_us\": %.2f, \"max_us\": %.2f}\n",
-	       seconds, n, (double)n / seconds, (double)lost / (seconds * 1e9), Q(0.5), Q(0.99), Q(1.0));
+	       seconds, n, (double)n / seconds, (double)lost / (seconds * 1e9), probe_quantile_us(gaps, n, 0.5),
+	       probe_quantile_us(gaps, n, 0.99), probe_quantile_us(gaps, n, 1.0));
 	free(gaps);
 	return 0;
 }

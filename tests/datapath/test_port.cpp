@@ -226,6 +226,37 @@ TEST_CASE("port: a burst's completions appear together at its end, in order; out
     CHECK(b.balanced());
 }
 
+TEST_CASE("port: a burst counts every frame's bytes and each delivery's, and ends at the deadline "
+          "a frame held in it set",
+          "[datapath][port]") {
+    Bench b(1, true); // delay drop on
+    b.post(0, 1, 0);
+    b.post(0, 2, 1);
+    b.rule(0, RuleKind::normal);
+    const auto untagged = golden::concat(golden::kUntagged), tcp = golden::concat(golden::kTcpGood);
+    const std::array<net::Frame, 4> frames = {Bench::frame_of(untagged), Bench::frame_of(tcp),
+                                              Bench::frame_of(untagged), Bench::frame_of(tcp)};
+    // The third finds no WQE and is held until 3000 + kTimeout; the fourth
+    // arrives after that, so the burst must stop before it for the service.
+    const std::array<std::uint64_t, 4> at = {1000, 2000, 3000, 3000 + kTimeout + 1};
+    std::uint32_t entered = 0;
+    {
+        std::lock_guard lock(b.port.mutex());
+        b.port.begin_burst();
+        entered = b.port.ingress_burst(frames, at.data());
+        b.port.end_burst();
+        CHECK(b.port.next_deadline_ns() == 3000 + kTimeout);
+    }
+    CHECK(entered == 3);
+    const auto& c = b.counters();
+    CHECK(c.frames.get() == 3);
+    CHECK(c.bytes.get() == 2 * untagged.size() + tcp.size());
+    CHECK(c.delivered.get() == 2);
+    CHECK(c.delivered_bytes.get() == untagged.size() + tcp.size()); // no offload changes a length here
+    CHECK(c.delay_drop_waits.get() == 1);
+    CHECK(b.balanced());
+}
+
 TEST_CASE("port: an RSS group sends a frame to table[hash & (size - 1)]", "[datapath][port]") {
     Bench b(8);
     datapath::RssGroup g;

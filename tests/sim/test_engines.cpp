@@ -503,17 +503,23 @@ TEST_CASE("engines pull bursts the port takes at once: the source never counts a
 
 namespace {
 
-// This process's threads named `name`: the CPUs each may run on
-// (/proc/self/task/TID/status, "Cpus_allowed_list").
+// The "Cpus_allowed_list" of a /proc status file (like "0-1"), or "".
+std::string cpus_allowed(const std::filesystem::path& status_file) {
+    std::ifstream status(status_file);
+    const std::string key = "Cpus_allowed_list:";
+    for (std::string line; std::getline(status, line);)
+        if (line.rfind(key, 0) == 0) return line.substr(line.find_first_not_of(" \t", key.size()));
+    return {};
+}
+
+// This process's threads named `name`: the CPUs each may run on.
 std::vector<std::string> cpus_of_threads_named(const std::string& name) {
     std::vector<std::string> out;
     for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
         std::ifstream comm(task.path() / "comm");
         std::string n;
         if (!std::getline(comm, n) || n != name) continue;
-        std::ifstream status(task.path() / "status");
-        for (std::string line; std::getline(status, line);)
-            if (line.rfind("Cpus_allowed_list:", 0) == 0) out.push_back(line.substr(line.find_first_not_of(" \t", 18)));
+        out.push_back(cpus_allowed(task.path() / "status"));
     }
     return out;
 }
@@ -544,11 +550,7 @@ TEST_CASE("thread engine: its thread is named rdmasim-engN and runs on engine_cp
     }));
     REQUIRE(test::wait_until([&] { return cpus_of_threads_named("rdmasim-eng1").size() == 1; }));
     const auto unpinned = cpus_of_threads_named("rdmasim-eng1");
-    std::ifstream self("/proc/self/status");
-    std::string own;
-    for (std::string line; std::getline(self, line);)
-        if (line.rfind("Cpus_allowed_list:", 0) == 0) own = line.substr(line.find_first_not_of(" \t", 18));
-    CHECK(unpinned[0] == own);
+    CHECK(unpinned[0] == cpus_allowed("/proc/self/status"));
 }
 
 TEST_CASE("engine_cpus: parsed as a list, refused where it cannot hold", "[sim][engine][cpus]") {
