@@ -283,6 +283,13 @@ private:
     RoceRx rc_read(const net::RocePacket& p, std::uint64_t now_ns) noexcept;
     RoceRx rc_atomic(const net::RocePacket& p, std::uint64_t now_ns) noexcept;
     RoceRx rc_atomic_write(const net::RocePacket& p, std::uint64_t now_ns) noexcept;
+    // RDMA WRITE (RC and UC): the RETH of a FIRST or ONLY is checked over its
+    // whole range, and only the key and the range are kept; every packet is
+    // translated again (write_piece), so once a verb that revokes the key,
+    // the window or the QP's access has returned, the rest of the message
+    // touches nothing. False: a remote access error.
+    [[nodiscard]] bool start_write(const net::Reth& r, const void* pd) noexcept;
+    [[nodiscard]] bool write_piece(const void* pd, std::span<const std::uint8_t> data) noexcept;
     RoceRx responder_fail(RoceRx why, net::NakCode code, std::uint32_t psn,
                           std::uint64_t now_ns) noexcept;
     void send_read_responses(std::uint32_t psn, const std::uint8_t* src, std::uint32_t len,
@@ -374,8 +381,9 @@ private:
     std::uint32_t rwqe_nsge_ = 0;
     std::vector<Sge> rwqe_sges_;
     std::uint32_t msg_off_ = 0; // bytes of the message placed so far
-    std::uint8_t* write_dst_ = nullptr;
-    std::uint32_t write_len_ = 0; // RETH DMA length of the WRITE in progress
+    std::uint64_t write_va_ = 0;   // RETH of the WRITE in progress: its VA,
+    std::uint32_t write_rkey_ = 0; // its key
+    std::uint32_t write_len_ = 0;  // and its DMA length
     std::uint32_t unacked_ = 0;   // packets accepted since the last ACK
     std::vector<RdAtomicSlot> rd_slots_;
     std::uint32_t rd_next_ = 0;

@@ -34,7 +34,8 @@ void RoceQp::reset_responder() noexcept {
     uc_drop_ = false;
     have_wqe_ = false;
     msg_off_ = 0;
-    write_dst_ = nullptr;
+    write_va_ = 0;
+    write_rkey_ = 0;
     write_len_ = 0;
     unacked_ = 0;
     tm_msg_ = TmMsg::none;
@@ -274,22 +275,37 @@ RoceRx RoceQp::rc_send(const net::RocePacket& p, std::uint64_t now_ns) noexcept 
     return RoceRx::consumed;
 }
 
+bool RoceQp::start_write(const net::Reth& r, const void* pd) noexcept {
+    if (!(attrs_.access & IBV_ACCESS_REMOTE_WRITE)) return false;
+    if (r.dma_len > 0 &&
+        mrs_.translate_remote(r.rkey, pd, r.va, r.dma_len, kRemoteWrite, attrs_.qpn) == nullptr)
+        return false;
+    write_va_ = r.va;
+    write_rkey_ = r.rkey;
+    write_len_ = r.dma_len;
+    msg_off_ = 0;
+    return true;
+}
+
+bool RoceQp::write_piece(const void* pd, std::span<const std::uint8_t> data) noexcept {
+    if (data.empty()) return true;
+    if (!(attrs_.access & IBV_ACCESS_REMOTE_WRITE)) return false;
+    // start_write checked the whole range: write_va_ + msg_off_ cannot wrap.
+    std::uint8_t* dst = mrs_.translate_remote(write_rkey_, pd, write_va_ + msg_off_,
+                                              static_cast<std::uint32_t>(data.size()),
+                                              kRemoteWrite, attrs_.qpn);
+    if (dst == nullptr) return false;
+    std::memcpy(dst, data.data(), data.size());
+    return true;
+}
+
 RoceRx RoceQp::rc_write(const net::RocePacket& p, std::uint64_t now_ns) noexcept {
     const auto pos = p.info->position;
     const std::uint32_t psn = p.headers.bth.psn;
     const auto len = static_cast<std::uint32_t>(p.payload.size());
-    if (pos == SegmentPosition::first || pos == SegmentPosition::only) {
-        const net::Reth& r = p.headers.reth;
-        std::uint8_t* dst = nullptr;
-        if ((attrs_.access & IBV_ACCESS_REMOTE_WRITE) && r.dma_len > 0)
-            dst = mrs_.translate_remote(r.rkey, resp_pd_, r.va, r.dma_len, kRemoteWrite, attrs_.qpn);
-        if (!(attrs_.access & IBV_ACCESS_REMOTE_WRITE) || (dst == nullptr && r.dma_len > 0))
-            return responder_fail(RoceRx::remote_access, net::NakCode::remote_access_error, psn,
-                                  now_ns);
-        write_dst_ = dst;
-        write_len_ = r.dma_len;
-        msg_off_ = 0;
-    }
+    if ((pos == SegmentPosition::first || pos == SegmentPosition::only) &&
+        !start_write(p.headers.reth, resp_pd_))
+        return responder_fail(RoceRx::remote_access, net::NakCode::remote_access_error, psn, now_ns);
     const bool end = message_end(pos);
     // More than the RETH announced, or a last packet short of it: invalid request.
     if (len > write_len_ - msg_off_ || (end && msg_off_ + len != write_len_))
@@ -302,7 +318,9 @@ RoceRx RoceQp::rc_write(const net::RocePacket& p, std::uint64_t now_ns) noexcept
                   now_ns);
         return RoceRx::rnr;
     }
-    if (len) std::memcpy(write_dst_ + msg_off_, p.payload.data(), len);
+    // The key, window or QP access revoked since the FIRST: mlx5 NAKs the rest.
+    if (!write_piece(resp_pd_, p.payload))
+        return responder_fail(RoceRx::remote_access, net::NakCode::remote_access_error, psn, now_ns);
     msg_off_ += len;
     if (end) {
         msn_ = net::psn_add(msn_, 1);

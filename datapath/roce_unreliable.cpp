@@ -62,23 +62,15 @@ RoceRx RoceQp::uc_request(const net::RocePacket& p, std::uint64_t) noexcept {
         }
         return RoceRx::consumed;
     }
-    // RDMA WRITE
+    // RDMA WRITE: every packet translated again (start_write, write_piece).
     if (!cont) {
-        const net::Reth& r = p.headers.reth;
-        std::uint8_t* dst = nullptr;
-        if ((attrs_.access & IBV_ACCESS_REMOTE_WRITE) && r.dma_len > 0)
-            dst = mrs_.translate_remote(r.rkey, attrs_.pd, r.va, r.dma_len, kRemoteWrite, attrs_.qpn);
-        if (!(attrs_.access & IBV_ACCESS_REMOTE_WRITE) || (dst == nullptr && r.dma_len > 0))
-            return drop_message(RoceRx::remote_access);
-        write_dst_ = dst;
-        write_len_ = r.dma_len;
-        msg_off_ = 0;
+        if (!start_write(p.headers.reth, attrs_.pd)) return drop_message(RoceRx::remote_access);
     }
     if (len > write_len_ - msg_off_ || (end && msg_off_ + len != write_len_))
         return drop_message(RoceRx::invalid_request);
     const bool imm = p.info->immediate();
     if (imm && !have_wqe_ && !take_recv_wqe()) return drop_message(RoceRx::no_receive_wqe);
-    if (len) std::memcpy(write_dst_ + msg_off_, p.payload.data(), len);
+    if (!write_piece(attrs_.pd, p.payload)) return drop_message(RoceRx::remote_access);
     msg_off_ += len;
     if (end) {
         in_msg_ = InMsg::none;

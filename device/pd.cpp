@@ -160,7 +160,14 @@ int rereg_mr(ibv_mr* m, int flags, ibv_pd* p, void* addr, size_t length, int acc
 int dereg_mr(ibv_mr* m) noexcept {
     if (m == nullptr) return EINVAL;
     Mr* mr = from_verbs(m);
-    from_verbs(m->context)->device->mrs.remove(m->lkey);
+    Device& dev = *from_verbs(m->context)->device;
+    {
+        // The engine and the transports read MRs under the port lock: once it
+        // is released here, no frame in progress still holds a pointer into
+        // the region, and every later one finds the key gone.
+        std::lock_guard lock(dev.port.mutex());
+        dev.mrs.remove(m->lkey);
+    }
     from_verbs(m->pd)->users.fetch_sub(1);
     delete mr;
     return 0;

@@ -1,0 +1,151 @@
+// A hostile peer against one responder QP (datapath/README.md, "RoCE
+// transport", "What a peer reaches"): hand-built RoCE v2 frames, interleaved
+// with the revoking calls a program makes between them. The peer reaches
+// only memory registered for it, with the rights given, for as long as it
+// stays registered; what it is refused, it is refused as mlx5 and rxe do.
+#include <catch2/catch.hpp>
+
+#include <infiniband/verbs.h>
+
+#include <algorithm>
+#include <array>
+#include <string>
+#include <vector>
+
+#include "datapath/port.hpp"
+#include "net/crc32.hpp"
+#include "support/roce_pair.hpp"
+
+using namespace rdmasim;
+using datapath::QpTransport;
+using datapath::RoceRx;
+using datapath::TransportState;
+using net::RoceOpcode;
+
+namespace {
+
+constexpr std::uint32_t kPsn = 5000; // what the target expects first
+constexpr std::uint8_t kFill = 0x55; // what the program writes into memory it took back
+
+// The target QP (0x22) and the frames it sends back; the peer (0x11) is only
+// a path to build frames with.
+struct Target {
+    explicit Target(QpTransport type, const test::RocePair::Tweak& tweak = {}) : type(type) {
+        peer = test::RocePair::attrs(type, 0x11, 0x22, kPsn, 100, nullptr);
+        attrs = test::RocePair::attrs(type, 0x22, 0x11, 100, kPsn, ep.pd());
+        if (tweak) tweak(peer, attrs);
+        ep.out = [this](std::span<const std::uint8_t> f, std::uint64_t) { sent.emplace_back(f.begin(), f.end()); };
+        for (auto st : {TransportState::init, TransportState::rtr, TransportState::rts})
+            ep.qp->modify(attrs, st, 0);
+    }
+    // One frame from the peer, built and parsed as the port would; the QP's outcome.
+    RoceRx send(RoceOpcode op, std::uint32_t psn, const net::RoceHeaders& ext,
+                std::span<const std::uint8_t> payload = {}) {
+        net::RoceHeaders h = ext;
+        h.bth.opcode = static_cast<std::uint8_t>(op);
+        h.bth.dest_qp = 0x22;
+        h.bth.psn = psn;
+        h.deth.qkey = attrs.qkey;
+        frame.assign(8192, 0);
+        const auto r = net::build_roce_frame(peer.path, h, payload, frame);
+        REQUIRE(r.error == net::RoceBuildError::none);
+        frame.resize(r.len);
+        net::RocePacket p;
+        REQUIRE(net::parse_roce_frame(frame, p) == net::RoceDrop::none);
+        return ep.qp->receive(p, ++now);
+    }
+    // The AETH syndrome of the last frame the target sent.
+    std::uint8_t last_syndrome() {
+        REQUIRE(!sent.empty());
+        net::RocePacket p;
+        REQUIRE(net::parse_roce_frame(sent.back(), p) == net::RoceDrop::none);
+        REQUIRE(p.info->has(net::kExtAeth));
+        return p.headers.aeth.syndrome;
+    }
+    static net::RoceHeaders reth(std::uint64_t va, std::uint32_t rkey, std::uint32_t len) {
+        net::RoceHeaders h;
+        h.reth = {va, rkey, len};
+        return h;
+    }
+
+    QpTransport type;
+    test::RoceEndpoint ep;
+    datapath::TransportAttrs peer, attrs;
+    std::vector<std::vector<std::uint8_t>> sent;
+    std::vector<std::uint8_t> frame;
+    std::uint64_t now = 0;
+};
+
+std::uint8_t nak(net::NakCode c) {
+    return net::Aeth::make_syndrome(net::AckKind::nak, static_cast<std::uint8_t>(c));
+}
+bool all_are(const std::vector<std::uint8_t>& v, std::uint8_t b) {
+    return std::all_of(v.begin(), v.end(), [b](std::uint8_t x) { return x == b; });
+}
+
+} // namespace
+
+TEST_CASE("trust: once access is revoked after a WRITE's FIRST, the rest of the message writes "
+          "nothing (RC: NAK remote access error, UC: dropped)",
+          "[datapath][roce][trust]") {
+    const std::vector<std::uint8_t> piece(1024, 0x11); // MTU 1024: FIRST, MIDDLE, LAST
+    const auto type = GENERATE(QpTransport::rc, QpTransport::uc);
+    const std::string how = GENERATE("dereg", "rereg elsewhere", "window invalidated", "QP access");
+    INFO((type == QpTransport::rc ? "RC, " : "UC, ") << how);
+    {
+        Target t(type);
+        std::vector<std::uint8_t> mem(4096, 0), other(4096, 0);
+        const std::uint32_t lkey = t.ep.reg(mem.data(), mem.size());
+        const std::uint64_t va = reinterpret_cast<std::uint64_t>(mem.data());
+        std::uint32_t rkey = lkey;
+        if (how == "window invalidated") { // a type 1 window over the MR
+            datapath::MrEntry w;
+            w.window = w.bound = w.remote_write = true;
+            w.pd = t.ep.pd();
+            w.mr_key = lkey;
+            w.addr = w.base = va;
+            w.length = mem.size();
+            rkey = t.ep.mrs.add(w);
+        }
+        const auto first = type == QpTransport::rc ? RoceOpcode::rc_write_first : RoceOpcode::uc_write_first;
+        const auto middle = type == QpTransport::rc ? RoceOpcode::rc_write_middle : RoceOpcode::uc_write_middle;
+        const auto last = type == QpTransport::rc ? RoceOpcode::rc_write_last : RoceOpcode::uc_write_last;
+        REQUIRE(t.send(first, kPsn, Target::reth(va, rkey, 3072), piece) == RoceRx::consumed);
+        REQUIRE(std::equal(piece.begin(), piece.end(), mem.begin()));
+
+        // The program revokes, then takes the memory back (as its own).
+        if (how == "dereg") {
+            t.ep.mrs.remove(lkey);
+        } else if (how == "rereg elsewhere") {
+            datapath::MrEntry e = *t.ep.mrs.live(lkey);
+            e.addr = e.host = reinterpret_cast<std::uint64_t>(other.data());
+            REQUIRE(t.ep.mrs.replace(lkey, e));
+        } else if (how == "window invalidated") {
+            datapath::MrEntry e = *t.ep.mrs.live(rkey);
+            e.bound = false;
+            REQUIRE(t.ep.mrs.replace(rkey, e));
+        } else {
+            datapath::TransportAttrs a = t.attrs;
+            a.access = IBV_ACCESS_REMOTE_READ;
+            t.ep.qp->modify(a, TransportState::rts, t.now);
+        }
+        std::fill(mem.begin(), mem.end(), kFill);
+        const std::size_t sent_before = t.sent.size();
+        CHECK(t.send(middle, kPsn + 1, {}, piece) == RoceRx::remote_access);
+        const RoceRx after = t.send(last, kPsn + 2, {}, piece);
+        CHECK(all_are(mem, kFill));
+        CHECK(all_are(other, 0));
+        if (type == QpTransport::rc) {
+            REQUIRE(t.sent.size() == sent_before + 1); // one NAK, then nothing: the QP is in ERR
+            CHECK(t.last_syndrome() == nak(net::NakCode::remote_access_error));
+            CHECK(t.ep.qp->state() == TransportState::error);
+            CHECK(after == RoceRx::not_ready);
+            CHECK(std::count(t.ep.events.begin(), t.ep.events.end(),
+                             datapath::TransportEvent::qp_access_err) == 1);
+        } else {
+            CHECK(t.sent.size() == sent_before); // UC answers nothing
+            CHECK(after == RoceRx::message_dropped);
+            CHECK(t.ep.qp->state() == TransportState::rts);
+        }
+    }
+}
