@@ -233,7 +233,7 @@ inline void Port::ingress_frame(const net::Frame& frame, std::uint64_t now_ns, c
     // transport (send_roce).
     if (exclude == nullptr && roce_for_port(bytes, parsed, neighbours_.addresses())) [[unlikely]] {
         tally.deadlines_moved = true;
-        if (roce_.ingress(bytes.first(bytes.size() - frame.fcs_len), now_ns))
+        if (roce_.ingress(bytes, now_ns)) // payload(): the FCS is already off
             counters_.count(RxOutcome{static_cast<std::uint32_t>(bytes.size()), Fate::delivered});
         else
             counters_.drop(Drop::roce_undeliverable);

@@ -149,3 +149,45 @@ TEST_CASE("trust: once access is revoked after a WRITE's FIRST, the rest of the 
         }
     }
 }
+
+TEST_CASE("trust: a RoCE frame from a source whose frames carry their FCS reaches the QP whole",
+          "[datapath][roce][trust][port]") {
+    // The FCS is stripped once, by the MAC: the transport sees the frame
+    // without it, its ICRC intact (stripping it twice cut the ICRC short).
+    Target t(QpTransport::rc);
+    datapath::Port port;
+    datapath::PortAddresses own;
+    own.mac = t.attrs.path.src_mac;
+    own.ipv4 = {192, 0, 2, 0x22};
+    port.configure_addresses(own);
+    std::vector<std::uint8_t> buf(64, 0);
+    t.ep.post_recv(1, buf.data(), static_cast<std::uint32_t>(buf.size()), t.ep.reg(buf.data(), buf.size()));
+    const std::array<std::uint8_t, 5> payload{'h', 'e', 'l', 'l', 'o'};
+    std::vector<std::uint8_t> bytes(256);
+    net::RoceHeaders h;
+    h.bth.opcode = static_cast<std::uint8_t>(RoceOpcode::rc_send_only);
+    h.bth.dest_qp = 0x22;
+    h.bth.psn = kPsn;
+    const auto r = net::build_roce_frame(t.peer.path, h, payload, bytes);
+    REQUIRE(r.error == net::RoceBuildError::none);
+    bytes.resize(r.len + 4);
+    net::write_fcs({bytes.data(), r.len}, bytes.data() + r.len);
+    net::Frame f;
+    f.data = bytes.data();
+    f.len = f.wire_len = static_cast<std::uint32_t>(bytes.size());
+    f.fcs_len = 4;
+    {
+        std::lock_guard lock(port.mutex());
+        REQUIRE(port.roce().attach(*t.ep.qp));
+        port.ingress(f, 1);
+        port.roce().detach(0x22);
+    }
+    const auto& rc = port.roce().counters();
+    CHECK(rc.parse_drops[static_cast<std::size_t>(net::RoceDrop::icrc)].get() == 0);
+    CHECK(rc.frames.get() == 1);
+    CHECK(t.ep.qp->counters().get(RoceRx::consumed) == 1);
+    REQUIRE(t.ep.recv_cqes.size() == 1);
+    CHECK(t.ep.recv_cqes[0].byte_len == payload.size());
+    CHECK(std::equal(payload.begin(), payload.end(), buf.begin()));
+    CHECK(port.counters().delivered.get() == 1);
+}
