@@ -62,6 +62,8 @@ RoceRx RoceQp::receive(const net::RocePacket& p, std::uint64_t now_ns) noexcept 
     } else if (state_ != TransportState::rtr && state_ != TransportState::rts &&
                state_ != TransportState::sqd) {
         r = RoceRx::not_ready;
+    } else if (!net::pkey_match(p.headers.bth.pkey, attrs_.pkey)) {
+        r = RoceRx::pkey_violation; // every packet, responses and ACKs too (rxe's check_keys)
     } else {
         if (state_ == TransportState::rtr && !comm_est_) {
             comm_est_ = true;

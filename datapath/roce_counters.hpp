@@ -26,6 +26,7 @@ enum class RoceRx : std::uint8_t {
     no_receive_wqe,   // UC / UD: no receive WQE posted (rx_out_of_buffer)
     message_dropped,  // UC: a packet of a message a PSN gap or an error cut short
     stale_ack,        // requester: an ACK / response for nothing outstanding, or out of order
+    pkey_violation,   // BTH P_Key does not match the QP's (IBA 10.9.3): dropped, nothing answered
     count_
 };
 inline constexpr std::size_t kRoceRxKinds = static_cast<std::size_t>(RoceRx::count_);
@@ -35,7 +36,7 @@ inline constexpr std::size_t kRoceRxKinds = static_cast<std::size_t>(RoceRx::cou
         "consumed",         "duplicate",       "sequence_error",  "rnr",
         "not_ready",        "wrong_transport", "invalid_request", "remote_access",
         "remote_operation", "length_error",    "qkey_mismatch",   "no_receive_wqe",
-        "message_dropped",  "stale_ack"};
+        "message_dropped",  "stale_ack",       "pkey_violation"};
     return names[static_cast<std::size_t>(r)];
 }
 

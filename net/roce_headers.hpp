@@ -13,6 +13,12 @@ namespace rdmasim::net {
 
 inline constexpr std::uint16_t kRoceV2UdpPort = 4791; // IANA, annex A17
 inline constexpr std::uint16_t kDefaultPkey = 0xffff; // the full-member default partition
+// IBA 10.9.3: two P_Keys match when their low 15 bits (the partition) are
+// equal and not zero (0x0000 and 0x8000 are invalid), and at least one of
+// them has bit 15 set (a full member): two limited members never match.
+[[nodiscard]] constexpr bool pkey_match(std::uint16_t a, std::uint16_t b) noexcept {
+    return (a & 0x7fff) != 0 && (a & 0x7fff) == (b & 0x7fff) && ((a | b) & 0x8000) != 0;
+}
 inline constexpr std::size_t kIcrcLen = 4;
 
 namespace roce_detail {

@@ -150,6 +150,46 @@ TEST_CASE("trust: once access is revoked after a WRITE's FIRST, the rest of the 
     }
 }
 
+TEST_CASE("trust: the BTH P_Key must match the QP's (IBA 10.9.3); a violation is dropped, "
+          "answered by nothing and counted",
+          "[datapath][roce][trust]") {
+    STATIC_REQUIRE(net::pkey_match(0xffff, 0xffff));
+    STATIC_REQUIRE(net::pkey_match(0x7fff, 0xffff));  // a limited member talks to a full one
+    STATIC_REQUIRE(net::pkey_match(0xffff, 0x7fff));
+    STATIC_REQUIRE_FALSE(net::pkey_match(0x7fff, 0x7fff)); // two limited members never
+    STATIC_REQUIRE_FALSE(net::pkey_match(0x1234, 0xffff));
+    STATIC_REQUIRE_FALSE(net::pkey_match(0x8000, 0x8000)); // the invalid P_Key
+    STATIC_REQUIRE_FALSE(net::pkey_match(0x0000, 0x0000));
+
+    const auto type = GENERATE(QpTransport::rc, QpTransport::ud);
+    const std::uint16_t qp_pkey = GENERATE(std::uint16_t{0xffff}, std::uint16_t{0x7fff});
+    INFO((type == QpTransport::rc ? "RC" : "UD") << ", the QP's P_Key " << qp_pkey);
+    {
+        Target t(type, [&](auto&, auto& b) { b.pkey = qp_pkey; });
+        std::vector<std::uint8_t> buf(256, 0);
+        for (int i = 0; i < 3; ++i)
+            t.ep.post_recv(i, buf.data(), static_cast<std::uint32_t>(buf.size()), t.ep.reg(buf.data(), buf.size()));
+        const auto op = type == QpTransport::rc ? RoceOpcode::rc_send_only : RoceOpcode::ud_send_only;
+        const std::array<std::uint8_t, 8> payload{1, 2, 3, 4, 5, 6, 7, 8};
+        net::RoceHeaders h;
+        std::uint32_t psn = kPsn;
+        for (const std::uint16_t bad : {std::uint16_t{0x1234}, std::uint16_t{0x8000},
+                                        static_cast<std::uint16_t>(qp_pkey == 0x7fff ? 0x7fff : 0x0000)}) {
+            h.bth.pkey = bad;
+            CHECK(t.send(op, psn, h, payload) == RoceRx::pkey_violation);
+        }
+        CHECK(all_are(buf, 0));
+        CHECK(t.sent.empty());
+        CHECK(t.ep.recv_cqes.empty());
+        CHECK(t.ep.qp->counters().get(RoceRx::pkey_violation) == 3);
+        CHECK(t.ep.qp->state() == TransportState::rts);
+        // A matching P_Key at the same PSN goes through.
+        h.bth.pkey = 0xffff; // a full member
+        CHECK(t.send(op, psn, h, payload) == RoceRx::consumed);
+        CHECK(t.ep.recv_cqes.size() == 1);
+    }
+}
+
 TEST_CASE("trust: a RoCE frame from a source whose frames carry their FCS reaches the QP whole",
           "[datapath][roce][trust][port]") {
     // The FCS is stripped once, by the MAC: the transport sees the frame
