@@ -31,6 +31,11 @@ enum class QpTransport : std::uint8_t { rc, uc, ud };
 // with its pad.
 inline constexpr std::size_t kMaxRoceFrame = 128 + 4096 + 4;
 
+// The longest message either side takes: mlx5's max_msg_sz (the port's
+// ibv_port_attr.max_msg_sz). Its PSNs stay within half the PSN space even at
+// MTU 256. A longer RETH DMA length is an invalid request.
+inline constexpr std::uint64_t kMaxMessage = 1ull << 30;
+
 // The QP state as far as the transport cares (the device's modify_qp sets it).
 enum class TransportState : std::uint8_t { reset, init, rtr, rts, sqd, error };
 

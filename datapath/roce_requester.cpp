@@ -15,8 +15,6 @@ using net::RoceOpcode;
 
 namespace {
 
-// mlx5's max_msg_sz; its PSNs stay within half the PSN space even at MTU 256.
-constexpr std::uint64_t kMaxMessage = 1ull << 30;
 bool is_atomic(SendOp op) noexcept {
     return op == SendOp::cmp_swp || op == SendOp::fetch_add;
 }

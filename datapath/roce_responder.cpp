@@ -154,6 +154,14 @@ RoceRx RoceQp::rc_request(const net::RocePacket& p, std::uint64_t now_ns) noexce
     if (!in_order || !net::payload_length_ok(*p.info, static_cast<std::uint32_t>(p.payload.size()),
                                              net::mtu_bytes(attrs_.mtu)))
         return responder_fail(RoceRx::invalid_request, net::NakCode::invalid_request, psn, now_ns);
+    // A RETH longer than max_msg_sz, and a READ or atomic to a QP that keeps
+    // no responder resources for them (max_dest_rd_atomic 0): invalid
+    // requests (rxe's check_length and check_resource; mlx5 alike).
+    const bool rd_atomic = op == net::RoceOp::rdma_read_request || op == net::RoceOp::compare_swap ||
+                           op == net::RoceOp::fetch_add || op == net::RoceOp::atomic_write;
+    if ((p.info->has(net::kExtReth) && p.headers.reth.dma_len > kMaxMessage) ||
+        (rd_atomic && attrs_.max_dest_rd_atomic == 0))
+        return responder_fail(RoceRx::invalid_request, net::NakCode::invalid_request, psn, now_ns);
     switch (op) {
     case net::RoceOp::send:
         return rc_send(p, now_ns);

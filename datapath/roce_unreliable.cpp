@@ -64,6 +64,7 @@ RoceRx RoceQp::uc_request(const net::RocePacket& p, std::uint64_t) noexcept {
     }
     // RDMA WRITE: every packet translated again (start_write, write_piece).
     if (!cont) {
+        if (p.headers.reth.dma_len > kMaxMessage) return drop_message(RoceRx::invalid_request);
         if (!start_write(p.headers.reth, attrs_.pd)) return drop_message(RoceRx::remote_access);
     }
     if (len > write_len_ - msg_off_ || (end && msg_off_ + len != write_len_))

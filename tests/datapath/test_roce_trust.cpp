@@ -190,6 +190,56 @@ TEST_CASE("trust: the BTH P_Key must match the QP's (IBA 10.9.3); a violation is
     }
 }
 
+TEST_CASE("trust: a READ or atomic to a QP whose max_dest_rd_atomic is 0 is an invalid request",
+          "[datapath][roce][trust]") {
+    for (const auto op : {RoceOpcode::rc_read_request, RoceOpcode::rc_fetch_add,
+                          RoceOpcode::rc_compare_swap, RoceOpcode::rc_atomic_write}) {
+        INFO("opcode " << int(op));
+        Target t(QpTransport::rc, [](auto&, auto& b) { b.max_dest_rd_atomic = 0; });
+        std::vector<std::uint8_t> mem(64, 0x22);
+        const std::uint32_t key = t.ep.reg(mem.data(), mem.size());
+        const std::uint64_t va = reinterpret_cast<std::uint64_t>(mem.data());
+        net::RoceHeaders h = Target::reth(va, key, op == RoceOpcode::rc_atomic_write ? 8 : 16);
+        h.atomic_eth = {va, key, 1, 2};
+        const std::array<std::uint8_t, 8> eight{};
+        const auto payload = op == RoceOpcode::rc_atomic_write ? std::span<const std::uint8_t>(eight)
+                                                               : std::span<const std::uint8_t>();
+        CHECK(t.send(op, kPsn, h, payload) == RoceRx::invalid_request);
+        REQUIRE(t.sent.size() == 1); // the NAK, no response
+        CHECK(t.last_syndrome() == nak(net::NakCode::invalid_request));
+        CHECK(all_are(mem, 0x22));
+        CHECK(t.ep.qp->state() == TransportState::error);
+    }
+}
+
+TEST_CASE("trust: a RETH longer than max_msg_sz (1 GiB) is an invalid request, not a wrapped "
+          "count of packets",
+          "[datapath][roce][trust]") {
+    std::vector<std::uint8_t> mem(4096, 0x33);
+    const std::uint64_t va = reinterpret_cast<std::uint64_t>(mem.data());
+    SECTION("RC READ of 2^32-1 bytes and of 2^30+1 bytes") {
+        for (const std::uint32_t len : {0xffffffffu, (1u << 30) + 1}) {
+            Target t(QpTransport::rc);
+            const std::uint32_t key = t.ep.reg(mem.data(), mem.size());
+            CHECK(t.send(RoceOpcode::rc_read_request, kPsn, Target::reth(va, key, len)) ==
+                  RoceRx::invalid_request);
+            REQUIRE(t.sent.size() == 1);
+            CHECK(t.last_syndrome() == nak(net::NakCode::invalid_request));
+        }
+    }
+    SECTION("RC and UC WRITE FIRST announcing 2^30+1 bytes") {
+        for (const auto type : {QpTransport::rc, QpTransport::uc}) {
+            Target t(type);
+            const std::uint32_t key = t.ep.reg(mem.data(), mem.size());
+            const std::vector<std::uint8_t> piece(1024, 0x44);
+            const auto op = type == QpTransport::rc ? RoceOpcode::rc_write_first
+                                                    : RoceOpcode::uc_write_first;
+            CHECK(t.send(op, kPsn, Target::reth(va, key, (1u << 30) + 1), piece) == RoceRx::invalid_request);
+            CHECK(all_are(mem, 0x33));
+        }
+    }
+}
+
 TEST_CASE("trust: a RoCE frame from a source whose frames carry their FCS reaches the QP whole",
           "[datapath][roce][trust][port]") {
     // The FCS is stripped once, by the MAC: the transport sees the frame
