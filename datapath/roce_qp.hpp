@@ -244,6 +244,10 @@ private:
         std::uint32_t psn = 0;
         std::uint32_t npkts = 0;
         std::uint64_t orig = 0; // atomic: the value returned
+        // READ: its RETH; a duplicate is answered only within it.
+        std::uint64_t va = 0;
+        std::uint32_t rkey = 0;
+        std::uint32_t len = 0;
     };
 
     // requester (roce_requester.cpp)

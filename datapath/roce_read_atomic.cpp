@@ -51,7 +51,7 @@ RoceRx RoceQp::rc_read(const net::RocePacket& p, std::uint64_t now_ns) noexcept 
     const std::uint32_t npkts = std::max(1u, (r.dma_len + mtu - 1) / mtu);
     const std::uint32_t n = std::clamp<std::uint32_t>(attrs_.max_dest_rd_atomic, 1,
                                                       static_cast<std::uint32_t>(rd_slots_.size()));
-    rd_slots_[rd_next_++ % n] = {true, false, false, psn, npkts, 0};
+    rd_slots_[rd_next_++ % n] = {true, false, false, psn, npkts, 0, r.va, r.rkey, r.dma_len};
     msn_ = net::psn_add(msn_, 1);
     epsn_ = net::psn_add(psn, npkts);
     seq_nak_sent_ = false;

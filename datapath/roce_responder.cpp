@@ -186,13 +186,16 @@ RoceRx RoceQp::rc_duplicate(const net::RocePacket& p, std::uint64_t now_ns) noex
     switch (p.info->op) {
     case net::RoceOp::rdma_read_request:
         // Answered again from the saved request (IBA 9.7.5.1.2): only a
-        // READ still remembered; its new RETH (a re-request from a later
-        // PSN carries an adjusted VA and length) is checked again.
+        // READ still remembered, and only within it (rxe); its new RETH (a
+        // re-request from a later PSN carries an adjusted VA and length) is
+        // checked again. Anything else is dropped unanswered.
         for (std::uint32_t i = 0; i < n; ++i) {
             const RdAtomicSlot& s = rd_slots_[i];
             const std::int32_t k = net::psn_diff(psn, s.psn);
             if (!s.valid || s.atomic || s.atomic_write || k < 0 || k >= static_cast<std::int32_t>(s.npkts)) continue;
             const net::Reth& r = p.headers.reth;
+            if (r.rkey != s.rkey || r.va < s.va || r.dma_len > s.len || r.va - s.va > s.len - r.dma_len)
+                break;
             const std::uint8_t* src =
                 (attrs_.access & IBV_ACCESS_REMOTE_READ)
                     ? mrs_.translate_remote(r.rkey, resp_pd_, r.va, r.dma_len, kRemoteRead, attrs_.qpn)

@@ -240,6 +240,40 @@ TEST_CASE("trust: a RETH longer than max_msg_sz (1 GiB) is an invalid request, n
     }
 }
 
+TEST_CASE("trust: a duplicate READ is answered only within the original request",
+          "[datapath][roce][trust]") {
+    Target t(QpTransport::rc);
+    std::vector<std::uint8_t> mem(8192);
+    for (std::size_t i = 0; i < mem.size(); ++i) mem[i] = static_cast<std::uint8_t>(i * 7);
+    const std::uint32_t key = t.ep.reg(mem.data(), mem.size());
+    const std::uint32_t key2 = t.ep.reg(mem.data(), mem.size());
+    const std::uint64_t va = reinterpret_cast<std::uint64_t>(mem.data());
+    // The original: 2048 bytes at va + 1024 (two responses at MTU 1024).
+    REQUIRE(t.send(RoceOpcode::rc_read_request, kPsn, Target::reth(va + 1024, key, 2048)) ==
+            RoceRx::consumed);
+    REQUIRE(t.sent.size() == 2);
+    struct Case {
+        const char* what;
+        std::uint32_t psn;
+        std::uint64_t va;
+        std::uint32_t rkey, len;
+        std::size_t responses;
+    };
+    for (const Case& c : {Case{"the same again", kPsn, va + 1024, key, 2048, 2},
+                          Case{"its second half, from the next PSN", kPsn + 1, va + 2048, key, 1024, 1},
+                          Case{"more than the original", kPsn, va + 1024, key, 4096, 0},
+                          Case{"starting before it", kPsn, va, key, 2048, 0},
+                          Case{"ending after it", kPsn + 1, va + 2048, key, 2048, 0},
+                          Case{"another key over the same memory", kPsn, va + 1024, key2, 2048, 0}}) {
+        INFO(c.what);
+        const std::size_t before = t.sent.size();
+        CHECK(t.send(RoceOpcode::rc_read_request, c.psn, Target::reth(c.va, c.rkey, c.len)) ==
+              RoceRx::duplicate);
+        CHECK(t.sent.size() - before == c.responses);
+    }
+    CHECK(t.ep.qp->state() == TransportState::rts);
+}
+
 TEST_CASE("trust: a RoCE frame from a source whose frames carry their FCS reaches the QP whole",
           "[datapath][roce][trust][port]") {
     // The FCS is stripped once, by the MAC: the transport sees the frame
