@@ -42,7 +42,7 @@ def expand(word):
 
 def candidates(root, readme_dir, word):
     """The paths `word` may name, or None when it is not a path of the tree."""
-    if any(c in word for c in "<>*$:=|\\'\"()[]") or word.startswith(("/", "-", "~", ".ci/run")):
+    if any(c in word for c in "<>*$:=|\\'\"()[]") or word.startswith(("/", "-", "~")):
         return None
     word = word.rstrip(".,;")
     if word.startswith(("build", "./build")) or word in EXTERNAL:
