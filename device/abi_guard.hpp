@@ -1,6 +1,11 @@
-// Every C entry point (exported function or ops-table slot) runs its body
-// through one of these: no exception crosses into the program's C code;
-// std::bad_alloc becomes ENOMEM, anything else EIO.
+// A C entry point (exported function or ops-table slot) whose body may throw
+// (it allocates, or calls what may) runs it through one of these: no
+// exception crosses into the program's C code; std::bad_alloc becomes
+// ENOMEM, anything else EIO. Not every entry point is guarded: the polling
+// and event paths that allocate nothing (device/cq.cpp: poll_cq,
+// start_poll, next_poll, end_poll, get_cq_event, ack_cq_events) are plain
+// noexcept functions, so an exception there would end the program in
+// std::terminate rather than become an errno.
 #pragma once
 
 #include <cerrno>

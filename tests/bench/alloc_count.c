@@ -5,7 +5,11 @@
  * operator new, libpcap, zlib, spdlog), is counted before glibc serves it.
  *   rdmasim_alloc_count()       the count so far (a program may look it up
  *                               with dlsym(RTLD_DEFAULT, ...) to count a window)
- *   RDMASIM_ALLOC_REPORT=FILE   at exit, the final count is written to FILE
+ *   RDMASIM_ALLOC_REPORT=PREFIX at exit, each process writes its final count
+ *                               and its executable to PREFIX.PID ("COUNT EXE\n"):
+ *                               under `rdmasim run` both rdmasim and the program
+ *                               it starts exit, and each has its own count
+ *                               (one file for all let the last to exit win)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -79,13 +83,18 @@ int posix_memalign(void **out, size_t align, size_t size)
 /* Written with open/write: stdio may allocate, and this runs last. */
 __attribute__((destructor)) static void report(void)
 {
-	const char *path = getenv("RDMASIM_ALLOC_REPORT");
-	if (!path || !*path)
+	const char *prefix = getenv("RDMASIM_ALLOC_REPORT");
+	if (!prefix || !*prefix)
 		return;
-	char line[32];
-	const int n = snprintf(line, sizeof line, "%llu\n", rdmasim_alloc_count());
+	const unsigned long long count = rdmasim_alloc_count();
+	char path[4096], exe[2048], line[2200];
+	ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	exe[len < 0 ? 0 : len] = '\0';
+	if (snprintf(path, sizeof path, "%s.%ld", prefix, (long)getpid()) >= (int)sizeof path)
+		return;
+	const int n = snprintf(line, sizeof line, "%llu %s\n", count, exe);
 	const int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0 || write(fd, line, (size_t)n) != n)
+	if (fd < 0 || n <= 0 || write(fd, line, (size_t)n) != n)
 		fprintf(stderr, "alloc_count: %s: %s\n", path, strerror(errno));
 	if (fd >= 0)
 		close(fd);

@@ -28,6 +28,7 @@ usage: bench.py [--quick] [--build DIR] [--runs N] [--clock cpu|wall] [--json FI
            table: a figure that does not move with the machine's noise
 """
 import argparse
+import glob
 import json
 import os
 import re
@@ -297,12 +298,26 @@ class Suite:
                      "C++, library linked in", cxx, ratio=ratio, target="<= 1.10",
                      met=ratio <= 1.10, note=f"whole processes: ratio {whole:.2f}"))
 
-    def alloc_run(self, cmd):
-        report = os.path.join(self.tmp, "allocs")
-        env = dict(os.environ, LD_PRELOAD=self.bin("alloc_count.so"), RDMASIM_ALLOC_REPORT=report)
+    def alloc_run(self, cmd, program=None):
+        """(allocations of `program`'s process, cmd's output). alloc_count.so
+        writes one count per process (PREFIX.PID: "COUNT EXE"); `program`
+        (default: cmd[0]) picks the process that ran it, so `rdmasim run`'s own
+        allocations are not the program's."""
+        prefix = os.path.join(self.tmp, "allocs")
+        for old in glob.glob(prefix + ".*"):
+            os.unlink(old)
+        env = dict(os.environ, LD_PRELOAD=self.bin("alloc_count.so"), RDMASIM_ALLOC_REPORT=prefix)
         out = run(cmd, env=env).out
-        with open(report) as f:
-            return int(f.read()), out
+        want = os.path.realpath(program or cmd[0])
+        counts = []
+        for path in glob.glob(prefix + ".*"):
+            with open(path) as f:
+                count, _, exe = f.read().strip().partition(" ")
+            if os.path.realpath(exe) == want:
+                counts.append(int(count))
+        if len(counts) != 1:
+            raise RuntimeError(f"{' '.join(map(str, cmd))}: {len(counts)} processes ran {want}, not 1")
+        return counts[0], out
 
     def case6(self, wanted):
         if "6a" in wanted:
@@ -324,7 +339,7 @@ class Suite:
                          target="0", met=a2 == a1, decimals=4))
         if "6c" in wanted:
             send = lambda n: self.alloc_run([self.rdmasim, "run", "--", self.raw_send, "--pcap", big,
-                                             "--count", str(n)])[0]
+                                             "--count", str(n)], program=self.raw_send)[0]
             a1, a2 = send(n1), send(n2)
             per = (a2 - a1) / (n2 - n1)
             self.add(Row("6c", f"ibv_post_send on a raw QP (tests/examples/raw_send, drop-in): "

@@ -10,8 +10,18 @@ the same plan with its own seed, every item `dir=both`: a frame is faulted
 leaving one host and again entering the other, so each kind hits about 2%
 of the frames on the wire, data and ACKs alike. Both programs must exit 0
 and print their summary; --stats must show the faults fired on both hosts,
-that the requester retransmitted (timeouts or sequence NAKs) and that the
-responder saw duplicates and out-of-sequence packets.
+that the requester retransmitted after sequence NAKs and that the
+responder saw duplicates and out-of-sequence packets and sent NAKs.
+
+First, one packet lost and nothing else (the README's "a lost packet draws a
+sequence NAK and the sender resends from it"): the server's plan drops the
+LOST_NTH-th SEND MIDDLE it receives (`drop:nth=N,filter=udp port 4791 and
+udp[8] = 1`), both sides write `--tx-capture`. The server must send exactly
+one NAK, a PSN sequence error (AETH syndrome 0x60) naming the lost packet's
+PSN; the client must receive it, time out never, and its capture must go
+back exactly once, to the lost PSN, resending as many packets as its
+`retransmitted` counter says. Without the responder's sequence NAK this part
+fails (the client recovers by a timeout instead).
 
 usage: rc_faults_test.py RDMASIM RC_TRANSFER [--count N] [--depth N] [--timeout N]
                          [--plan PLAN] [--keep DIR]
@@ -23,6 +33,7 @@ import queue
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -44,6 +55,20 @@ PLAN = "seed={seed}; drop:p=0.01,dir=both; duplicate:p=0.01,dir=both; reorder:p=
 TIMEOUT_ATTR = 14
 DEPTH = 16
 WALL_LIMIT_S = 180
+
+# The single-loss part: 300 messages (about 100 of three packets, so about
+# 100 SEND MIDDLEs), the 20th SEND MIDDLE lost on its way into the server.
+# A timer of 2^18 * 4.096 us = 1.07 s: no round trip, even on a host whose
+# load average is 12 (a shared 2-core machine while four builds run), comes
+# near it, so a timeout there means the NAK did not do its job.
+LOSS_COUNT = 300
+LOSS_NTH = 20
+LOSS_TIMEOUT_ATTR = 18
+LOSS_PSN = 0xFFFF00  # the client's PSNs wrap in this part too
+ROCE_PORT = 4791
+SEND_MIDDLE, ACK = 0x01, 0x11
+NAK_SEQ_SYNDROME = 0x60
+PSN_MOD = 1 << 24
 
 
 class Program:
@@ -138,6 +163,135 @@ def check_stats(name, path, failures):
     return roce
 
 
+def roce_frames(path):
+    """(opcode, psn, aeth syndrome or None) of every RoCE v2 frame of a pcap
+    (classic pcap, Ethernet, untagged IPv4: what --tx-capture writes)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    magic = data[:4]
+    endian = {b"\xd4\xc3\xb2\xa1": "<", b"\xa1\xb2\xc3\xd4": ">",
+              b"\x4d\x3c\xb2\xa1": "<", b"\xa1\xb2\x3c\x4d": ">"}[magic]
+    at, frames = 24, []
+    while at + 16 <= len(data):
+        caplen = struct.unpack(endian + "I", data[at + 8:at + 12])[0]
+        wire = data[at + 16:at + 16 + caplen]
+        at += 16 + caplen
+        if len(wire) < 14 + 20 + 8 + 12 or wire[12:14] != b"\x08\x00" or wire[23] != 17:
+            continue  # ARP, or not IPv4/UDP
+        udp = 14 + (wire[14] & 0x0F) * 4
+        if struct.unpack(">H", wire[udp + 2:udp + 4])[0] != ROCE_PORT:
+            continue
+        bth = udp + 8
+        opcode = wire[bth]
+        psn = int.from_bytes(wire[bth + 9:bth + 12], "big")
+        syndrome = wire[bth + 12] if opcode == ACK else None
+        frames.append((opcode, psn, syndrome))
+    return frames
+
+
+def psn_after(a, b):
+    """a comes after b in PSN order (24-bit serial arithmetic)."""
+    d = (a - b) % PSN_MOD
+    return 0 < d < PSN_MOD // 2
+
+
+def single_loss(args, tmp):
+    """One SEND MIDDLE lost on the way into the server: a sequence NAK, a resend from its PSN,
+    no timeout. Returns the failures."""
+    url = f"ptp://{tmp}/loss-sock"
+    port = str(free_port())
+    common = ["--timeout", str(LOSS_TIMEOUT_ATTR), "--depth", str(args.depth), "--count", str(LOSS_COUNT),
+              "--port", port]
+    files = {side: (os.path.join(tmp, f"loss-{side}.json"), os.path.join(tmp, f"loss-{side}.pcap"))
+             for side in ("server", "client")}
+
+    def rdmasim(side, plan):
+        stats, pcap = files[side]
+        return ([args.rdmasim, "run", "--wire", url, "--stats", stats, "--tx-capture", pcap] +
+                (["--faults", plan] if plan else []) + ["--"])
+
+    plan = f"drop:nth={LOSS_NTH},filter=udp port {ROCE_PORT} and udp[8] = {SEND_MIDDLE}"
+    print(f"single loss: the server's plan '{plan}'", flush=True)
+    deadline = time.monotonic() + WALL_LIMIT_S
+    server = Program("loss server", rdmasim("server", plan) + [args.rc_transfer] + common)
+    client = None
+    try:
+        if not server.wait_for("ready: server listening", 30):
+            server.finish(time.monotonic())
+            return ["single loss: the server never listened"]
+        client = Program("loss client", rdmasim("client", None) +
+                         [args.rc_transfer, "127.0.0.1", "--psn", str(LOSS_PSN)] + common)
+        statuses = {"client": client.finish(deadline), "server": server.finish(deadline)}
+    finally:
+        server.kill()
+        if client:
+            client.kill()
+    failures = [f"single loss: {side} exited with {st}" for side, st in statuses.items() if st != 0]
+    if failures:
+        return failures
+
+    def device(side):
+        with open(files[side][0]) as f:
+            return json.load(f)["devices"][0]
+
+    srv, cli = device("server"), device("client")
+    s, c = srv["port"]["roce"], cli["port"]["roce"]
+    print(f"single loss: server faults {srv['faults']['drop']} drop, naks_sent {s['naks_sent']}, "
+          f"rx sequence_error {s['rx']['sequence_error']}; client seq_naks_received "
+          f"{c['seq_naks_received']} timeouts {c['timeouts']} retransmitted {c['retransmitted']}; "
+          f"not sent on the wire: server {srv['send']['not_sent']} client {cli['send']['not_sent']}")
+
+    def want(ok, what):
+        if not ok:
+            failures.append(f"single loss: {what}")
+
+    # Nothing else lost: the plan's one drop, no frame the wire refused.
+    want(srv["faults"]["drop"] == 1, f"the server's plan dropped {srv['faults']['drop']} frames, not 1")
+    want(srv["send"]["not_sent"] == 0 and cli["send"]["not_sent"] == 0, "the wire refused frames")
+    want(s["naks_sent"] == 1, f"the server sent {s['naks_sent']} NAKs, not 1")
+    want(s["rx"]["sequence_error"] >= 1, "the server saw no out-of-sequence packet")
+    want(c["seq_naks_received"] == 1, f"the client received {c['seq_naks_received']} sequence NAKs, not 1")
+    want(c["timeouts"] == 0, f"{c['timeouts']} local ACK timeouts fired on the client")
+
+    sent = [f for f in roce_frames(files["client"][1]) if f[0] != ACK]  # the requests
+    middles = [i for i, (op, _, _) in enumerate(sent) if op == SEND_MIDDLE]
+    if len(middles) < LOSS_NTH:
+        failures.append(f"single loss: the client sent {len(middles)} SEND MIDDLEs, fewer than {LOSS_NTH}")
+        return failures
+    lost_at = middles[LOSS_NTH - 1]
+    lost_psn = sent[lost_at][1]
+    # A requester's PSNs are consecutive, except where go-back-N restarts from
+    # an earlier one; a packet is resent when its PSN is not after the highest sent.
+    restarts, resent, highest = [], 0, sent[0][1]
+    for i in range(1, len(sent)):
+        psn = sent[i][1]
+        if psn != (sent[i - 1][1] + 1) % PSN_MOD:
+            restarts.append((i, psn))
+        if psn_after(psn, highest):
+            highest = psn
+        else:
+            resent += 1
+    print(f"single loss: lost PSN {lost_psn:#x} (client frame {lost_at}); restarts at "
+          f"{[(i, hex(p)) for i, p in restarts]}; {resent} frames resent")
+    want(len(restarts) == 1, f"{len(restarts)} go-back-N restarts in the client's capture, not 1")
+    if restarts:
+        i, psn = restarts[0]
+        want(psn == lost_psn, f"the resend began at PSN {psn:#x}, not at the lost {lost_psn:#x}")
+        want(i > lost_at, "the resend came before the loss")
+        want(sent[i][0] == SEND_MIDDLE, f"the resent packet is opcode {sent[i][0]:#x}, not SEND MIDDLE")
+    want(resent == c["retransmitted"], f"{resent} frames resent in the capture, the counter says "
+                                        f"{c['retransmitted']}")
+    # Every AETH that is not an ACK (syndrome 000xxxxx): RNR and other NAKs too.
+    naks = [(psn, syn) for op, psn, syn in roce_frames(files["server"][1]) if op == ACK and syn >> 5 != 0]
+    want(naks == [(lost_psn, NAK_SEQ_SYNDROME)],
+         f"the server's NAKs (PSN, syndrome) are {[(hex(p), hex(y)) for p, y in naks]}, "
+         f"not one sequence NAK for {lost_psn:#x}")
+    if not failures:
+        print(f"single loss: PASS: one sequence NAK for PSN {lost_psn:#x}, the resend from it "
+              f"({resent} packets), no timeout", flush=True)
+    return failures
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("rdmasim")
@@ -152,6 +306,10 @@ def main():
     tmp = tempfile.mkdtemp(prefix=f"rc-faults-{os.getpid()}-")
     procs = []
     try:
+        failures = single_loss(args, tmp)
+        if failures:
+            print("FAIL: " + "; ".join(failures))
+            return 1
         url = f"ptp://{tmp}/sock"
         port = str(free_port())
         common = ["--timeout", str(args.timeout), "--depth", str(args.depth), "--count", str(args.count),
@@ -193,8 +351,8 @@ def main():
         s = check_stats("server", os.path.join(tmp, "server.json"), failures)
         if c["retransmitted"] == 0:
             failures.append("client: nothing retransmitted")
-        if c["timeouts"] + c["seq_naks_received"] == 0:
-            failures.append("client: neither a timeout nor a sequence NAK")
+        if c["seq_naks_received"] == 0 or s["naks_sent"] == 0:
+            failures.append("no sequence NAK sent by the server or received by the client")
         if s["rx"]["duplicate"] == 0 or s["rx"]["sequence_error"] == 0:
             failures.append("server: no duplicate or no out-of-sequence packet received")
         if args.keep:

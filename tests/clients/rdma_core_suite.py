@@ -1,16 +1,21 @@
 #!/usr/bin/python3
 """rdma-core's own test suite (shipped in python3-pyverbs) on rdmasim0.
 
-Runs every test of the files below under `rdmasim run`. A test must pass,
-or skip for a feature that is honestly absent (EOPNOTSUPP); a failure or an
-error fails this script. Prints a count per file.
+Runs every test of the files below under `rdmasim run` and compares each
+outcome with the one checked in beside this script, rdma_core_expected.txt:
+one line per test, `TEST_ID ok`, `TEST_ID skip REASON` (the suite's own
+skip text: what rdmasim does not emulate) or `TEST_ID not-run REASON` (not
+run at all, the reason printed). Any difference fails the run and is
+printed: a test that passed and now skips or fails, a skip whose reason
+changed, a skip that now passes (update the file), a test the file does not
+know. Prints a count per file.
 
 Every vendor-neutral file runs (all test_*.py but the mlx5, efa and cuda
-ones). DEFERRED tests are not run, and are listed with the reason. Each
-skipped test is printed with the suite's reason (what rdmasim does not
-emulate).
+ones). With TEST_ID_SUBSTRINGs only the matching tests run (and are
+compared). `--write` rewrites the file from the run (every test, no
+substring): review its diff.
 
-usage: rdma_core_suite.py RDMASIM [TEST_ID_SUBSTRING ...]
+usage: rdma_core_suite.py RDMASIM [--write] [TEST_ID_SUBSTRING ...]
 """
 import collections
 import gzip
@@ -24,10 +29,46 @@ import tempfile
 SUITE = "/usr/share/doc/rdma-core/tests"
 # Every vendor-neutral file: all test_*.py but the mlx5, efa and cuda ones.
 VENDOR = ("test_mlx5", "test_efa", "test_cuda")
-DEFERRED = {
-    "tests.test_shared_pd.SharedPDTestCase.test_imported_rc_ex_rdma_write":
-        "ibv_import_device needs the kernel's cmd_fd (a context here has none: cmd_fd -1)",
-}
+EXPECTED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rdma_core_expected.txt")
+HEADER = """\
+# The outcome of every test of rdma-core's suite on rdmasim0
+# (tests/clients/rdma_core_suite.py compares each run with this file).
+# One test a line, tab-separated: TEST_ID, then ok | skip REASON | not-run REASON.
+# skip REASON is the suite's own text; not-run tests are not started.
+# Rewrite with: /usr/bin/python3 tests/clients/rdma_core_suite.py build/tools/rdmasim --write
+"""
+
+
+def load_expected(path):
+    """{test id: (outcome, reason)} from the checked-in file."""
+    expected = {}
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            line = line.rstrip("\n")
+            if not line or line.startswith("#"):
+                continue
+            fields = line.split("\t")
+            if fields[1:2] == ["ok"] and len(fields) == 2:
+                expected[fields[0]] = ("ok", "")
+            elif fields[1:2] in (["skip"], ["not-run"]) and len(fields) == 3:
+                expected[fields[0]] = (fields[1], fields[2])
+            else:
+                raise SystemExit(f"{path}:{n}: not 'TEST_ID<tab>ok', '...<tab>skip<tab>REASON' "
+                                 f"or '...<tab>not-run<tab>REASON': {line!r}")
+    return expected
+
+
+def write_expected(path, outcomes):
+    with open(path, "w") as f:
+        f.write(HEADER)
+        for t in sorted(outcomes):
+            kind, reason = outcomes[t]
+            f.write(f"{t}\t{kind}\t{reason}\n" if reason else f"{t}\t{kind}\n")
+
+
+def describe(outcome):
+    kind, reason = outcome
+    return f"{kind} {reason!r}" if reason else kind
 
 
 def unpack(dst):
@@ -45,10 +86,14 @@ def unpack(dst):
 
 
 def main():
-    if len(sys.argv) < 2:
+    args = sys.argv[1:]
+    write = "--write" in args
+    args = [a for a in args if a != "--write"]
+    if not args or (write and len(args) > 1):
         print(__doc__)
         return 2
-    rdmasim, only = os.path.abspath(sys.argv[1]), sys.argv[2:]
+    rdmasim, only = os.path.abspath(args[0]), args[1:]
+    expected = load_expected(EXPECTED)
     if not os.path.isdir(SUITE):
         print(f"FAIL: {SUITE} missing (package python3-pyverbs)")
         return 1
@@ -62,13 +107,14 @@ def main():
             print(listing.stdout, listing.stderr)
             print("FAIL: the suite does not load")
             return 1
-        ids = [t for t in listing.stdout.split() if t.startswith("tests.")]
-        chosen = [t for t in ids if not t.split(".")[1].startswith(VENDOR) and t not in DEFERRED]
-        for t in ids:
-            if t in DEFERRED:
-                print(f"deferred: {t}: {DEFERRED[t]}")
+        ids = [t for t in listing.stdout.split() if t.startswith("tests.")
+               and not t.split(".")[1].startswith(VENDOR)]
         if only:
-            chosen = [t for t in chosen if any(o in t for o in only)]
+            ids = [t for t in ids if any(o in t for o in only)]
+        chosen = [t for t in ids if expected.get(t, ("", ""))[0] != "not-run"]
+        for t in ids:
+            if t not in chosen:
+                print(f"not run: {t}: {expected[t][1]}")
         if not chosen:
             print("FAIL: no test selected")
             return 1
@@ -78,6 +124,7 @@ def main():
     results = collections.defaultdict(collections.Counter)
     bad = []
     skips = []
+    outcomes = {t: expected[t] for t in ids if t not in chosen}  # the not-run ones
     for m in re.finditer(r"^(\w+) \((tests\.(\w+)\.[\w.]+)\)(?:\n[^\n]*)?? \.\.\. (ok|skipped.*|FAIL|ERROR|expected failure|unexpected success)$",
                          out, re.MULTILINE):
         name, full, module, verdict = m.group(1), m.group(2), m.group(3), m.group(4)
@@ -88,6 +135,10 @@ def main():
             bad.append(f"{full}: {verdict}")
         elif kind == "skipped":
             skips.append(f"{full}: {verdict[len('skipped'):].strip()}")
+        reason = verdict[len("skipped"):].strip() if kind == "skipped" else ""
+        if len(reason) >= 2 and reason[0] == reason[-1] and reason[0] in "'\"":
+            reason = reason[1:-1]  # unittest prints the reason's repr
+        outcomes[full] = {"passed": ("ok", ""), "skipped": ("skip", reason)}.get(kind, (verdict, ""))
     for module in sorted(results):
         c = results[module]
         print(f"{module:20s} passed {c['passed']:3d}  skipped {c['skipped']:3d}  "
@@ -108,6 +159,36 @@ def main():
     skipped = sum(c["skipped"] for c in results.values())
     failed = sum(c["failed"] + c["errors"] for c in results.values()) + (ran != counted)
     print(f"{passed} ok, {skipped} skipped, {failed} failed")
+    # A class skipped or failed in setUpClass: its tests have that verdict.
+    for t in chosen:
+        cls = t.rsplit(".", 1)[0]
+        if t not in outcomes and cls in outcomes:
+            outcomes[t] = outcomes[cls]
+    for t in list(outcomes):
+        if t not in ids:
+            del outcomes[t]
+    if write:
+        write_expected(EXPECTED, outcomes)
+        print(f"wrote {EXPECTED}: {len(outcomes)} tests")
+        return 1 if failed or proc.returncode != 0 else 0
+    # Every test against rdma_core_expected.txt.
+    differences = []
+    for t in sorted(set(ids) | (set() if only else set(expected))):
+        want, got = expected.get(t), outcomes.get(t)
+        if want is None:
+            differences.append(f"{t}: not in {os.path.basename(EXPECTED)}, got {describe(got or ('no verdict', ''))}")
+        elif got is None:
+            differences.append(f"{t}: expected {describe(want)}, "
+                               f"{'no verdict' if t in ids else 'not in the suite any more'}")
+        elif got != want:
+            differences.append(f"{t}: expected {describe(want)}, got {describe(got)}")
+    if differences:
+        print(f"--- {len(differences)} differences from {EXPECTED} ---")
+        for d in differences:
+            print(f"DIFFERENT: {d}")
+        print("FAIL: outcomes differ from the expected ones (a skip that now passes: update the file)")
+        return 1
+    print(f"every outcome as expected ({len(outcomes)} tests, {os.path.basename(EXPECTED)})")
     return 1 if failed or proc.returncode != 0 else 0
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """`meson install --destdir D` gives a working rdmasim (issue 12, acceptance 3).
 
-usage: install_test.py BUILDDIR PREFIX BINDIR LIBDIR EMBED_SIMULATOR_CPP DATADIR
+usage: install_test.py BUILDDIR PREFIX BINDIR LIBDIR EMBED_SIMULATOR_CPP DATADIR [README]
 
 Installs the build into a temporary D and checks, from D alone:
   * the layout: bin/rdmasim, LIBDIR/rdmasim/libibverbs.so.1 (never
@@ -16,7 +16,14 @@ Installs the build into a temporary D and checks, from D alone:
     them compile together with `pkg-config --cflags rdmasim`;
   * `pkg-config --cflags --libs rdmasim` with PKG_CONFIG_PATH into D works,
     and a program built with it (tests/tools/embed_simulator.cpp, the
-    README's example) creates a Simulator and opens rdmasim0.
+    README's example) creates a Simulator and opens rdmasim0;
+  * with README: the README's "Install" commands, exactly as written but for
+    the staging directory (/tmp/rdmasim-install: a temporary one) and the
+    build directory: the install, the installed `rdmasim run -- ibv_devinfo`,
+    and the embedding example, printing what its comment says; then the
+    embedding example again with the install's LIBDIR renamed to lib64 (what
+    Meson picks on a minimal Debian without dpkg-dev): the commands must not
+    depend on the libdir.
 Exits 0 when all hold, 1 otherwise, 77 (skip) without ibv_devinfo, a C++
 compiler or pkg-config.
 """
@@ -29,6 +36,7 @@ import sys
 import tempfile
 
 builddir, prefix, bindir, libdir, embed_source, datadir = sys.argv[1:7]
+readme = sys.argv[7] if len(sys.argv) > 7 else None
 failures = []
 checks = 0
 
@@ -61,6 +69,57 @@ def clean_env(**extra):
 def under(root, path):
     """`path` (absolute, or relative to the prefix) inside the tree at root."""
     return os.path.join(root, os.path.join(prefix, path).lstrip("/"))
+
+
+def readme_blocks(path):
+    """The README's ```sh blocks that install and embed (the lines, comments kept)."""
+    text = open(path).read()
+    blocks = re.findall(r"^```sh\n(.*?)^```", text, re.S | re.M)
+    install = [b for b in blocks if "meson install -C build --destdir /tmp/rdmasim-install" in b]
+    embed = [b for b in blocks if "embed_simulator" in b and "pkg-config" in b]
+    return install, embed
+
+
+def readme_commands(tmp):
+    install, embed = readme_blocks(readme)
+    if not check(len(install) == 1 and len(embed) == 1, "README.md: one install block, one embedding block"):
+        return
+    stage, prog = os.path.join(tmp, "readme-install"), os.path.join(tmp, "readme-embed")
+    root = os.path.dirname(os.path.abspath(readme))
+
+    def as_here(block):
+        # Only the staging directory, the build directory and the program's path differ.
+        return (block.replace("/tmp/rdmasim-install", stage).replace("-C build ", f"-C {builddir} ")
+                .replace("/tmp/embed_simulator", prog))
+
+    def bash(block, what, want=None):
+        p = subprocess.run(["bash", "-c", "set -eo pipefail\n" + as_here(block)], cwd=root, capture_output=True,
+                           text=True, env=clean_env(), timeout=300)
+        check(p.returncode == 0 and (want is None or want in p.stdout),
+              f"README.md's {what}, as written" + (f": prints {want!r}" if want else ""),
+              f"exit {p.returncode}: {p.stdout[-2000:]}{p.stderr[-2000:]}")
+
+    bash(install[0].replace("--quiet", "--no-rebuild --quiet"), "install commands", "rdmasim0")
+    said = re.search(r"/tmp/embed_simulator\s+#\s*(.*)$", embed[0], re.M)
+    bash(embed[0], "embedding example", said.group(1).split(",")[0] if said else None)
+    # The same with LIBDIR lib64, as Meson picks it without dpkg-architecture.
+    installed_libdir = under(stage, libdir)
+    lib64 = under(stage, "lib64")
+    if os.path.realpath(installed_libdir) != os.path.realpath(lib64):
+        shutil.rmtree(lib64, ignore_errors=True)
+        os.rename(installed_libdir, lib64)
+        # rdmasim.pc as Meson writes it for libdir lib64: its relocatable
+        # prefix two levels above lib64/pkgconfig, its libdir lib64.
+        pc = os.path.join(lib64, "pkgconfig", "rdmasim.pc")
+        text = open(pc).read()
+        text = re.sub(r"^prefix=\$\{pcfiledir\}/[./]*$", "prefix=${pcfiledir}/../..", text, flags=re.M)
+        text = text.replace("${prefix}/" + libdir + "\n", "${prefix}/lib64\n")
+        with open(pc, "w") as f:
+            f.write(text)
+        if os.path.exists(prog):
+            os.remove(prog)
+        bash(embed[0], f"embedding example with the install's {libdir} moved to lib64",
+             said.group(1).split(",")[0] if said else None)
 
 
 for tool in ("ibv_devinfo", "c++", "pkg-config"):
@@ -165,6 +224,9 @@ try:
         p = run(["ldd", prog])
         check("libibverbs" not in p.stdout, "it does not load a libibverbs (the verbs are in librdmasim.a)",
               p.stdout)
+
+    if readme:
+        readme_commands(tmp)
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 

@@ -29,9 +29,12 @@ RAW_SEND is tests/tools/raw_send.py.
 5. Stops: SIGINT, SIGTERM and --duration end a live replay with its report
    (status 0); --count stops a capture file too.
 
-Exit 0 when every check passes, 1 on a failure, 77 (skip) when network
-namespaces cannot be made here. Everything it creates goes, on every path.
+Exit 0 when every check passes, 1 on a failure, 77 (skip) when a network
+namespace cannot be made or entered (`ip netns exec`) here. Everything it
+creates goes, on every path: a failure, an exception, SIGTERM, SIGINT,
+SIGHUP (tools/live_iface_cleanup_test.py checks the first three).
 """
+import atexit
 import json
 import os
 import signal
@@ -368,10 +371,20 @@ def part_run_errors():
 
 
 def setup():
+    """The namespace and the veth pair; exit 77 (skip) when a namespace cannot
+    be made or entered here. Call it inside the try whose finally tears down:
+    whatever it made before a failure goes too."""
     try:
         sh("ip", "netns", "add", NS)
-    except (RuntimeError, FileNotFoundError) as e:
-        print(f"SKIP: cannot create a network namespace here (needs root / CAP_SYS_ADMIN): {e}")
+    except (RuntimeError, FileNotFoundError, subprocess.TimeoutExpired) as e:
+        print(f"SKIP: cannot create a network namespace here (needs root / CAP_SYS_ADMIN): {e}", flush=True)
+        sys.exit(77)
+    # Every part runs programs inside it: a namespace that cannot be entered
+    # (a container without the mount privileges `ip netns exec` needs) is a skip.
+    entered = sh("true", ns=True, check_rc=False)
+    if entered.returncode != 0:
+        print(f"SKIP: cannot enter the network namespace {NS} (ip netns exec: status "
+              f"{entered.returncode}: {entered.stderr.strip()})", flush=True)
         sys.exit(77)
     sh("ip", "link", "add", HOST, "type", "veth", "peer", "name", PEER)
     sh("ip", "link", "set", PEER, "netns", NS)
@@ -387,16 +400,42 @@ def setup():
         time.sleep(0.05)
 
 
+torn_down = False
+
+
 def teardown():
-    sh("ip", "link", "del", HOST, check_rc=False)
-    sh("ip", "netns", "del", NS, check_rc=False)
+    """Removes the veth pair and the namespace (its /run/netns mount point
+    too); idempotent, never raises: it runs from finally and from atexit."""
+    global torn_down
+    if torn_down:
+        return
+    torn_down = True
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):  # no second stop half-way
+        signal.signal(sig, signal.SIG_IGN)
+    for cmd in (["ip", "link", "del", HOST], ["ip", "netns", "del", NS]):
+        try:
+            sh(*cmd, check_rc=False)
+        except (OSError, subprocess.SubprocessError) as e:
+            print(f"teardown: {' '.join(cmd)}: {e}", flush=True)
+    mount_point = f"/run/netns/{NS}"
+    if os.path.exists(mount_point):  # an add that failed half-way
+        subprocess.run(["umount", mount_point], capture_output=True)
+        try:
+            os.unlink(mount_point)
+        except OSError as e:
+            print(f"teardown: {mount_point} left behind: {e}", flush=True)
 
 
 def main():
-    # meson's timeout sends SIGTERM: clean up on that path too.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
-    setup()
+    # meson's timeout sends SIGTERM, a terminal SIGINT or SIGHUP: each
+    # unwinds through the finally below; atexit covers the rest.
+    def stop(sig, _frame):
+        raise SystemExit(128 + sig)
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, stop)
+    atexit.register(teardown)
     try:
+        setup()
         with tempfile.TemporaryDirectory(prefix="rdmasim-live-") as tmp:
             if RAW_SEND:
                 part_send(tmp, ["--iface", HOST], "--iface send")
