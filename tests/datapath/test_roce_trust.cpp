@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -314,4 +316,132 @@ TEST_CASE("trust: a RoCE frame from a source whose frames carry their FCS reache
     CHECK(t.ep.recv_cqes[0].byte_len == payload.size());
     CHECK(std::equal(payload.begin(), payload.end(), buf.begin()));
     CHECK(port.counters().delivered.get() == 1);
+}
+
+TEST_CASE("trust: each class of attack a hostile peer tried is refused as mlx5 and rxe refuse "
+          "it, and touches nothing",
+          "[datapath][roce][trust]") {
+    struct Attack {
+        const char* what;
+        RoceOpcode op;
+        std::int64_t va_off; // from the MR's start
+        std::uint32_t len;   // RETH DMA length
+        std::uint32_t payload;
+        int key; // 0: the MR's, 1: one without remote rights, 2: deregistered, 3: another PD's
+        std::uint32_t psn_off;
+        RoceRx outcome;
+        int nak; // -1: nothing sent
+    };
+    constexpr int kAccess = static_cast<int>(net::NakCode::remote_access_error);
+    constexpr int kInvalid = static_cast<int>(net::NakCode::invalid_request);
+    constexpr std::uint32_t kPast = (1u << 23) - 1; // the farthest PSN ahead (24-bit half)
+    const Attack a = GENERATE(
+        Attack{"WRITE past the MR's end", RoceOpcode::rc_write_only, 4096 - 8, 16, 16, 0, 0, RoceRx::remote_access, kAccess},
+        Attack{"WRITE before the MR's start", RoceOpcode::rc_write_only, -8, 16, 16, 0, 0, RoceRx::remote_access, kAccess},
+        Attack{"WRITE at a VA that wraps", RoceOpcode::rc_write_only, INT64_MIN, 16, 16, 0, 0, RoceRx::remote_access, kAccess},
+        Attack{"READ past the MR's end", RoceOpcode::rc_read_request, 1, 4096, 0, 0, 0, RoceRx::remote_access, kAccess},
+        Attack{"WRITE with a key without remote write", RoceOpcode::rc_write_only, 0, 16, 16, 1, 0, RoceRx::remote_access, kAccess},
+        Attack{"READ with a key without remote read", RoceOpcode::rc_read_request, 0, 16, 0, 1, 0, RoceRx::remote_access, kAccess},
+        Attack{"atomic with a key without remote atomic", RoceOpcode::rc_fetch_add, 0, 8, 0, 1, 0, RoceRx::remote_access, kAccess},
+        Attack{"WRITE with a deregistered key", RoceOpcode::rc_write_only, 0, 16, 16, 2, 0, RoceRx::remote_access, kAccess},
+        Attack{"READ with another PD's key", RoceOpcode::rc_read_request, 0, 16, 0, 3, 0, RoceRx::remote_access, kAccess},
+        Attack{"unaligned atomic", RoceOpcode::rc_compare_swap, 4, 8, 0, 0, 0, RoceRx::invalid_request, kInvalid},
+        Attack{"WRITE longer than its RETH", RoceOpcode::rc_write_only, 0, 8, 16, 0, 0, RoceRx::invalid_request, kInvalid},
+        Attack{"WRITE ONLY over the MTU", RoceOpcode::rc_write_only, 0, 2048, 2048, 0, 0, RoceRx::invalid_request, kInvalid},
+        Attack{"a PSN far ahead", RoceOpcode::rc_write_only, 0, 16, 16, 0, kPast, RoceRx::sequence_error, 0},
+        Attack{"a PSN behind", RoceOpcode::rc_write_only, 0, 16, 16, 0, net::kPsnMask, RoceRx::duplicate, -1});
+    INFO(a.what);
+    Target t(QpTransport::rc);
+    std::vector<std::uint8_t> mem(4096, 0x66);
+    const std::uint64_t base = reinterpret_cast<std::uint64_t>(mem.data());
+    const std::uint32_t key = t.ep.reg(mem.data(), mem.size());
+    const std::uint32_t no_rights = t.ep.reg(mem.data(), mem.size(), false, false, false);
+    const std::uint32_t gone = t.ep.reg(mem.data(), mem.size());
+    t.ep.mrs.remove(gone);
+    datapath::MrEntry other = *t.ep.mrs.live(key);
+    const int other_pd = 0;
+    other.pd = &other_pd;
+    const std::uint32_t foreign = t.ep.mrs.add(other);
+    const std::uint32_t keys[] = {key, no_rights, gone, foreign};
+    const std::uint64_t va = a.va_off == INT64_MIN ? ~std::uint64_t{0} - 7 : base + a.va_off;
+    net::RoceHeaders h = Target::reth(va, keys[a.key], a.len);
+    h.atomic_eth = {va, keys[a.key], 1, 2};
+    h.bth.ack_req = true;
+    const std::vector<std::uint8_t> payload(a.payload, 0x77);
+    CHECK(t.send(a.op, kPsn + a.psn_off, h, payload) == a.outcome);
+    CHECK(all_are(mem, 0x66));
+    if (a.nak < 0) {
+        CHECK(t.sent.size() <= 1); // a duplicate is ACKed again when it asks, nothing more
+        if (!t.sent.empty()) CHECK(t.last_syndrome() >> 5 == 0);
+    } else {
+        REQUIRE(t.sent.size() == 1);
+        CHECK(t.last_syndrome() == nak(static_cast<net::NakCode>(a.nak)));
+    }
+}
+
+TEST_CASE("trust: a duplicate atomic is answered from its saved result, not executed twice",
+          "[datapath][roce][trust]") {
+    Target t(QpTransport::rc);
+    alignas(8) std::array<std::uint8_t, 64> mem{};
+    const std::uint32_t key = t.ep.reg(mem.data(), mem.size());
+    const std::uint64_t va = reinterpret_cast<std::uint64_t>(mem.data());
+    net::RoceHeaders h;
+    h.atomic_eth = {va, key, 5, 0};
+    for (int i = 0; i < 3; ++i) // the original, then two duplicates
+        CHECK(t.send(RoceOpcode::rc_fetch_add, kPsn, h) == (i == 0 ? RoceRx::consumed : RoceRx::duplicate));
+    std::uint64_t v;
+    std::memcpy(&v, mem.data(), 8);
+    CHECK(v == 5);
+    REQUIRE(t.sent.size() == 3);
+    for (const auto& f : t.sent) {
+        net::RocePacket p;
+        REQUIRE(net::parse_roce_frame(f, p) == net::RoceDrop::none);
+        CHECK(p.headers.atomic_ack_eth.orig == 0);
+    }
+}
+
+TEST_CASE("trust: a flood of 30,000 mangled frames at the port: every one accounted for, the "
+          "QP and its memory untouched",
+          "[datapath][roce][trust][port]") {
+    Target t(QpTransport::rc);
+    datapath::Port port;
+    datapath::PortAddresses own;
+    own.mac = t.attrs.path.src_mac;
+    own.ipv4 = {192, 0, 2, 0x22};
+    port.configure_addresses(own);
+    std::vector<std::uint8_t> mem(4096, 0x66);
+    const std::uint32_t key = t.ep.reg(mem.data(), mem.size(), false, false, false);
+    // A valid WRITE ONLY without rights, its bytes then mangled at random.
+    std::vector<std::uint8_t> good(2048);
+    net::RoceHeaders h = Target::reth(reinterpret_cast<std::uint64_t>(mem.data()), key, 64);
+    h.bth.opcode = static_cast<std::uint8_t>(RoceOpcode::rc_write_only);
+    h.bth.dest_qp = 0x22;
+    h.bth.psn = kPsn;
+    const std::vector<std::uint8_t> payload(64, 0x77);
+    const auto r = net::build_roce_frame(t.peer.path, h, payload, good);
+    REQUIRE(r.error == net::RoceBuildError::none);
+    good.resize(r.len);
+    std::mt19937 rng(29);
+    std::lock_guard lock(port.mutex());
+    REQUIRE(port.roce().attach(*t.ep.qp));
+    for (int i = 0; i < 30000; ++i) {
+        std::vector<std::uint8_t> f = good;
+        const int flips = 1 + static_cast<int>(rng() % 4);
+        for (int k = 0; k < flips; ++k) // never the Ethernet, IP or UDP addressing
+            f[42 + rng() % (f.size() - 42)] ^= static_cast<std::uint8_t>(1 + rng() % 255);
+        if (rng() % 8 == 0) f.resize(42 + rng() % (f.size() - 42)); // cut short
+        net::Frame fr;
+        fr.data = f.data();
+        fr.len = fr.wire_len = static_cast<std::uint32_t>(f.size());
+        port.ingress(fr, static_cast<std::uint64_t>(i));
+    }
+    port.roce().detach(0x22);
+    const auto& c = port.roce().counters();
+    std::uint64_t parse = 0;
+    for (const auto& d : c.parse_drops) parse += d.get();
+    CHECK(c.frames.get() == 30000);
+    CHECK(c.frames.get() == parse + c.unknown_qp.get() + t.ep.qp->counters().rx_frames.get());
+    CHECK(port.balanced());
+    CHECK(all_are(mem, 0x66));
+    CHECK(t.ep.qp->counters().get(RoceRx::consumed) == 0);
 }
