@@ -15,6 +15,7 @@
 #include "net/vde_wire.hpp"
 #include "sim/device_stats.hpp"
 #include "sim/live_io.hpp"
+#include "sim/output_file.hpp"
 #include "sim/stats.hpp"
 
 namespace rdmasim::sim {
@@ -121,10 +122,6 @@ nlohmann::json device_json(Simulator& sim, std::size_t i) {
     return out;
 }
 
-std::string errno_text(int err) {
-    return std::strerror(err);
-}
-
 } // namespace
 
 nlohmann::json stats_document(Simulator& sim, std::string_view writer) {
@@ -142,42 +139,7 @@ nlohmann::json stats_document(Simulator& sim, std::string_view writer) {
 Result<void> write_stats_file(const std::string& path, const nlohmann::json& doc) {
     // Strings that are not UTF-8 (a path in another encoding) are written with
     // U+FFFD rather than refused.
-    const std::string text = doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-    const std::string tmp = fmt::format("{}.tmp{}", path, ::getpid());
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        const int err = errno;
-        return make_error(err, fmt::format("stats {}: cannot create {}: {}", path, tmp, errno_text(err)));
-    }
-    const char* what = nullptr;
-    int err = 0;
-    for (std::size_t done = 0; done < text.size();) {
-        const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-            err = n < 0 ? errno : EIO;
-            what = "cannot write";
-            break;
-        }
-        done += static_cast<std::size_t>(n);
-    }
-    if (!what && ::fsync(fd) != 0) {
-        err = errno;
-        what = "cannot write";
-    }
-    if (::close(fd) != 0 && !what) {
-        err = errno;
-        what = "cannot write";
-    }
-    if (!what && ::rename(tmp.c_str(), path.c_str()) != 0) {
-        err = errno;
-        what = "cannot rename the temporary file over it";
-    }
-    if (what) {
-        ::unlink(tmp.c_str());
-        return make_error(err, fmt::format("stats {}: {}: {}", path, what, errno_text(err)));
-    }
-    return {};
+    return write_output_file("stats", path, doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
 Result<void> write_stats(Simulator& sim, std::string_view writer) noexcept {

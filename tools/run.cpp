@@ -126,8 +126,9 @@ int run_environment(const RunOptions& o, std::vector<std::pair<std::string, std:
     env.emplace_back("LD_LIBRARY_PATH", path);
     for (const auto& [k, v] : o.settings) {
         // Capture paths are made absolute: the program may change directory.
+        // "-" is standard output for stats and report, not a file.
         const bool path = capture_key(k) || k == "tx_capture" || k.starts_with("tx_capture.") || k == "trace" ||
-                          k == "stats" || k == "report";
+                          ((k == "stats" || k == "report") && v != "-");
         const bool wire = k == "wire" || k.starts_with("wire.");
         env.emplace_back(sim::environment_name(k), path ? fs::absolute(v).string()
                                                    : wire ? absolute_wire(v) : v);
