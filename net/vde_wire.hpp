@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -43,6 +44,9 @@ public:
     // MTU, Ethernet header and one 802.1Q tag). A longer datagram is handed
     // over cut to this length and marked truncated (the port drops it).
     static constexpr std::uint32_t kMaxFrame = 9216 + 14 + 4;
+    // The longest ptp:// socket path: the peer's, one byte longer, must fit
+    // a unix socket's 107-byte name (libvdeplug cuts longer ones silently).
+    static constexpr std::size_t kMaxPtpPath = 106;
 
     // `url` is ptp://PATH, vde://PATH (a vde_switch's directory) or
     // vxvde://GROUP[/OPTION...]; any other scheme is EINVAL. Errors name the

@@ -102,23 +102,23 @@ int run_child(const RunOptions& o) {
 
 int run_environment(const RunOptions& o, std::vector<std::pair<std::string, std::string>>& env,
                     std::string& error) {
-    sim::Config check; // validate here, so a typo fails before the program starts
-    for (const auto& [k, v] : o.settings) {
-        if (auto r = check.set(k, v); !r) {
-            error = r.error().message;
-            return config_error_status(r.error().code);
-        }
+    // The configuration the program will get (RDMASIM_CONFIG, RDMASIM_*, then
+    // the options), checked here so that nothing fails once it runs.
+    sim::Config check;
+    auto config_error = [&](const Error& e) {
+        error = e.message;
+        return config_error_status(e.code);
+    };
+    if (auto r = check.apply_environment(); !r) return config_error(r.error());
+    for (const auto& [k, v] : o.settings)
+        if (auto r = check.set(k, v); !r) return config_error(r.error());
+    if (auto r = check.validate(); !r) return config_error(r.error());
+    if (check.start == sim::StartTrigger::manual) {
+        error = "configuration: start = 'manual': expected first-flow, now or a delay like 250ms (manual waits "
+                "for Engine::begin(), which only a program that creates the Simulator itself can call)";
+        return kExitUsage;
     }
-    if (auto r = check.validate(); !r) {
-        error = r.error().message;
-        return config_error_status(r.error().code);
-    }
-    for (const auto& [k, v] : o.settings) {
-        if (capture_key(k) && !v.empty() && ::access(v.c_str(), R_OK) != 0) {
-            error = fmt::format("{} = '{}': {}", k, v, std::strerror(errno));
-            return kExitRuntime;
-        }
-    }
+    if (auto r = check.check_files(); !r) return config_error(r.error());
     const std::string dir = drop_in_library_dir(error);
     if (dir.empty()) return kExitRuntime;
     std::string path = dir;
