@@ -74,6 +74,21 @@ std::uint64_t not_sent(const std::vector<std::shared_ptr<net::FrameSink>>& sinks
     return n;
 }
 
+// The device's wire, if it has one: what it ignored or dropped before the
+// port saw anything (net/README.md, "Virtual wires").
+nlohmann::json wire_json(const std::vector<std::shared_ptr<net::FrameSink>>& sinks) {
+    for (const auto& sink : sinks)
+        if (const auto* wire = dynamic_cast<const net::VdeWire*>(sink.get())) {
+            const net::WireCounters& c = wire->wire_counters();
+            return {{"rx_empty", c.rx_empty.load()},
+                    {"rx_strangers", c.rx_strangers.load()},
+                    {"rx_errors", c.rx_errors.load()},
+                    {"tx_frames", c.tx_frames.load()},
+                    {"tx_failures", c.tx_failures.load()}};
+        }
+    return nullptr;
+}
+
 nlohmann::json verb_fails_json(const std::vector<std::uint64_t>& fails) {
     nlohmann::json out = nlohmann::json::object();
     for (std::size_t v = 0; v < device::kVerbNames.size(); ++v)
@@ -111,6 +126,7 @@ nlohmann::json device_json(Simulator& sim, std::size_t i) {
     out["send"] = {{"frames", stats ? stats->sent_frames() : 0},
                    {"bytes", stats ? stats->sent_bytes() : 0},
                    {"not_sent", not_sent(sim.sinks(i))}};
+    if (nlohmann::json wire = wire_json(sim.sinks(i)); !wire.is_null()) out["wire"] = std::move(wire);
     out["faults"] = faults_json(faults);
     if (const TxFaultCounters* tx = sim.tx_fault_counters(i))
         out["tx_faults"] = {{"sent", tx->sent.load()},           {"duplicated", tx->duplicated.load()},

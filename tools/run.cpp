@@ -15,6 +15,8 @@
 #include <string_view>
 #include <vector>
 
+#include "net/socket_dir.hpp"
+#include "net/vde_wire.hpp"
 #include "sim/config.hpp"
 #include "tools/exit_codes.hpp"
 #include "tools/install_paths.hpp"
@@ -44,6 +46,29 @@ std::string absolute_wire(const std::string& url) {
 }
 
 bool capture_key(const std::string& k) { return k == "pcap" || k.starts_with("pcap."); }
+
+// A ptp:// wire's socket directory, checked as the program's end will check
+// it (net/socket_dir.hpp), so that an unsafe one stops `run` itself: the
+// error names the directory and why (status 1: the file system, not the
+// command, is at fault). The path's length is checked once made absolute.
+int check_wires(const sim::Config& config, std::string& error) {
+    for (std::size_t i = 0; i < config.wire.size(); ++i) {
+        const std::string& url = config.wire[i];
+        if (!url.starts_with("ptp://")) continue;
+        const std::string key = i == 0 ? "wire" : fmt::format("wire.{}", i);
+        const std::string path = absolute_wire(url).substr(6);
+        if (path.size() > net::VdeWire::kMaxPtpPath) {
+            error = fmt::format("configuration: {} = '{}': expected a ptp:// socket path of at most {} bytes "
+                                "(made absolute it has {})", key, url, net::VdeWire::kMaxPtpPath, path.size());
+            return kExitUsage;
+        }
+        if (auto r = net::check_socket_directory(net::socket_directory(path)); !r) {
+            error = fmt::format("{} = '{}': {}", key, url, r.error().message);
+            return kExitRuntime;
+        }
+    }
+    return kExitOk;
+}
 
 // The signals `run` passes on to the program when they are sent to rdmasim
 // itself; those the terminal sends reach the program directly.
@@ -119,6 +144,7 @@ int run_environment(const RunOptions& o, std::vector<std::pair<std::string, std:
         return kExitUsage;
     }
     if (auto r = check.check_files(); !r) return config_error(r.error());
+    if (const int status = check_wires(check, error); status != kExitOk) return status;
     const std::string dir = drop_in_library_dir(error);
     if (dir.empty()) return kExitRuntime;
     std::string path = dir;
