@@ -7,15 +7,19 @@ extern "C" {
 }
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <ctime>
 
 #include <fmt/format.h>
+
+#include "net/socket_dir.hpp"
 
 namespace rdmasim::net {
 
@@ -70,6 +74,18 @@ Result<std::unique_ptr<VdeWire>> VdeWire::open(const std::string& url, const Vde
     if ((options.mode & ~0777u) != 0 || (options.mode & 0600u) != 0600u)
         return make_error(EINVAL, fmt::format("wire '{}': socket mode {:04o}: expected owner read and write, "
                                               "like 0600 or 0660", url, options.mode));
+    const std::string path = scheme == Scheme::ptp ? url.substr(6) : std::string();
+    if (scheme == Scheme::ptp) {
+        if (path.size() > kMaxPtpPath)
+            return make_error(EINVAL, fmt::format("wire '{}': a ptp:// socket path of {} bytes: at most {} (a unix "
+                                                  "socket's name holds 107, and the peer's is one longer)",
+                                                  url, path.size(), kMaxPtpPath));
+        // Before anything is created: whoever may write the directory may
+        // take the peer's socket name first.
+        if (auto r = check_socket_directory(socket_directory(path)); !r)
+            return make_error(r.error().code, fmt::format("wire '{}': {}{}", url, r.error().message,
+                                                          hint(scheme, r.error().code)));
+    }
 
     std::unique_ptr<VdeWire> wire(new VdeWire);
     wire->url_ = url;
@@ -99,6 +115,22 @@ Result<std::unique_ptr<VdeWire>> VdeWire::open(const std::string& url, const Vde
         return make_error(err, fmt::format("wire '{}': cannot make its data socket non-blocking: {}", url,
                                            std::strerror(err)));
     }
+    if (scheme == Scheme::ptp) {
+        // libvdeplug pairs the ends by name: the end that created PATH talks
+        // to PATH+, the other (bound to PATH+) to PATH.
+        sockaddr_un own{};
+        socklen_t len = sizeof own;
+        if (::getsockname(wire->data_fd_, reinterpret_cast<sockaddr*>(&own), &len) != 0 ||
+            len <= offsetof(sockaddr_un, sun_path)) {
+            const int err = errno != 0 ? errno : EIO;
+            return make_error(err, fmt::format("wire '{}': cannot read its socket's name: {}", url,
+                                               std::strerror(err)));
+        }
+        const std::string own_path(own.sun_path, ::strnlen(own.sun_path, len - offsetof(sockaddr_un, sun_path)));
+        wire->ptp_ = true;
+        wire->peer_path_ = own_path == path ? path + "+" : path;
+        wire->connected_to_peer_ = own_path != path; // the second end connected at open
+    }
     return wire;
 }
 
@@ -108,9 +140,49 @@ VdeWire::~VdeWire() {
 
 std::string VdeWire::describe() const { return fmt::format("wire {} (libvdeplug, no FCS)", url_); }
 
+bool VdeWire::from_peer(const sockaddr_un& from, socklen_t len) noexcept {
+    const auto base = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path));
+    if (len <= base || from.sun_path[0] == '\0') return false; // unnamed or abstract: never the peer
+    if (len == accepted_len_ && std::memcmp(&from, &accepted_, len) == 0) return true;
+    // A new name: the peer's socket file under another spelling, or someone else.
+    const std::string name(from.sun_path, ::strnlen(from.sun_path, len - base));
+    struct stat sender{}, peer{};
+    if (::stat(name.c_str(), &sender) != 0 || ::stat(peer_path_.c_str(), &peer) != 0) return false;
+    if (!S_ISSOCK(sender.st_mode) || sender.st_dev != peer.st_dev || sender.st_ino != peer.st_ino) return false;
+    accepted_ = from;
+    accepted_len_ = len;
+    if (!connected_to_peer_) {
+        // From now on the kernel refuses other senders (EPERM to them), so
+        // strangers cannot fill our queue either. libvdeplug connects the
+        // same way at the first send; a failure here changes nothing.
+        connected_to_peer_ = true;
+        (void)::connect(data_fd_, reinterpret_cast<const sockaddr*>(&from), len);
+    }
+    return true;
+}
+
 bool VdeWire::next(Frame& out) noexcept {
     if (hung_up_.load(std::memory_order_relaxed)) return false;
-    const ssize_t n = vde_recv(conn_, buf_.data(), buf_.size(), 0);
+    // Ignored datagrams (empty, a stranger's) do not end the call: the next
+    // one is read, at most kMaxIgnored of them.
+    constexpr int kMaxIgnored = 64;
+    ssize_t n = -1;
+    for (int ignored = 0;; ++ignored) {
+        if (ignored == kMaxIgnored) return false; // the rest on the next call
+        if (ptp_) {
+            sockaddr_un from{};
+            socklen_t len = sizeof from;
+            n = ::recvfrom(data_fd_, buf_.data(), buf_.size(), 0, reinterpret_cast<sockaddr*>(&from), &len);
+            if (n >= 0 && !from_peer(from, len)) [[unlikely]] {
+                wire_.rx_strangers.fetch_add(1, std::memory_order_relaxed);
+                continue;
+            }
+        } else {
+            n = vde_recv(conn_, buf_.data(), buf_.size(), 0);
+        }
+        if (n != 0) [[likely]] break;
+        wire_.rx_empty.fetch_add(1, std::memory_order_relaxed);
+    }
     if (n < 0) {
         if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
             wire_.rx_errors.fetch_add(1, std::memory_order_relaxed);

@@ -5,8 +5,10 @@
 #pragma once
 
 #include <sys/types.h>
+#include <sys/un.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -35,6 +37,8 @@ struct WireCounters {
     std::atomic<std::uint64_t> tx_failures{0}; // vde_send refused (no peer, peer's queue full, ...)
     std::atomic<int> tx_last_errno{0};         // errno of the latest failure
     std::atomic<std::uint64_t> rx_errors{0};   // vde_recv errors other than "nothing now"
+    std::atomic<std::uint64_t> rx_empty{0};    // zero-byte datagrams, ignored
+    std::atomic<std::uint64_t> rx_strangers{0}; // ptp: datagrams not from the peer, dropped
 };
 
 class VdeWire final : public FrameSource, public FrameSink {
@@ -43,6 +47,9 @@ public:
     // MTU, Ethernet header and one 802.1Q tag). A longer datagram is handed
     // over cut to this length and marked truncated (the port drops it).
     static constexpr std::uint32_t kMaxFrame = 9216 + 14 + 4;
+    // The longest ptp:// socket path: the peer's, one byte longer, must fit
+    // a unix socket's 107-byte name (libvdeplug cuts longer ones silently).
+    static constexpr std::size_t kMaxPtpPath = 106;
 
     // `url` is ptp://PATH, vde://PATH (a vde_switch's directory) or
     // vxvde://GROUP[/OPTION...]; any other scheme is EINVAL. Errors name the
@@ -53,7 +60,14 @@ public:
     VdeWire(const VdeWire&) = delete;
     VdeWire& operator=(const VdeWire&) = delete;
 
-    // --- source: one datagram per call, never blocking ---
+    // --- source: one datagram per call, never blocking. A zero-byte
+    // datagram is ignored (rx_empty). On ptp:// only the peer's datagrams
+    // pass: those sent from the other end's socket file (PATH+ for the end
+    // that created PATH, PATH for the other; compared by inode, so two
+    // spellings of one path agree); any other sender, unnamed ones too, is
+    // dropped and counted (rx_strangers). The socket is read here, not by
+    // libvdeplug, whose ptp module disconnects an end on an empty datagram
+    // and then lets anyone in ---
     bool next(Frame& out) noexcept override;
     // True only after a vde_switch hung up (failure() says so).
     [[nodiscard]] bool exhausted() const noexcept override {
@@ -85,6 +99,9 @@ private:
     // send()'s wait for room in the peer's queue, then one more send; as
     // vde_send (-1 and errno when refused).
     ssize_t wait_and_resend(std::span<const std::uint8_t> frame) noexcept;
+    // ptp://: did `from` come from the peer's socket file? Caches the
+    // address last found to be the peer's, so a frame costs one compare.
+    bool from_peer(const sockaddr_un& from, socklen_t len) noexcept;
 
     ::vdeconn* conn_ = nullptr;
     int data_fd_ = -1;
@@ -96,6 +113,11 @@ private:
     std::atomic<bool> hung_up_{false};
     std::atomic<bool> stalled_{false}; // a wait for the peer ran out; none succeeded since
     std::string hangup_; // failure()'s text once hung up, made at open
+    bool ptp_ = false;
+    std::string peer_path_;            // ptp://: the socket file the peer binds
+    bool connected_to_peer_ = false;   // ptp://: the kernel refuses strangers too
+    sockaddr_un accepted_{};           // the sender address last found to be the peer
+    socklen_t accepted_len_ = 0;       // 0: none yet
 };
 
 } // namespace rdmasim::net

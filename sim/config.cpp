@@ -1,4 +1,5 @@
 #include "sim/config.hpp"
+#include "sim/config_checks.hpp"
 
 #include <cctype>
 #include <cerrno>
@@ -173,6 +174,7 @@ Result<void> Config::set(std::string_view key, std::string_view v) {
         auto [member, idx] = *per_device;
         if (idx < 0)
             return bad(key, v, fmt::format("{}.N with N a device index 0..15", key.substr(0, key.find('.'))));
+        if (auto r = check_device_value(key, v); !r) return r;
         auto& slots = this->*member;
         if (slots.size() <= static_cast<std::size_t>(idx)) slots.resize(static_cast<std::size_t>(idx) + 1);
         slots[static_cast<std::size_t>(idx)] = std::string(v);
@@ -185,12 +187,9 @@ Result<void> Config::set(std::string_view key, std::string_view v) {
         auto b = parse_bool(v);
         if (!b) return bad(key, v, "on or off");
         if (*b) engine = EngineKind::inline_; // off leaves the engine as configured
-    } else if (key == "trace") {
-        trace = std::string(v);
-    } else if (key == "stats") {
-        stats = std::string(v);
-    } else if (key == "report") {
-        report = std::string(v);
+    } else if (key == "trace" || key == "stats" || key == "report") {
+        if (auto r = check_output_file(key, v); !r) return r;
+        (key == "trace" ? trace : key == "stats" ? stats : report) = std::string(v);
     } else if (key == "faults") {
         auto plan = FaultPlan::parse(v);
         if (!plan) return make_error(EINVAL, fmt::format("configuration: {} = '{}': {}", key, v, plan.error().message));
@@ -204,6 +203,7 @@ Result<void> Config::set(std::string_view key, std::string_view v) {
             return bad(key, v, "an octal mode with owner read and write, like 0600 or 0660");
         wire_mode = m;
     } else if (key == "filter") {
+        if (auto r = check_filter(key, v); !r) return r;
         filter = std::string(v);
     } else if (key == "promisc") {
         auto b = parse_bool(v);
@@ -323,75 +323,6 @@ Result<void> Config::apply_environment() {
         if (const char* v = std::getenv(environment_name(key).c_str()))
             if (auto r = set(key, v); !r)
                 return make_error(EINVAL, fmt::format("{} (from {})", r.error().message, environment_name(key)));
-    }
-    return {};
-}
-
-Result<void> Config::validate() const {
-    std::vector<std::string> source_of(devices); // the key that gave device i its source
-    auto claim = [&](std::uint32_t i, std::string what) -> Result<void> {
-        if (!source_of[i].empty())
-            return make_error(EINVAL, fmt::format("configuration: device {} has two sources, {} and {}; "
-                                                  "a port receives from one", i, source_of[i], what));
-        source_of[i] = std::move(what);
-        return {};
-    };
-    for (const auto& [name, member] : device_keys()) {
-        const auto& slots = this->*member;
-        for (std::size_t i = 0; i < slots.size(); ++i) {
-            if (slots[i].empty()) continue;
-            const std::string key = i == 0 ? std::string(name) : fmt::format("{}.{}", name, i);
-            if (i >= devices)
-                return make_error(EINVAL, fmt::format("configuration: {}.{} = '{}' names device {} but devices = {}",
-                                                      name, i, slots[i], i, devices));
-            if (name != "tx_capture")
-                if (auto r = claim(static_cast<std::uint32_t>(i), fmt::format("{} = '{}'", key, slots[i])); !r)
-                    return r;
-        }
-    }
-    // Port settings: for devices that exist; no address twice in one process.
-    for (std::size_t i = 0; i < ports.size(); ++i) {
-        const PortSettings& p = ports[i];
-        if (i >= devices && (p.mac || p.ip || p.ip6 || p.mtu))
-            return make_error(EINVAL, fmt::format("configuration: mac.{0}, ip.{0}, ip6.{0} or mtu.{0} set for device {0} "
-                                                  "but devices = {1}", i, devices));
-        for (std::size_t j = 0; j < i; ++j) {
-            const PortSettings& q = ports[j];
-            if (p.mac && q.mac && *p.mac == *q.mac)
-                return make_error(EINVAL, fmt::format("configuration: devices {} and {} have the same mac {}", j, i,
-                                                      net::to_string(*p.mac)));
-            if (p.ip && q.ip && *p.ip == *q.ip)
-                return make_error(EINVAL, fmt::format("configuration: devices {} and {} have the same ip {}", j, i,
-                                                      net::to_string(*p.ip)));
-        }
-    }
-    if (!engine_cpus.empty()) {
-        if (engine != EngineKind::thread)
-            return make_error(EINVAL, "configuration: engine_cpus places the thread engine's threads; "
-                                      "engine = inline (or deterministic = on) has none");
-        if (engine_cpus.size() > devices)
-            return make_error(EINVAL, fmt::format("configuration: engine_cpus lists {} CPUs for {} device(s)",
-                                                  engine_cpus.size(), devices));
-        cpu_set_t allowed;
-        CPU_ZERO(&allowed);
-        if (sched_getaffinity(0, sizeof allowed, &allowed) == 0) {
-            for (const int cpu : engine_cpus) {
-                if (CPU_ISSET(cpu, &allowed)) continue;
-                std::string list;
-                for (int c = 0; c < CPU_SETSIZE; ++c)
-                    if (CPU_ISSET(c, &allowed)) list += fmt::format("{}{}", list.empty() ? "" : ",", c);
-                return make_error(EINVAL, fmt::format("configuration: engine_cpus: this process may not run on "
-                                                      "CPU {} (it may on {})", cpu, list));
-            }
-        }
-    }
-    for (const auto& [a, b] : links) {
-        for (const std::uint32_t i : {a, b}) {
-            if (i >= devices)
-                return make_error(EINVAL, fmt::format("configuration: link rdmasim{}:rdmasim{} names device {} but devices = {}",
-                                                      a, b, i, devices));
-            if (auto r = claim(i, fmt::format("link rdmasim{}:rdmasim{}", a, b)); !r) return r;
-        }
     }
     return {};
 }

@@ -95,6 +95,11 @@ struct Config {
     // Checks the combination (e.g. a pcap for a device that does not exist,
     // two sources for one device).
     Result<void> validate() const;
+    // What the file system must hold (tools check it before a program
+    // starts): each pcap.N a readable file, each output file's directory
+    // there (tx_capture.N, trace, stats and report; "-" is standard output
+    // for stats and report). The errno of what is missing, naming the key.
+    Result<void> check_files() const;
 
     // The per-device string keys ("pcap", "iface", ...) and their storage.
     static const std::vector<std::pair<std::string_view, std::vector<std::string> Config::*>>&

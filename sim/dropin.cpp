@@ -24,6 +24,36 @@ std::unique_ptr<Simulator>& instance() {
     return *sim;
 }
 
+// Guards the instance from the end of the program on: two threads may call
+// exit() at once, and glibc then runs the exit handlers in both, each taking
+// the next one, so one thread may reach the loader's fini (shut_down) while
+// another is still in finish_run. Never destroyed either.
+std::mutex& shutdown_mutex() {
+    static auto* m = new std::mutex;
+    return *m;
+}
+bool finished = false; // finish_run has run (under shutdown_mutex)
+
+// What the wires lost, --stats and --report: once, by whichever exiting
+// thread comes first; another waits on the mutex until the files are whole
+// (sim/README.md, "Statistics").
+void finish_run() noexcept {
+    std::lock_guard lock(shutdown_mutex());
+    if (finished || !instance()) return;
+    finished = true;
+    Simulator& sim = *instance();
+    try {
+        sim.report_losses();
+    } catch (...) { // a log line that could not be formatted: nothing to undo
+    }
+    if (auto r = write_stats(sim, "drop-in"); !r) std::fprintf(stderr, "rdmasim: %s\n", r.error().message.c_str());
+    try {
+        if (auto r = write_run_report(sim); !r) std::fprintf(stderr, "rdmasim: %s\n", r.error().message.c_str());
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "rdmasim: report %s: %s\n", sim.config().report.c_str(), e.what());
+    }
+}
+
 int provide_devices() {
     try {
         Config config;
@@ -37,22 +67,13 @@ int provide_devices() {
             log().error("{}", sim.error().message);
             return sim.error().code;
         }
+        std::lock_guard lock(shutdown_mutex());
+        if (finished) return ENODEV; // the program is exiting
         instance() = std::move(sim.value());
         log().info("{} device(s) ready", instance()->device_count());
-        // Registered after the logger came to be, so it runs before the
-        // logger goes: what the wires lost is said at exit, and --stats is
-        // written (sim/README.md, "Statistics"), its failure said on stderr.
-        std::atexit([] {
-            if (!instance()) return;
-            instance()->report_losses();
-            if (auto r = write_stats(*instance(), "drop-in"); !r)
-                std::fprintf(stderr, "rdmasim: %s\n", r.error().message.c_str());
-            try {
-                if (auto r = write_run_report(*instance()); !r) log().error("{}", r.error().message);
-            } catch (const std::exception& e) {
-                log().error("report {}: {}", instance()->config().report, e.what());
-            }
-        });
+        // At exit, while the program's static objects still live; shut_down
+        // does it if another exiting thread got there first.
+        std::atexit(finish_run);
         return 0;
     } catch (const std::bad_alloc&) {
         return ENOMEM;
@@ -64,8 +85,13 @@ int provide_devices() {
 // Runs when the library is loaded: devices are built lazily, on first use.
 __attribute__((constructor)) void install_provider() { device::set_device_provider(provide_devices); }
 
-// Stops engine threads before the program's static objects go away.
-__attribute__((destructor)) void shut_down() { instance().reset(); }
+// Stops engine threads before the program's static objects go away; waits
+// for a finish_run in progress in another thread, or runs it.
+__attribute__((destructor)) void shut_down() {
+    finish_run();
+    std::lock_guard lock(shutdown_mutex());
+    instance().reset();
+}
 
 } // namespace
 } // namespace rdmasim::sim

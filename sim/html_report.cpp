@@ -1,4 +1,5 @@
 #include "sim/html_report.hpp"
+#include "sim/output_file.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -370,20 +371,7 @@ std::string render_html_report(const HtmlReport& r) {
 }
 
 Result<void> write_html_report(const std::string& path, const HtmlReport& report) {
-    const std::string page = render_html_report(report);
-    const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
-    const auto fail = [&](std::string_view what, int err) {
-        std::remove(tmp.c_str());
-        return make_error(err, fmt::format("report {}: {}: {}", path, what, std::strerror(err)));
-    };
-    std::FILE* f = std::fopen(tmp.c_str(), "wb");
-    if (f == nullptr) return make_error(errno, fmt::format("report {}: cannot create {}: {}", path, tmp,
-                                                           std::strerror(errno)));
-    const bool written = std::fwrite(page.data(), 1, page.size(), f) == page.size();
-    const int write_err = errno;
-    if (std::fclose(f) != 0 || !written) return fail("write", written ? errno : write_err);
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) return fail("rename", errno);
-    return {};
+    return write_output_file("report", path, render_html_report(report));
 }
 
 } // namespace rdmasim::sim

@@ -33,8 +33,9 @@ struct HtmlReport {
 // &, <, >, " and ' as character references.
 [[nodiscard]] std::string html_escape(std::string_view s);
 [[nodiscard]] std::string render_html_report(const HtmlReport& report);
-// Renders and writes `path` atomically (a temporary file beside it, then
-// rename): a reader never sees half a page. Errors name the path.
+// Renders and writes `path` as write_output_file does (sim/output_file.hpp):
+// a regular file atomically, a FIFO or character device in place, "-" to
+// standard output. Errors name the path.
 Result<void> write_html_report(const std::string& path, const HtmlReport& report);
 
 } // namespace rdmasim::sim

@@ -15,6 +15,7 @@
 #include "net/vde_wire.hpp"
 #include "sim/device_stats.hpp"
 #include "sim/live_io.hpp"
+#include "sim/output_file.hpp"
 #include "sim/stats.hpp"
 
 namespace rdmasim::sim {
@@ -73,6 +74,21 @@ std::uint64_t not_sent(const std::vector<std::shared_ptr<net::FrameSink>>& sinks
     return n;
 }
 
+// The device's wire, if it has one: what it ignored or dropped before the
+// port saw anything (net/README.md, "Virtual wires").
+nlohmann::json wire_json(const std::vector<std::shared_ptr<net::FrameSink>>& sinks) {
+    for (const auto& sink : sinks)
+        if (const auto* wire = dynamic_cast<const net::VdeWire*>(sink.get())) {
+            const net::WireCounters& c = wire->wire_counters();
+            return {{"rx_empty", c.rx_empty.load()},
+                    {"rx_strangers", c.rx_strangers.load()},
+                    {"rx_errors", c.rx_errors.load()},
+                    {"tx_frames", c.tx_frames.load()},
+                    {"tx_failures", c.tx_failures.load()}};
+        }
+    return nullptr;
+}
+
 nlohmann::json verb_fails_json(const std::vector<std::uint64_t>& fails) {
     nlohmann::json out = nlohmann::json::object();
     for (std::size_t v = 0; v < device::kVerbNames.size(); ++v)
@@ -110,6 +126,7 @@ nlohmann::json device_json(Simulator& sim, std::size_t i) {
     out["send"] = {{"frames", stats ? stats->sent_frames() : 0},
                    {"bytes", stats ? stats->sent_bytes() : 0},
                    {"not_sent", not_sent(sim.sinks(i))}};
+    if (nlohmann::json wire = wire_json(sim.sinks(i)); !wire.is_null()) out["wire"] = std::move(wire);
     out["faults"] = faults_json(faults);
     if (const TxFaultCounters* tx = sim.tx_fault_counters(i))
         out["tx_faults"] = {{"sent", tx->sent.load()},           {"duplicated", tx->duplicated.load()},
@@ -119,10 +136,6 @@ nlohmann::json device_json(Simulator& sim, std::size_t i) {
     out["verb_fails"] = verb_fails_json(sim.verb_fails(i));
     if (sim.config().speed > 0) out["pacing"] = pacing_json(sim.engine(i).pacing_stats());
     return out;
-}
-
-std::string errno_text(int err) {
-    return std::strerror(err);
 }
 
 } // namespace
@@ -142,42 +155,7 @@ nlohmann::json stats_document(Simulator& sim, std::string_view writer) {
 Result<void> write_stats_file(const std::string& path, const nlohmann::json& doc) {
     // Strings that are not UTF-8 (a path in another encoding) are written with
     // U+FFFD rather than refused.
-    const std::string text = doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-    const std::string tmp = fmt::format("{}.tmp{}", path, ::getpid());
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        const int err = errno;
-        return make_error(err, fmt::format("stats {}: cannot create {}: {}", path, tmp, errno_text(err)));
-    }
-    const char* what = nullptr;
-    int err = 0;
-    for (std::size_t done = 0; done < text.size();) {
-        const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-            err = n < 0 ? errno : EIO;
-            what = "cannot write";
-            break;
-        }
-        done += static_cast<std::size_t>(n);
-    }
-    if (!what && ::fsync(fd) != 0) {
-        err = errno;
-        what = "cannot write";
-    }
-    if (::close(fd) != 0 && !what) {
-        err = errno;
-        what = "cannot write";
-    }
-    if (!what && ::rename(tmp.c_str(), path.c_str()) != 0) {
-        err = errno;
-        what = "cannot rename the temporary file over it";
-    }
-    if (what) {
-        ::unlink(tmp.c_str());
-        return make_error(err, fmt::format("stats {}: {}: {}", path, what, errno_text(err)));
-    }
-    return {};
+    return write_output_file("stats", path, doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
 Result<void> write_stats(Simulator& sim, std::string_view writer) noexcept {

@@ -1,7 +1,8 @@
 // --stats FILE (sim/README.md, "Statistics"): every counter of a run as one
 // JSON document, schema 1, written when the simulator stops (the drop-in
-// library's exit, the end of `rdmasim replay`), atomically: a temporary
-// file beside FILE, then a rename, so a reader never sees half a document.
+// library's exit, the end of `rdmasim replay`) by write_output_file: a
+// regular FILE is replaced atomically, a FIFO or character device written
+// in place, "-" is standard output.
 #pragma once
 
 #include <string>
@@ -24,10 +25,8 @@ inline constexpr int kStatsSchema = 1;
 // drops + held.
 [[nodiscard]] nlohmann::json stats_document(Simulator& sim, std::string_view writer);
 
-// Writes `doc` to `path` through a temporary file in the same directory
-// (created, written, fsync'ed, renamed over `path`); on any failure the
-// temporary file is removed and `path` is left as it was. The error names
-// `path` and the reason.
+// Writes `doc` to `path` as write_output_file does (sim/output_file.hpp).
+// The error names `path` and the reason.
 Result<void> write_stats_file(const std::string& path, const nlohmann::json& doc);
 
 // Both, for the configured `stats` key (nothing to do without it); never

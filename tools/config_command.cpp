@@ -24,6 +24,7 @@ int check_config(const std::vector<std::pair<std::string, std::string>>& setting
     for (const auto& [k, v] : settings)
         if (auto r = config.set(k, v); !r) return fail(r.error());
     if (auto r = config.validate(); !r) return fail(r.error());
+    if (auto r = config.check_files(); !r) return fail(r.error());
     std::printf("configuration ok: %u device(s)\n", config.devices);
     return kExitOk;
 }

@@ -15,6 +15,8 @@
 #include <string_view>
 #include <vector>
 
+#include "net/socket_dir.hpp"
+#include "net/vde_wire.hpp"
 #include "sim/config.hpp"
 #include "tools/exit_codes.hpp"
 #include "tools/install_paths.hpp"
@@ -44,6 +46,29 @@ std::string absolute_wire(const std::string& url) {
 }
 
 bool capture_key(const std::string& k) { return k == "pcap" || k.starts_with("pcap."); }
+
+// A ptp:// wire's socket directory, checked as the program's end will check
+// it (net/socket_dir.hpp), so that an unsafe one stops `run` itself: the
+// error names the directory and why (status 1: the file system, not the
+// command, is at fault). The path's length is checked once made absolute.
+int check_wires(const sim::Config& config, std::string& error) {
+    for (std::size_t i = 0; i < config.wire.size(); ++i) {
+        const std::string& url = config.wire[i];
+        if (!url.starts_with("ptp://")) continue;
+        const std::string key = i == 0 ? "wire" : fmt::format("wire.{}", i);
+        const std::string path = absolute_wire(url).substr(6);
+        if (path.size() > net::VdeWire::kMaxPtpPath) {
+            error = fmt::format("configuration: {} = '{}': expected a ptp:// socket path of at most {} bytes "
+                                "(made absolute it has {})", key, url, net::VdeWire::kMaxPtpPath, path.size());
+            return kExitUsage;
+        }
+        if (auto r = net::check_socket_directory(net::socket_directory(path)); !r) {
+            error = fmt::format("{} = '{}': {}", key, url, r.error().message);
+            return kExitRuntime;
+        }
+    }
+    return kExitOk;
+}
 
 // The signals `run` passes on to the program when they are sent to rdmasim
 // itself; those the terminal sends reach the program directly.
@@ -102,23 +127,24 @@ int run_child(const RunOptions& o) {
 
 int run_environment(const RunOptions& o, std::vector<std::pair<std::string, std::string>>& env,
                     std::string& error) {
-    sim::Config check; // validate here, so a typo fails before the program starts
-    for (const auto& [k, v] : o.settings) {
-        if (auto r = check.set(k, v); !r) {
-            error = r.error().message;
-            return config_error_status(r.error().code);
-        }
+    // The configuration the program will get (RDMASIM_CONFIG, RDMASIM_*, then
+    // the options), checked here so that nothing fails once it runs.
+    sim::Config check;
+    auto config_error = [&](const Error& e) {
+        error = e.message;
+        return config_error_status(e.code);
+    };
+    if (auto r = check.apply_environment(); !r) return config_error(r.error());
+    for (const auto& [k, v] : o.settings)
+        if (auto r = check.set(k, v); !r) return config_error(r.error());
+    if (auto r = check.validate(); !r) return config_error(r.error());
+    if (check.start == sim::StartTrigger::manual) {
+        error = "configuration: start = 'manual': expected first-flow, now or a delay like 250ms (manual waits "
+                "for Engine::begin(), which only a program that creates the Simulator itself can call)";
+        return kExitUsage;
     }
-    if (auto r = check.validate(); !r) {
-        error = r.error().message;
-        return config_error_status(r.error().code);
-    }
-    for (const auto& [k, v] : o.settings) {
-        if (capture_key(k) && !v.empty() && ::access(v.c_str(), R_OK) != 0) {
-            error = fmt::format("{} = '{}': {}", k, v, std::strerror(errno));
-            return kExitRuntime;
-        }
-    }
+    if (auto r = check.check_files(); !r) return config_error(r.error());
+    if (const int status = check_wires(check, error); status != kExitOk) return status;
     const std::string dir = drop_in_library_dir(error);
     if (dir.empty()) return kExitRuntime;
     std::string path = dir;
@@ -126,8 +152,9 @@ int run_environment(const RunOptions& o, std::vector<std::pair<std::string, std:
     env.emplace_back("LD_LIBRARY_PATH", path);
     for (const auto& [k, v] : o.settings) {
         // Capture paths are made absolute: the program may change directory.
+        // "-" is standard output for stats and report, not a file.
         const bool path = capture_key(k) || k == "tx_capture" || k.starts_with("tx_capture.") || k == "trace" ||
-                          k == "stats" || k == "report";
+                          ((k == "stats" || k == "report") && v != "-");
         const bool wire = k == "wire" || k.starts_with("wire.");
         env.emplace_back(sim::environment_name(k), path ? fs::absolute(v).string()
                                                    : wire ? absolute_wire(v) : v);

@@ -116,6 +116,7 @@ std::string device_text(const json& d) {
                            a.at("ipv4").get<std::string>(), a.at("ipv6").get<std::string>(), num(a.at("mtu")));
     }
     if (port.contains("arp")) out += fmt::format("  arp: {}\n", non_zero(port.at("arp")));
+    if (d.contains("wire")) out += fmt::format("  wire: {}\n", non_zero(d.at("wire")));
 
     Table drops({"drop reason", "frames"});
     for (const auto& [name, n] : port.at("drops").items())

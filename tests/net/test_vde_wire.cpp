@@ -62,20 +62,43 @@ unsigned mode_of(const std::string& path) {
     return st.st_mode & 07777;
 }
 
-// A datagram of `bytes` sent to a socket path from a plain AF_UNIX socket,
-// as anyone allowed to write to it could.
-void send_raw(const std::string& path, const Bytes& bytes) {
-    const int fd = ::socket(AF_UNIX, SOCK_DGRAM, 0);
-    REQUIRE(fd >= 0);
-    sockaddr_un to{};
-    to.sun_family = AF_UNIX;
-    std::strncpy(to.sun_path, path.c_str(), sizeof to.sun_path - 1);
-    const ssize_t n = ::sendto(fd, bytes.data(), bytes.size(), 0, reinterpret_cast<sockaddr*>(&to), sizeof to);
-    const int err = errno;
-    ::close(fd);
-    INFO(std::strerror(err));
-    REQUIRE(n == static_cast<ssize_t>(bytes.size()));
-}
+// A plain AF_UNIX datagram socket, as any process allowed to write to a
+// wire's socket has: bound to `name` ("": unbound) while it lives.
+class RawSocket {
+public:
+    explicit RawSocket(std::string name = "") : name_(std::move(name)) {
+        fd_ = ::socket(AF_UNIX, SOCK_DGRAM, 0);
+        REQUIRE(fd_ >= 0);
+        if (name_.empty()) return;
+        const sockaddr_un me = address(name_);
+        REQUIRE(::bind(fd_, reinterpret_cast<const sockaddr*>(&me), sizeof me) == 0);
+    }
+    ~RawSocket() {
+        ::close(fd_);
+        if (!name_.empty()) ::unlink(name_.c_str());
+    }
+    RawSocket(const RawSocket&) = delete;
+    RawSocket& operator=(const RawSocket&) = delete;
+
+    // Sends `bytes` to `path`: 0, or the errno of a refusal.
+    int send_to(const std::string& path, const Bytes& bytes) {
+        const sockaddr_un to = address(path);
+        const ssize_t n = ::sendto(fd_, bytes.data(), bytes.size(), 0, reinterpret_cast<const sockaddr*>(&to), sizeof to);
+        if (n < 0) return errno;
+        REQUIRE(n == static_cast<ssize_t>(bytes.size()));
+        return 0;
+    }
+
+private:
+    static sockaddr_un address(const std::string& path) {
+        sockaddr_un a{};
+        a.sun_family = AF_UNIX;
+        std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
+        return a;
+    }
+    std::string name_;
+    int fd_ = -1;
+};
 
 } // namespace
 
@@ -143,10 +166,12 @@ TEST_CASE("wire datagrams are not trusted: longer ones are handed over truncated
     TempDir dir;
     const std::string sock = dir / "sock";
     auto a = open_ok("ptp://" + sock);
-    // 10000 bytes: longer than any frame a wire carries (9234).
+    // 10000 bytes: longer than any frame a wire carries (9234). Sent from
+    // the peer's socket name, PATH+: the only sender a ptp end takes.
     const Bytes oversize = pattern(10000, 3);
-    send_raw(sock, oversize);
-    send_raw(sock, pattern(5, 4));
+    RawSocket peer(sock + "+");
+    CHECK(peer.send_to(sock, oversize) == 0);
+    CHECK(peer.send_to(sock, pattern(5, 4)) == 0);
     Frame f;
     REQUIRE(next_frame(*a, f));
     CHECK(f.len == VdeWire::kMaxFrame);
@@ -159,7 +184,7 @@ TEST_CASE("wire datagrams are not trusted: longer ones are handed over truncated
     CHECK(a->counters().frames == 2);
     CHECK(a->counters().truncated_records == 1);
     // A frame of exactly the largest size passes whole.
-    send_raw(sock, pattern(VdeWire::kMaxFrame, 5));
+    CHECK(peer.send_to(sock, pattern(VdeWire::kMaxFrame, 5)) == 0);
     REQUIRE(next_frame(*a, f));
     CHECK(f.len == VdeWire::kMaxFrame);
     CHECK_FALSE(f.truncated());
@@ -272,4 +297,90 @@ TEST_CASE("a wire URL libvdeplug cannot open is an error naming the URL and the 
     auto a = open_ok(url);
     auto b = open_ok(url);
     expect(url, EADDRINUSE, "plugged in already");
+}
+
+TEST_CASE("a ptp end takes datagrams from its peer alone; empty ones are counted and change nothing",
+          "[net][wire]") {
+    RDMASIM_SKIP_WITHOUT_VDEPLUG();
+    TempDir dir;
+    const std::string sock = dir / "sock";
+    auto a = open_ok("ptp://" + sock); // creates sock; its peer is sock+
+    Frame f;
+    // Before the peer is there: a stranger, named or not, is dropped and counted.
+    CHECK(RawSocket(dir / "stranger").send_to(sock, pattern(60, 1)) == 0);
+    CHECK(RawSocket().send_to(sock, pattern(60, 2)) == 0);
+    CHECK_FALSE(next_frame(*a, f));
+    CHECK(a->wire_counters().rx_strangers == 2);
+    CHECK(a->counters().frames == 0);
+
+    auto b = open_ok("ptp://" + sock); // binds sock+, connected to sock
+    // An empty datagram from the peer: ignored, counted, and the ends stay
+    // paired (libvdeplug would have disconnected the receiving end).
+    b->send(Bytes{}, 0);
+    a->send(Bytes{}, 0);
+    const Bytes ab = pattern(60, 3), ba = pattern(60, 4);
+    b->send(ba, 0);
+    REQUIRE(next_frame(*a, f));
+    CHECK(Bytes(f.data, f.data + f.len) == ba);
+    CHECK(a->wire_counters().rx_empty == 1);
+    CHECK_FALSE(next_frame(*b, f)); // reads the empty datagram
+    CHECK(b->wire_counters().rx_empty == 1);
+
+    // Strangers after the empty datagrams: the kernel refuses them (both
+    // ends are connected to each other) or the end drops them; never a frame.
+    for (const auto& [to, end] : {std::pair{sock, a.get()}, std::pair{sock + "+", b.get()}}) {
+        const int err = RawSocket(dir / "stranger").send_to(to, pattern(60, 5));
+        INFO(to << ": " << std::strerror(err));
+        CHECK((err == 0 || err == EPERM));
+        CHECK_FALSE(next_frame(*end, f));
+    }
+    a->send(ab, 0);
+    REQUIRE(next_frame(*b, f));
+    CHECK(Bytes(f.data, f.data + f.len) == ab);
+    CHECK(a->counters().frames == 1);
+    CHECK(b->counters().frames == 1);
+}
+
+TEST_CASE("a ptp wire refuses a socket directory others could plug into", "[net][wire]") {
+    RDMASIM_SKIP_WITHOUT_VDEPLUG();
+    TempDir dir;
+    auto refused = [&](const std::string& sub, mode_t mode, const std::string& why) {
+        const std::string d = dir / sub;
+        REQUIRE(::mkdir(d.c_str(), 0700) == 0);
+        REQUIRE(::chmod(d.c_str(), mode) == 0);
+        auto w = VdeWire::open("ptp://" + d + "/sock");
+        REQUIRE_FALSE(w);
+        INFO(w.error().message);
+        CHECK(w.error().code == EPERM);
+        CHECK(w.error().message.find("socket directory " + d + " ") != std::string::npos);
+        CHECK(w.error().message.find(why) != std::string::npos);
+        CHECK(::access((d + "/sock").c_str(), F_OK) != 0); // nothing created
+        return d;
+    };
+    refused("all", 0777, "writable by others (mode 0777)");
+    refused("sticky", 01777, "writable by others (mode 1777)");
+    refused("group", 0770, "writable by its group");
+    // Ours, and writable by nobody else: opens, readable by others or not.
+    for (const auto& [sub, mode] : {std::pair{"private", 0700}, std::pair{"readable", 0755}}) {
+        const std::string d = dir / sub;
+        REQUIRE(::mkdir(d.c_str(), 0700) == 0);
+        REQUIRE(::chmod(d.c_str(), static_cast<mode_t>(mode)) == 0);
+        open_ok("ptp://" + d + "/sock");
+    }
+    if (::geteuid() == 0) {
+        const std::string d = dir / "nobody";
+        REQUIRE(::mkdir(d.c_str(), 0700) == 0);
+        REQUIRE(::chown(d.c_str(), 65534, 65534) == 0);
+        auto w = VdeWire::open("ptp://" + d + "/sock");
+        REQUIRE_FALSE(w);
+        INFO(w.error().message);
+        CHECK(w.error().code == EPERM);
+        CHECK(w.error().message.find("owned by uid 65534, not by you") != std::string::npos);
+    } else {
+        WARN("not root: a directory of another owner needs chown (CI runs this as root)");
+    }
+    // A path whose peer name would not fit a unix socket's.
+    auto w = VdeWire::open("ptp://" + dir / std::string(VdeWire::kMaxPtpPath, 'x'));
+    REQUIRE_FALSE(w);
+    CHECK(w.error().code == EINVAL);
 }

@@ -61,10 +61,10 @@ TEST_CASE("addresses: stable on the inline engine, from the device index", "[sim
 TEST_CASE("addresses: a deterministic device on a wire or live interface gets the random default",
           "[sim][addresses]") {
     // Two deterministic processes on one wire must not both be 02:52:44:4d:00:00.
-    for (const char* key : {"wire", "iface", "pcap_live"}) {
+    for (const auto& [key, value] : {std::pair{"wire", "ptp:///tmp/x"}, {"iface", "eth0"}, {"pcap_live", "eth0"}}) {
         INFO(key);
         const Config c = with({{"devices", "2"}, {"deterministic", "on"},
-                               {(std::string(key) + ".1").c_str(), "ptp:///tmp/x"}});
+                               {(std::string(key) + ".1").c_str(), value}});
         CHECK(sim::device_identity(c, 0).mac == net::MacAddress{0x02, 0x52, 0x44, 0x4d, 0x00, 0x00});
         const auto d1 = sim::device_identity(c, 1);
         CHECK(d1.mac != net::MacAddress{0x02, 0x52, 0x44, 0x4d, 0x00, 0x01});

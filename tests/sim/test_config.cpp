@@ -20,7 +20,12 @@ TEST_CASE("config: every key validates its value and names it in the error", "[s
                         {"engine", "fast"}, {"speed", "2"}, {"speed", "-1x"}, {"burst", "0"},
                         {"source_fcs", "2"}, {"caps.delay_drop_timeout_us", "150"},
                         {"caps.delay_drop_timeout_us", "100100"}, {"caps.pad_align", "32"},
-                        {"caps.ip_csum", "maybe"}, {"start", "later"}, {"no.such.key", "1"}}) {
+                        {"caps.ip_csum", "maybe"}, {"start", "later"}, {"no.such.key", "1"},
+                        // Values that would fail only once a program runs (issue 29, item 8).
+                        {"wire", "bogus://x"}, {"wire.1", "tap://tap0"}, {"wire", "ptp://"}, {"wire", "vde://"},
+                        {"wire", "/tmp/sock"}, {"iface", "a-name-longer-than-15"}, {"iface", "eth/0"},
+                        {"pcap_live.2", "eth 0"}, {"filter", "port fourty"}, {"stats", "out/"},
+                        {"report", "/tmp/"}, {"trace", "dir/"}, {"tx_capture", "dir/"}}) {
         auto r = c.set(k, v);
         INFO(k << " = " << v);
         REQUIRE_FALSE(r);
@@ -84,6 +89,59 @@ TEST_CASE("config: TOML files, with tables for the caps", "[sim][config]") {
     REQUIRE_FALSE(r);
     CHECK(r.error().message.find(path.string()) != std::string::npos);
     std::filesystem::remove(path);
+}
+
+TEST_CASE("config: a bad wire value names the key and the accepted forms", "[sim][config]") {
+    Config c;
+    auto r = c.set("wire", "bogus://x");
+    REQUIRE_FALSE(r);
+    CHECK(r.error().message == "configuration: wire = 'bogus://x': expected ptp://PATH, vde://PATH or "
+                               "vxvde://GROUP (libvdeplug's other schemes are refused)");
+    r = c.set("wire", "ptp:///" + std::string(106, 'x'));
+    REQUIRE_FALSE(r);
+    CHECK(r.error().message.find("at most 106 bytes") != std::string::npos);
+    CHECK(c.set("wire", "ptp:///" + std::string(105, 'x')));
+    CHECK(c.set("wire", "vxvde://"));
+    CHECK(c.set("filter", "vlan 7 and udp port 4791"));
+    CHECK(c.set("stats", "-"));
+    CHECK(c.set("report", "-"));
+}
+
+TEST_CASE("config: check_files wants readable captures and an output file's directory", "[sim][config]") {
+    const std::string dir =
+        (std::filesystem::temp_directory_path() / ("rdmasim-files-" + std::to_string(::getpid()))).string();
+    std::filesystem::create_directory(dir);
+    auto fails = [](Config& c, int code, const std::string& key) {
+        auto r = c.check_files();
+        REQUIRE_FALSE(r);
+        INFO(r.error().message);
+        CHECK(r.error().code == code);
+        CHECK(r.error().message.find("configuration: " + key + " = ") == 0);
+    };
+    {
+        Config c;
+        REQUIRE(c.set("stats", "-"));
+        REQUIRE(c.set("report", dir + "/report.html"));
+        CHECK(c.check_files());
+        REQUIRE(c.set("stats", dir + "/missing/stats.json"));
+        fails(c, ENOENT, "stats");
+        REQUIRE(c.set("stats", dir));
+        fails(c, EISDIR, "stats");
+    }
+    {
+        Config c;
+        REQUIRE(c.set("pcap", dir + "/none.pcap"));
+        fails(c, ENOENT, "pcap");
+        REQUIRE(c.set("pcap", dir));
+        fails(c, EISDIR, "pcap");
+    }
+    {
+        Config c;
+        REQUIRE(c.set("devices", "2"));
+        REQUIRE(c.set("tx_capture.1", dir + "/no/such/dir.pcap"));
+        fails(c, ENOENT, "tx_capture.1");
+    }
+    std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("config: a pcap for a device that does not exist is refused", "[sim][config]") {

@@ -147,6 +147,35 @@ expect(2, ["config", "--check", "--set", "devices=99"], stderr_has=("devices",))
 expect(2, ["config", "--check"], env={"RDMASIM_ENGINE": "warp"}, stderr_has=("RDMASIM_ENGINE",))
 expect(1, ["config", "--check"], env={"RDMASIM_CONFIG": missing}, stderr_has=(missing,))
 
+# Every value is checked before the program starts (issue 29, item 8): a
+# value that would fail only inside the program is status 2 naming the key,
+# the value and the forms the key takes, and the program never starts.
+started = os.path.join(tmp, "started")
+for key, value, forms in [
+        ("wire", "bogus://x", "ptp://PATH, vde://PATH or vxvde://GROUP"),
+        ("wire.1", "tap://tap0", "ptp://PATH, vde://PATH or vxvde://GROUP"),
+        ("wire", "ptp://", "with a socket path"),
+        ("wire", "ptp:///" + "x" * 120, "at most 106 bytes"),
+        ("iface", "an-interface-name-too-long", "an interface name"),
+        ("pcap_live", "eth/0", "an interface name"),
+        ("filter", "port fourty", "a BPF expression"),
+        ("stats", "out/", "a file name"),
+        ("report", tmp + "/", "a file name"),
+        ("trace", "out/", "a file name"),
+        ("tx_capture", "out/", "a file name")]:
+    devices = ["--set", "devices=2"] if key.endswith(".1") else []
+    expect(2, ["config", "--check", *devices, "--set", f"{key}={value}"], stderr_has=(f"{key} = '{value}'", forms))
+    expect(2, ["run", *devices, "--set", f"{key}={value}", "--", "touch", started],
+           stderr_has=(f"{key} = '{value}'", forms))
+expect(2, ["run", "--wire", "bogus://x", "--", "touch", started], stderr_has=("wire = 'bogus://x'",))
+expect(2, ["run", "--", "touch", started], env={"RDMASIM_WIRE": "bogus://x"}, stderr_has=("RDMASIM_WIRE",))
+expect(2, ["run", "--start", "manual", "--", "touch", started], stderr_has=("start = 'manual'",))
+missing_dir = os.path.join(tmp, "no-such-dir", "stats.json")
+expect(1, ["run", "--stats", missing_dir, "--", "touch", started], stderr_has=("stats", missing_dir))
+expect(1, ["config", "--check", "--set", f"report={missing_dir}"], stderr_has=("report", missing_dir))
+expect(1, ["run", "--pcap", tmp, "--", "touch", started], stderr_has=(tmp, "a directory"))
+check(not os.path.exists(started), "no refused configuration started the program")
+
 os.remove(not_exec)
 os.remove(bad_toml)
 os.rmdir(tmp)

@@ -342,7 +342,7 @@ def part_errors():
     bad = "udp and and"
     p = subprocess.run([RDMASIM, "replay", "--pcap-live", HOST, "--filter", bad, "--count", "1"],
                        capture_output=True, text=True, timeout=TIMEOUT)
-    check(p.returncode == 1 and f"filter '{bad}'" in p.stderr and "syntax error" in p.stderr,
+    check(p.returncode == 2 and f"filter = '{bad}'" in p.stderr and "syntax error" in p.stderr,
           f"bad filter: libpcap's text and the expression (got {p.returncode}: {p.stderr.strip()})")
     setpriv = ["setpriv", "--inh-caps=-all", "--bounding-set=-net_raw"]
     if not setpriv_works(setpriv):
