@@ -6,7 +6,9 @@ Usage: /usr/bin/python3 tests/fuzz/make_corpus.py   (from the source root)
 Deterministic. Sources: single frames of tests/data/sample.pcap, flow
 attribute buffers laid out as verbs.h defines them (what rdma-core's flow
 tests build), the configuration keys the README documents and a valid TOML
-file, and small pcap / pcapng files (sample.pcap cut to a few KB among them).
+file, small pcap / pcapng files (sample.pcap cut to a few KB among them), and
+for fuzz_roce_peer valid exchanges of a RoCE v2 peer with each QP type,
+each followed by a verb (the step encoding: tests/fuzz/roce_peer_steps.cpp).
 Seeds are named by content hash, as libFuzzer's -merge names its files.
 """
 
@@ -222,12 +224,61 @@ def replay_seeds(header, records):
     put("fuzz_pcap_replay", header)                      # no records
 
 
+# --- fuzz_roce_peer: byte 0 the configuration, then 8-byte steps -------------
+RC, UC, UD, XRC = 0, 1, 2, 3
+OPS = dict(send_first=0, send_middle=1, send_last=2, send_only=4, send_only_imm=5, write_first=6,
+           write_middle=7, write_last=8, write_last_imm=9, write_only=10, read=12, cmp_swap=13,
+           fetch_add=14, send_only_inv=16, atomic_write=17)
+
+
+def frame(qp, op, key=0x00, va=0x00, dma=0x00, plen=0x00, flags=0x10, psn=0):
+    """A frame step: key/va/dma are the selector bytes b3/b4/b5, plen b6 (< 0x80: bytes; 0x80: 256)."""
+    return bytes([0, qp << 6 | 0x20 | OPS[op], psn & 0xFF, key, va, dma, plen, flags])
+
+
+def verb(kind, *args):
+    return bytes([kind] + list(args) + [0] * (7 - len(args)))
+
+
+def post_recv(qp, slot=3, off16=0x10, len16=0x20):
+    return verb(7, qp | slot << 2, off16, len16)
+
+
+def roce_peer_seeds():
+    dereg0, err_rc, recreate_rc = verb(8, 0), verb(14, RC), verb(15, RC)
+    bind_w1 = verb(11, 0x00, 8, 0x10, 3)         # type 1 over MR 0: 256 bytes, WRITE and READ
+    bind_w2 = verb(11, 0x01, 8, 0x10, 7)         # type 2 on the RC QP
+    seeds = [
+        [frame(RC, "write_only", dma=0x40 | 63, plen=63), dereg0],
+        [frame(RC, "write_first", dma=0x08, plen=0x80), frame(RC, "write_last", plen=0x80), dereg0],
+        [frame(RC, "write_first", dma=0x0C, plen=0x80), frame(RC, "write_middle", plen=0x80),
+         frame(RC, "write_last", plen=0x80), verb(10, 0, 4, 0, 0, 5)],
+        [frame(RC, "read", dma=0x08), dereg0, frame(RC, "read", key=0x01, dma=0x04)],
+        [post_recv(RC), frame(RC, "send_only", plen=63), err_rc],
+        [post_recv(RC), frame(RC, "send_first", plen=0x80), frame(RC, "send_last", plen=10), recreate_rc],
+        [frame(RC, "cmp_swap", flags=0x12), frame(RC, "fetch_add"), frame(RC, "atomic_write", dma=0x40 | 8, plen=8)],
+        [bind_w1, frame(RC, "write_only", key=0x60, va=0x02, dma=0x40 | 32, plen=32)],
+        [bind_w1, frame(RC, "read", key=0x60, dma=0x40 | 48), verb(13, 0)],
+        [bind_w2, post_recv(RC), frame(RC, "send_only_inv", key=0x61, plen=5), verb(12, 0)],
+        [post_recv(UD, off16=0x20), frame(UD, "send_only", plen=20), frame(UD, "send_only_imm", plen=4, flags=0x80)],
+        [post_recv(XRC), frame(XRC, "send_only", plen=63), frame(XRC, "write_only", dma=0x40 | 30, plen=30),
+         frame(XRC, "read", dma=0x04), verb(15, XRC)],
+        [frame(UC, "write_first", dma=0x08, plen=0x80), frame(UC, "write_last", plen=0x80), verb(14, UC)],
+        [post_recv(UC), frame(UC, "send_only", plen=63), verb(9, 0), verb(8, 3), verb(9, 3, 0x10, 0x40, 0, 0x0f)],
+        [frame(RC, "write_only", key=0x80, dma=0x40 | 8, plen=0), frame(RC, "write_only", key=0xC0, dma=0x40 | 8)],
+    ]
+    for steps in seeds:
+        put("fuzz_roce_peer", b"\x00" + b"".join(steps))
+    put("fuzz_roce_peer", b"\x80" + frame(RC, "write_only", dma=0x40 | 63, plen=63) * 8)  # PSNs across the wrap
+
+
 def main():
     header, records = pcap_records(SAMPLE)
     frame_seeds(records)
     flow_seeds()
     config_seeds()
     replay_seeds(header, records)
+    roce_peer_seeds()
 
 
 if __name__ == "__main__":
