@@ -63,6 +63,9 @@ struct QpModel {
     int access = 0;          // its qp_access_flags
     bool open = false;       // not moved to ERR by us, not destroyed
     std::uint32_t psn = 0;   // the peer's next PSN toward it
+    // What WRITEs (with FIRST or ONLY) and atomics to it named with a key
+    // that granted it: a write must land in one of these too (no rkey mix-up).
+    std::vector<std::pair<std::uint8_t*, std::size_t>> targets;
 };
 struct RecvModel {
     std::uint64_t wr_id;
@@ -106,7 +109,8 @@ struct RocePeerHarness::Impl {
     // What a frame of kind `need` on QP q may change.
     void grants(roce_peer::Mask& m, int q, roce_peer::Need need) const;
     void all_grants(roce_peer::Mask& m) const;
-    [[nodiscard]] bool readable(int q, std::uint32_t rkey, std::uint64_t va, std::uint32_t len) const;
+    // The model lets `rkey` give QP q the access `right` (IBV_ACCESS_REMOTE_*) to [va, va + len).
+    [[nodiscard]] bool granted(int q, std::uint32_t rkey, std::uint64_t va, std::uint32_t len, int right) const;
 
     // --- steps (roce_peer_steps.cpp): "" or a finding ---
     // Carries out step `index` (its bytes `s`): `allowed` gets what it may
@@ -142,6 +146,9 @@ struct RocePeerHarness::Impl {
     std::vector<std::uint8_t> frame; // the frame being built
     roce_peer::Mask before, after, allowed; // grants before and after a step, the step's own
     bool trace = std::getenv("ROCE_PEER_TRACE") != nullptr;
+    std::vector<std::string> names;    // names[i]: what step i was
+    const char* why_sent = "";         // check_sent's reason, for the finding's class
+    std::vector<std::string> known;    // ROCE_PEER_KNOWN: classes to tolerate (roce_peer.cpp)
 };
 
 } // namespace rdmasim::test

@@ -89,6 +89,7 @@ public:
                                                           const char* what) noexcept {
         std::string finding;
         changed = 0;
+        revoked_by = 0;
         for (int a = 0; a < kAreas; ++a) {
             if (std::memcmp(area(a), shadow_[a].data(), kAreaLen) == 0) continue;
             for (std::size_t i = 0; i < kAreaLen; ++i) changed += area(a)[i] != shadow_[a][i];
@@ -98,13 +99,14 @@ public:
                 while (i + n < kAreaLen && area(a)[i + n] != shadow_[a][i + n] && !allowed.b[a][i + n]) ++n;
                 char buf[320];
                 const int rev = revoked_at_[a][i];
+                char why[96] = "not granted to this frame's QP, key and kind (a canary if never granted)";
+                if (rev) std::snprintf(why, sizeof why, "that memory was revoked and refilled by step %d", rev);
                 std::snprintf(buf, sizeof buf,
                               "step %d (%s): %zu byte(s) of area %d changed at offset %zu "
-                              "(was 0x%02x, now 0x%02x) outside every grant of the step; %s%d",
-                              step, what, n, a, i, shadow_[a][i], area(a)[i],
-                              rev ? "that memory was revoked and refilled by step " : "never granted: canary",
-                              rev ? rev : 0);
+                              "(was 0x%02x, now 0x%02x) outside the step's grants; %s",
+                              step, what, n, a, i, shadow_[a][i], area(a)[i], why);
                 finding = buf;
+                revoked_by = rev;
             }
             std::memcpy(shadow_[a].data(), area(a), kAreaLen);
         }
@@ -126,6 +128,7 @@ public:
     }
 
     std::size_t changed = 0; // bytes the last check() saw changed (for traces)
+    int revoked_by = 0;      // its finding: the step that revoked the byte, 0 for a canary
 
 private:
     std::uint8_t* map_ = nullptr;

@@ -119,7 +119,14 @@ std::string RocePeerHarness::Impl::frame_step(int index, std::span<const std::ui
     }
     req.psn = (qps[q].psn + static_cast<std::uint32_t>(static_cast<std::int8_t>(s[2]))) & net::kPsnMask;
     const bool read_op = op == 0x0c && q != kUd && q != kUc;
-    req.readable = read_op && readable(q, req.rkey, req.va, req.dma_len);
+    req.readable = read_op && granted(q, req.rkey, req.va, req.dma_len, IBV_ACCESS_REMOTE_READ);
+    // A WRITE that starts a message, or an atomic, names its target.
+    const bool starts = op == 0x06 || op == 0x0a || op == 0x0b || op == 0x1d;
+    const bool atomic = op == 0x13 || op == 0x14;
+    const std::uint32_t span_len = atomic ? 8 : req.dma_len;
+    if ((starts || atomic) && q != kUd &&
+        granted(q, req.rkey, req.va, span_len, atomic ? IBV_ACCESS_REMOTE_ATOMIC : IBV_ACCESS_REMOTE_WRITE))
+        qps[q].targets.emplace_back(reinterpret_cast<std::uint8_t*>(req.va), span_len);
 
     std::array<std::uint8_t, 400> payload;
     // b6: 0-127 bytes; 0x80-0xbf: 256 down to 193; 0xc0-0xff: 256 up to 382 (over the MTU).
@@ -194,6 +201,7 @@ std::string RocePeerHarness::Impl::check_sent(int index, const Request& req) {
                  std::memcmp(reinterpret_cast<const void*>(req.va + off), p.payload.data(), n) != 0)
             why = "its bytes are not the memory at va + offset";
         if (why == nullptr) continue;
+        why_sent = why;
         std::snprintf(buf, sizeof buf,
                       "step %d: a READ response (PSN 0x%06x, %zu bytes) for request rkey 0x%08x "
                       "va +0x%llx len %u on %s: %s",
