@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "device/flow_spec.hpp"
+#include "tests/fuzz/roce_peer.hpp"
 
 using namespace rdmasim;
 
@@ -43,4 +44,22 @@ TEST_CASE("parse_flow_attr: fewer bytes than an ibv_flow_attr are EINVAL, nothin
     // The same attribute whole, with no specs, is accepted.
     cut.push_back(0);
     CHECK(parse_exact(cut, rule) == 0);
+}
+
+TEST_CASE("a peer's WRITE_LAST after ibv_dereg_mr returned lands nowhere", "[device][roce][fuzz]") {
+    // fuzz_roce_peer (crash-ccca54a83bb35277af5942a13a93572c6254ea39), issue
+    // 29 item 1. Step 1: WRITE_FIRST (RETH: MR 0's rkey and start, 512 bytes;
+    // 256 bytes of payload) to the RC QP at its expected PSN, ACKed. Step 2:
+    // ibv_dereg_mr(MR 0); the program refills the buffer. Step 3: WRITE_LAST
+    // (256 bytes) at the next PSN. The responder kept the host pointer it
+    // resolved on the FIRST packet and copied the 256 bytes into the
+    // deregistered buffer; it must NAK (remote access) and copy nothing.
+    const std::vector<std::uint8_t> input = {
+        0x00,                                           // configuration: every right
+        0x00, 0x26, 0x00, 0x00, 0x00, 0x08, 0x80, 0x10, // frame: RC WRITE_FIRST
+        0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // ibv_dereg_mr(MR 0)
+        0x00, 0x28, 0x00, 0x00, 0x00, 0x00, 0x80, 0x10, // frame: RC WRITE_LAST
+    };
+    test::RocePeerHarness harness;
+    CHECK(harness.run(input) == "");
 }
