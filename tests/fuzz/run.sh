@@ -15,7 +15,7 @@ fi
 seconds=$1
 build=$(cd "$2" && pwd) || exit 2
 here=$(cd "$(dirname "$0")" && pwd)
-targets="fuzz_frame fuzz_flow_spec fuzz_config fuzz_pcap_replay"
+targets="fuzz_frame fuzz_flow_spec fuzz_config fuzz_pcap_replay fuzz_roce_peer"
 
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/rdmasim-fuzz.XXXXXX") || exit 2
 trap 'rm -rf "$scratch"' EXIT INT TERM
