@@ -266,6 +266,15 @@ def roce_peer_seeds():
         [frame(UC, "write_first", dma=0x08, plen=0x80), frame(UC, "write_last", plen=0x80), verb(14, UC)],
         [post_recv(UC), frame(UC, "send_only", plen=63), verb(9, 0), verb(8, 3), verb(9, 3, 0x10, 0x40, 0, 0x0f)],
         [frame(RC, "write_only", key=0x80, dma=0x40 | 8, plen=0), frame(RC, "write_only", key=0xC0, dma=0x40 | 8)],
+        # Windows over MRs that grant nothing remote themselves (as programs use them).
+        [verb(11, 0x02, 8, 0x20, 3), frame(RC, "write_first", key=0x60, dma=0x08, plen=0x80),
+         frame(RC, "write_last", plen=0x80), verb(13, 0)],
+        [verb(11, 0x07, 8, 0x20, 7), frame(RC, "write_first", key=0x61, dma=0x08, plen=0x80),
+         frame(RC, "write_last", plen=0x80), verb(12, 0)],
+        [verb(11, 0x07, 8, 0x20, 7), post_recv(RC, slot=1), frame(RC, "send_only_inv", key=0x61, plen=8),
+         frame(RC, "read", key=0x61, dma=0x04)],
+        [verb(11, 0x0F, 8, 0x20, 1), frame(UC, "write_first", key=0x61, dma=0x08, plen=0x80),
+         frame(UC, "write_last", plen=0x80), verb(12, 1)],
     ]
     for steps in seeds:
         put("fuzz_roce_peer", b"\x00" + b"".join(steps))
