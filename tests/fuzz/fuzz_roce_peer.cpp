@@ -21,7 +21,9 @@ using rdmasim::test::RocePeerHarness;
 // Every input creates and frees a few hundred KB of verbs objects; with
 // ASan's default 256 MB quarantine each input touches fresh pages (a third
 // of the run in page faults). 4 MB still holds the frees of the last inputs.
-extern "C" const char* __asan_default_options() { return "quarantine_size_mb=4"; }
+extern "C" const char* __asan_default_options() {
+    return "quarantine_size_mb=4";
+}
 
 extern "C" std::size_t LLVMFuzzerMutate(std::uint8_t* data, std::size_t size, std::size_t max_size);
 
@@ -46,11 +48,12 @@ extern "C" std::size_t LLVMFuzzerCustomMutator(std::uint8_t* data, std::size_t s
             std::memcpy(at(b), t.data(), kLen);
         }
         return size;
-    case 2: { // a copy of a step inserted anywhere
+    case 2: { // a copy of a step inserted anywhere, every other time with one byte changed
         if (n < 1 || size + kLen > max_size) break;
         const std::size_t src = rng() % n, dst = rng() % (n + 1);
         std::array<std::uint8_t, kLen> t;
         std::memcpy(t.data(), at(src), kLen);
+        if (rng() & 1) t[1 + rng() % (kLen - 1)] = static_cast<std::uint8_t>(rng());
         std::memmove(at(dst) + kLen, at(dst), size - 1 - dst * kLen);
         std::memcpy(at(dst), t.data(), kLen);
         return size + kLen;
