@@ -21,18 +21,25 @@ using namespace roce_peer;
 
 namespace {
 
-constexpr int kRemoteAll = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+constexpr int kRemoteAll =
+    IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 const net::MacAddress kPeerMac{0x02, 0, 0, 0, 0, 0x09};
 const net::Ipv4Address kPeerIp{192, 0, 2, 9};
 
-std::uint64_t u64(const std::uint8_t* p) { return reinterpret_cast<std::uint64_t>(p); }
+std::uint64_t u64(const std::uint8_t* p) {
+    return reinterpret_cast<std::uint64_t>(p);
+}
 
-// Marks [a, a + an) inside [b, b + bn).
+// Marks `bit` over [a, a + an) inside [b, b + bn).
 void mark_both(const GuardedAreas& mem, Mask& m, const std::uint8_t* a, std::size_t an,
-               const std::uint8_t* b, std::size_t bn) {
+               const std::uint8_t* b, std::size_t bn, std::uint8_t bit) {
     const std::uint8_t* lo = std::max(a, b);
     const std::uint8_t* hi = std::min(a + an, b + bn);
-    if (lo < hi) mem.mark(m, lo, static_cast<std::size_t>(hi - lo));
+    if (lo < hi) mem.mark(m, lo, static_cast<std::size_t>(hi - lo), bit);
+}
+
+std::uint8_t bit_of(Need need) {
+    return need == Need::recv ? 1 : need == Need::write ? 2 : 4;
 }
 
 bool covers(std::uint64_t lo, std::uint64_t n, std::uint64_t va, std::uint32_t len) {
@@ -43,7 +50,9 @@ bool covers(std::uint64_t lo, std::uint64_t n, std::uint64_t va, std::uint32_t l
 
 RocePeerHarness::RocePeerHarness() : impl_(std::make_unique<Impl>()) {}
 RocePeerHarness::~RocePeerHarness() = default;
-std::string RocePeerHarness::run(std::span<const std::uint8_t> input) { return impl_->run(input); }
+std::string RocePeerHarness::run(std::span<const std::uint8_t> input) {
+    return impl_->run(input);
+}
 
 RocePeerHarness::Impl::Impl()
     : fx(std::vector<std::pair<std::string, std::string>>{
@@ -109,7 +118,8 @@ bool RocePeerHarness::Impl::create_qp(int q) {
     a.qkey = kQkey;
     a.qp_access_flags = m.access;
     const int common = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
-    if (ibv_modify_qp(m.qp, &a, common | (q == kUd ? IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS)) != 0) std::abort();
+    if (ibv_modify_qp(m.qp, &a, common | (q == kUd ? IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS)) != 0)
+        std::abort();
     a.qp_state = IBV_QPS_RTR;
     a.ah_attr.is_global = 1;
     a.ah_attr.port_num = 1;
@@ -123,15 +133,16 @@ bool RocePeerHarness::Impl::create_qp(int q) {
     a.min_rnr_timer = 1;
     const int rtr = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
     const int rc_rtr = rtr | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
-    if (ibv_modify_qp(m.qp, &a, q == kUd ? IBV_QP_STATE : q == kUc ? rtr : rc_rtr) != 0) std::abort();
+    if (ibv_modify_qp(m.qp, &a, q == kUd ? IBV_QP_STATE : q == kUc ? rtr : rc_rtr) != 0)
+        std::abort();
     a.qp_state = IBV_QPS_RTS;
     a.sq_psn = 0x42;
     a.timeout = 14;
     a.retry_cnt = 7;
     a.rnr_retry = 7;
     a.max_rd_atomic = 1;
-    const int rts = q == kRc    ? IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-                                    IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC
+    const int rts = q == kRc ? IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                                   IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC
                     : q == kXrc ? IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_SQ_PSN
                                 : IBV_QP_STATE | IBV_QP_SQ_PSN;
     if (ibv_modify_qp(m.qp, &a, rts) != 0) std::abort();
@@ -166,7 +177,8 @@ void RocePeerHarness::Impl::setup(std::uint8_t config) {
     sa.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_XRCD |
                    IBV_SRQ_INIT_ATTR_CQ;
     srq = ibv_create_srq_ex(fx.ctx, &sa);
-    if (foreign_pd == nullptr || cq == nullptr || srq == nullptr || ibv_get_srq_num(srq, &srqn) != 0)
+    if (foreign_pd == nullptr || cq == nullptr || srq == nullptr ||
+        ibv_get_srq_num(srq, &srqn) != 0)
         std::abort();
     const int lw = IBV_ACCESS_LOCAL_WRITE;
     qps[kRc].access = lw | (kRemoteAll & ~((config & 1 ? IBV_ACCESS_REMOTE_WRITE : 0) |
@@ -177,7 +189,8 @@ void RocePeerHarness::Impl::setup(std::uint8_t config) {
     qps[kUc].access = lw | (config & 32 ? 0 : IBV_ACCESS_REMOTE_WRITE);
     qps[kUd].access = 0;
     start_psn = config & 0x80 ? 0xfffffa : 0x100;
-    for (int q = 0; q < kQps; ++q) create_qp(q);
+    for (int q = 0; q < kQps; ++q)
+        create_qp(q);
     static constexpr int kMrAccess[kMrSlots] = {
         IBV_ACCESS_LOCAL_WRITE | kRemoteAll | IBV_ACCESS_MW_BIND,
         IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_MW_BIND,
@@ -194,7 +207,8 @@ void RocePeerHarness::Impl::setup(std::uint8_t config) {
         if (m.mr == nullptr) std::abort();
         m.key = m.mr->rkey;
     }
-    foreign_mr = ibv_reg_mr(foreign_pd, mem.area(4) + 256, 2048, IBV_ACCESS_LOCAL_WRITE | kRemoteAll);
+    foreign_mr =
+        ibv_reg_mr(foreign_pd, mem.area(4) + 256, 2048, IBV_ACCESS_LOCAL_WRITE | kRemoteAll);
     for (int w = 0; w < 2; ++w) {
         mws[w] = MwModel{};
         mws[w].type = w == 0 ? IBV_MW_TYPE_1 : IBV_MW_TYPE_2;
@@ -206,7 +220,8 @@ void RocePeerHarness::Impl::setup(std::uint8_t config) {
 }
 
 void RocePeerHarness::Impl::teardown() {
-    for (int q = 0; q < kQps; ++q) destroy_qp(q);
+    for (int q = 0; q < kQps; ++q)
+        destroy_qp(q);
     if (ibv_destroy_srq(srq) != 0) std::abort();
     for (auto& w : mws)
         if (w.mw) (void)ibv_dealloc_mw(w.mw);
@@ -257,8 +272,9 @@ void RocePeerHarness::Impl::grants(Mask& m, int q, Need need) const {
         for (const RecvModel& r : recvs) {
             if (r.qp != q) continue;
             for (const MrModel& mr : mrs)
-                if (mr.mr && mr.key == r.lkey && !mr.foreign && (mr.access & IBV_ACCESS_LOCAL_WRITE))
-                    mark_both(mem, m, r.addr, r.len, mr.addr, mr.len);
+                if (mr.mr && mr.key == r.lkey && !mr.foreign &&
+                    (mr.access & IBV_ACCESS_LOCAL_WRITE))
+                    mark_both(mem, m, r.addr, r.len, mr.addr, mr.len, 1);
         }
         return;
     }
@@ -268,15 +284,17 @@ void RocePeerHarness::Impl::grants(Mask& m, int q, Need need) const {
     // What is granted now, within what the QP's requests were granted.
     for (const auto& [lo, n] : qps[q].targets) {
         for (const MrModel& mr : mrs)
-            if (mr.mr && !mr.foreign && (mr.access & right)) mark_both(mem, m, lo, n, mr.addr, mr.len);
+            if (mr.mr && !mr.foreign && (mr.access & right))
+                mark_both(mem, m, lo, n, mr.addr, mr.len, bit_of(need));
         for (const MwModel& w : mws) {
             const MrModel& mr = mrs[w.mr];
-            if (!(w.mw && w.bound && (w.access & right) && mr.mr && mr.key == w.mr_key && !mr.foreign &&
-                  (w.type == IBV_MW_TYPE_1 || w.qpn == qps[q].qp->qp_num)))
+            if (!(w.mw && w.bound && (w.access & right) && mr.mr && mr.key == w.mr_key &&
+                  !mr.foreign && (w.type == IBV_MW_TYPE_1 || w.qpn == qps[q].qp->qp_num)))
                 continue;
             const std::uint8_t* wlo = std::max(w.addr, mr.addr);
             const std::uint8_t* whi = std::min(w.addr + w.len, mr.addr + mr.len);
-            if (wlo < whi) mark_both(mem, m, lo, n, wlo, static_cast<std::size_t>(whi - wlo));
+            if (wlo < whi)
+                mark_both(mem, m, lo, n, wlo, static_cast<std::size_t>(whi - wlo), bit_of(need));
         }
     }
 }
@@ -285,15 +303,17 @@ void RocePeerHarness::Impl::grants(Mask& m, int q, Need need) const {
 // leaves this set.
 void RocePeerHarness::Impl::all_grants(Mask& m) const {
     m.clear();
-    for (int q = 0; q < kQps; ++q) grants(m, q, Need::recv);
-    for (const MrModel& mr : mrs)
-        if (mr.mr && !mr.foreign && (mr.access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)))
-            mem.mark(m, mr.addr, mr.len);
-    for (const MwModel& w : mws) {
-        const MrModel& mr = mrs[w.mr];
-        if (w.mw && w.bound && (w.access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) && mr.mr &&
-            mr.key == w.mr_key && !mr.foreign)
-            mark_both(mem, m, w.addr, w.len, mr.addr, mr.len);
+    for (int q = 0; q < kQps; ++q)
+        grants(m, q, Need::recv);
+    for (const int right : {IBV_ACCESS_REMOTE_WRITE, IBV_ACCESS_REMOTE_ATOMIC}) {
+        const std::uint8_t bit = right == IBV_ACCESS_REMOTE_WRITE ? 2 : 4;
+        for (const MrModel& mr : mrs)
+            if (mr.mr && !mr.foreign && (mr.access & right)) mem.mark(m, mr.addr, mr.len, bit);
+        for (const MwModel& w : mws) {
+            const MrModel& mr = mrs[w.mr];
+            if (w.mw && w.bound && (w.access & right) && mr.mr && mr.key == w.mr_key && !mr.foreign)
+                mark_both(mem, m, w.addr, w.len, mr.addr, mr.len, bit);
+        }
     }
 }
 
@@ -305,8 +325,8 @@ bool RocePeerHarness::Impl::granted(int q, std::uint32_t rkey, std::uint64_t va,
             return covers(u64(mr.addr), mr.len, va, len);
     for (const MwModel& w : mws) {
         const MrModel& mr = mrs[w.mr];
-        if (w.mw && w.bound && w.key == rkey && (w.access & right) && mr.mr &&
-            mr.key == w.mr_key && !mr.foreign && (w.type == IBV_MW_TYPE_1 || w.qpn == qps[q].qp->qp_num))
+        if (w.mw && w.bound && w.key == rkey && (w.access & right) && mr.mr && mr.key == w.mr_key &&
+            !mr.foreign && (w.type == IBV_MW_TYPE_1 || w.qpn == qps[q].qp->qp_num))
             return covers(u64(w.addr), w.len, va, len) && covers(u64(mr.addr), mr.len, va, len);
     }
     return false;
@@ -346,7 +366,8 @@ std::string RocePeerHarness::Impl::run(std::span<const std::uint8_t> input) {
         }
         finding = mem.check(allowed, index, what);
         if (trace) trace_step(index, what);
-        kind = names.back() + (mem.revoked_by ? " after " + names[mem.revoked_by] : " outside its grants");
+        kind = names.back() +
+               (mem.revoked_by ? " after " + names[mem.revoked_by] : " outside its grants");
         all_grants(after);
         mem.refill_revoked(before, after, index);
         std::swap(before, after);

@@ -8,8 +8,8 @@
 #include <infiniband/verbs.h>
 
 #include <array>
-#include <cstdlib>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <span>
 #include <string>
@@ -39,37 +39,37 @@ struct CaptureSink final : net::FrameSink {
 };
 
 struct MrModel {
-    ibv_mr* mr = nullptr;   // null: deregistered (or never)
-    std::uint32_t key = 0;  // current, or the last one (dead) when mr is null
+    ibv_mr* mr = nullptr;  // null: deregistered (or never)
+    std::uint32_t key = 0; // current, or the last one (dead) when mr is null
     std::uint8_t* addr = nullptr;
     std::size_t len = 0;
     int access = 0;
-    bool foreign = false;   // moved to the foreign PD by rereg
+    bool foreign = false; // moved to the foreign PD by rereg
 };
 struct MwModel {
     ibv_mw* mw = nullptr;
     ibv_mw_type type = IBV_MW_TYPE_1;
     std::uint32_t key = 0, prev_key = 0;
     bool bound = false;
-    int mr = 0;             // the MR slot it was bound through
+    int mr = 0;               // the MR slot it was bound through
     std::uint32_t mr_key = 0; // and that MR's key then (a new MR in the slot grants nothing)
     std::uint8_t* addr = nullptr;
     std::size_t len = 0;
     int access = 0;
-    std::uint32_t qpn = 0;  // type 2: the QP it serves
+    std::uint32_t qpn = 0; // type 2: the QP it serves
 };
 struct QpModel {
     ibv_qp* qp = nullptr;
-    int access = 0;          // its qp_access_flags
-    bool open = false;       // not moved to ERR by us, not destroyed
-    std::uint32_t psn = 0;   // the peer's next PSN toward it
+    int access = 0;        // its qp_access_flags
+    bool open = false;     // not moved to ERR by us, not destroyed
+    std::uint32_t psn = 0; // the peer's next PSN toward it
     // What WRITEs (with FIRST or ONLY) and atomics to it named with a key
     // that granted it: a write must land in one of these too (no rkey mix-up).
     std::vector<std::pair<std::uint8_t*, std::size_t>> targets;
 };
 struct RecvModel {
     std::uint64_t wr_id;
-    int qp;                  // kXrc: posted on the SRQ
+    int qp; // kXrc: posted on the SRQ
     std::uint8_t* addr;
     std::uint32_t len;
     std::uint32_t lkey;
@@ -77,10 +77,10 @@ struct RecvModel {
 // What a frame step asked, for the checks of what the device answered.
 struct Request {
     int qp = -1;
-    std::uint8_t op = 0;     // RC numbering (without the transport prefix)
+    std::uint8_t op = 0; // RC numbering (without the transport prefix)
     std::uint32_t psn = 0, rkey = 0, dma_len = 0;
     std::uint64_t va = 0;
-    bool readable = false;   // the model lets rkey read [va, va + dma_len) on qp
+    bool readable = false; // the model lets rkey read [va, va + dma_len) on qp
 };
 
 // The kind of access a frame needs: what it may change.
@@ -98,9 +98,9 @@ struct RocePeerHarness::Impl {
     // --- objects (roce_peer.cpp) ---
     void setup(std::uint8_t config);
     void teardown();
-    bool create_qp(int q);  // created and walked to RTS
+    bool create_qp(int q); // created and walked to RTS
     void destroy_qp(int q);
-    void drain_cq();        // applies every completion to the model
+    void drain_cq(); // applies every completion to the model
     // The status of the completion of `wr_id` on the send side, polling for it.
     int wait_send(std::uint64_t wr_id);
 
@@ -110,7 +110,8 @@ struct RocePeerHarness::Impl {
     void grants(roce_peer::Mask& m, int q, roce_peer::Need need) const;
     void all_grants(roce_peer::Mask& m) const;
     // The model lets `rkey` give QP q the access `right` (IBV_ACCESS_REMOTE_*) to [va, va + len).
-    [[nodiscard]] bool granted(int q, std::uint32_t rkey, std::uint64_t va, std::uint32_t len, int right) const;
+    [[nodiscard]] bool granted(int q, std::uint32_t rkey, std::uint64_t va, std::uint32_t len,
+                               int right) const;
 
     // --- steps (roce_peer_steps.cpp): "" or a finding ---
     // Carries out step `index` (its bytes `s`): `allowed` gets what it may
@@ -143,12 +144,12 @@ struct RocePeerHarness::Impl {
     std::uint64_t next_wr = 1;
     std::uint8_t next_key_byte = 1;
     std::uint32_t start_psn = 0x100;
-    std::vector<std::uint8_t> frame; // the frame being built
+    std::vector<std::uint8_t> frame;        // the frame being built
     roce_peer::Mask before, after, allowed; // grants before and after a step, the step's own
     bool trace = std::getenv("ROCE_PEER_TRACE") != nullptr;
-    std::vector<std::string> names;    // names[i]: what step i was
-    const char* why_sent = "";         // check_sent's reason, for the finding's class
-    std::vector<std::string> known;    // ROCE_PEER_KNOWN: classes to tolerate (roce_peer.cpp)
+    std::vector<std::string> names; // names[i]: what step i was
+    const char* why_sent = "";      // check_sent's reason, for the finding's class
+    std::vector<std::string> known; // ROCE_PEER_KNOWN: classes to tolerate (roce_peer.cpp)
 };
 
 } // namespace rdmasim::test

@@ -32,7 +32,8 @@ namespace rdmasim::test::roce_peer {
 inline constexpr int kAreas = 5; // 0-3: our MR slots, 4: the foreign PD's MR
 inline constexpr std::size_t kAreaLen = 4096;
 
-// One bit of information per byte of every area (0 or 1 in a byte: simple and fast enough).
+// A byte of bits per byte of every area: which kinds of access (1 SEND
+// placement, 2 WRITE, 4 atomic) the peer has there.
 struct Mask {
     std::array<std::array<std::uint8_t, kAreaLen>, kAreas> b{};
     void clear() noexcept { std::memset(b.data(), 0, sizeof b); }
@@ -62,16 +63,20 @@ public:
     // The area holding [p, p + n), or -1.
     [[nodiscard]] int find(const std::uint8_t* p, std::size_t n) const noexcept {
         for (int a = 0; a < kAreas; ++a)
-            if (p >= area(a) && n <= kAreaLen && p - area(a) <= static_cast<std::ptrdiff_t>(kAreaLen - n))
+            if (p >= area(a) && n <= kAreaLen &&
+                p - area(a) <= static_cast<std::ptrdiff_t>(kAreaLen - n))
                 return a;
         return -1;
     }
-    // Sets mask bytes of [p, p + n) clipped to the areas.
-    void mark(Mask& m, const std::uint8_t* p, std::size_t n) const noexcept {
+    // Sets `bit` in the mask bytes of [p, p + n) clipped to the areas.
+    ROCE_PEER_NO_COVERAGE void mark(Mask& m, const std::uint8_t* p, std::size_t n,
+                                    std::uint8_t bit) const noexcept {
         for (int a = 0; a < kAreas; ++a) {
             const std::uint8_t* lo = std::max(p, static_cast<const std::uint8_t*>(area(a)));
-            const std::uint8_t* hi = std::min(p + n, static_cast<const std::uint8_t*>(area(a) + kAreaLen));
-            if (lo < hi) std::memset(m.b[a].data() + (lo - area(a)), 1, static_cast<std::size_t>(hi - lo));
+            const std::uint8_t* hi =
+                std::min(p + n, static_cast<const std::uint8_t*>(area(a) + kAreaLen));
+            for (std::uint8_t* b = m.b[a].data() + (lo - area(a)); lo < hi; ++lo, ++b)
+                *b |= bit;
         }
     }
 
@@ -92,15 +97,21 @@ public:
         revoked_by = 0;
         for (int a = 0; a < kAreas; ++a) {
             if (std::memcmp(area(a), shadow_[a].data(), kAreaLen) == 0) continue;
-            for (std::size_t i = 0; i < kAreaLen; ++i) changed += area(a)[i] != shadow_[a][i];
+            for (std::size_t i = 0; i < kAreaLen; ++i)
+                changed += area(a)[i] != shadow_[a][i];
             for (std::size_t i = 0; i < kAreaLen && finding.empty(); ++i) {
                 if (area(a)[i] == shadow_[a][i] || allowed.b[a][i]) continue;
                 std::size_t n = 0; // the run of forbidden changes from i
-                while (i + n < kAreaLen && area(a)[i + n] != shadow_[a][i + n] && !allowed.b[a][i + n]) ++n;
+                while (i + n < kAreaLen && area(a)[i + n] != shadow_[a][i + n] &&
+                       !allowed.b[a][i + n])
+                    ++n;
                 char buf[320];
                 const int rev = revoked_at_[a][i];
-                char why[96] = "not granted to this frame's QP, key and kind (a canary if never granted)";
-                if (rev) std::snprintf(why, sizeof why, "that memory was revoked and refilled by step %d", rev);
+                char why[96] =
+                    "not granted to this frame's QP, key and kind (a canary if never granted)";
+                if (rev)
+                    std::snprintf(why, sizeof why,
+                                  "that memory was revoked and refilled by step %d", rev);
                 std::snprintf(buf, sizeof buf,
                               "step %d (%s): %zu byte(s) of area %d changed at offset %zu "
                               "(was 0x%02x, now 0x%02x) outside the step's grants; %s",
@@ -113,14 +124,15 @@ public:
         return finding;
     }
 
-    // Revocation: what `before` granted and `after` does not, the program
+    // Revocation: a kind of access `before` granted and `after` does not; the program
     // refills with a fresh pattern (a program reusing its buffer); it is
     // remembered as revoked by `step`.
-    ROCE_PEER_NO_COVERAGE void refill_revoked(const Mask& before, const Mask& after, int step) noexcept {
+    ROCE_PEER_NO_COVERAGE void refill_revoked(const Mask& before, const Mask& after,
+                                              int step) noexcept {
         for (int a = 0; a < kAreas; ++a) {
             if (std::memcmp(before.b[a].data(), after.b[a].data(), kAreaLen) == 0) continue;
             for (std::size_t i = 0; i < kAreaLen; ++i)
-                if (before.b[a][i] && !after.b[a][i]) {
+                if (before.b[a][i] & ~after.b[a][i]) {
                     area(a)[i] = shadow_[a][i] = static_cast<std::uint8_t>(0xe7 ^ step ^ i);
                     revoked_at_[a][i] = static_cast<std::uint16_t>(step);
                 }

@@ -27,9 +27,22 @@ constexpr std::uint8_t kOps[32] = {0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x0
                                    0x0b, 0x0c, 0x13, 0x14, 0x16, 0x17, 0x1d, 0x06, 0x07, 0x08, 0x0a,
                                    0x0c, 0x04, 0x00, 0x02, 0x13, 0x14, 0x0a, 0x0c, 0x07, 0x08};
 constexpr std::uint32_t kLens[8] = {0, 8, 256, 512, 0x80000000u, 0xffffffffu, 0x40000001u, 768};
-constexpr const char* kVerbs[16] = {"", "", "", "", "", "", "", "post_recv", "ibv_dereg_mr",
-                                    "ibv_reg_mr", "ibv_rereg_mr", "bind_mw", "LOCAL_INV",
-                                    "dealloc/alloc_mw", "modify_qp(ERR)", "destroy+create_qp"};
+constexpr const char* kVerbs[16] = {"",
+                                    "",
+                                    "",
+                                    "",
+                                    "",
+                                    "",
+                                    "",
+                                    "post_recv",
+                                    "ibv_dereg_mr",
+                                    "ibv_reg_mr",
+                                    "ibv_rereg_mr",
+                                    "bind_mw",
+                                    "LOCAL_INV",
+                                    "dealloc/alloc_mw",
+                                    "modify_qp(ERR)",
+                                    "destroy+create_qp"};
 constexpr const char* kQpNames[kQps] = {"RC", "UC", "UD", "XRC"};
 
 Need need_of(std::uint8_t op) {
@@ -41,10 +54,14 @@ Need need_of(std::uint8_t op) {
 
 std::uint8_t wire_opcode(int q, std::uint8_t op) {
     switch (q) {
-    case kUc: return op <= 0x0b ? static_cast<std::uint8_t>(op | 0x20) : op;
-    case kUd: return op == 0x03 || op == 0x05 ? 0x65 : op <= 0x05 ? 0x64 : op;
-    case kXrc: return static_cast<std::uint8_t>(op | 0xa0);
-    default: return op;
+    case kUc:
+        return op <= 0x0b ? static_cast<std::uint8_t>(op | 0x20) : op;
+    case kUd:
+        return op == 0x03 || op == 0x05 ? 0x65 : op <= 0x05 ? 0x64 : op;
+    case kXrc:
+        return static_cast<std::uint8_t>(op | 0xa0);
+    default:
+        return op;
     }
 }
 
@@ -59,7 +76,8 @@ int access_of(std::uint8_t bits) { // bit 0 LW, 1 RW, 2 RR, 3 RA; MW_BIND always
 
 } // namespace
 
-std::uint32_t RocePeerHarness::Impl::pick_key(std::uint8_t sel, std::uint8_t*& lo, std::size_t& len) const {
+std::uint32_t RocePeerHarness::Impl::pick_key(std::uint8_t sel, std::uint8_t*& lo,
+                                              std::size_t& len) const {
     const MrModel& mr = mrs[sel & 3];
     lo = mr.addr;
     len = mr.len;
@@ -74,9 +92,12 @@ std::uint32_t RocePeerHarness::Impl::pick_key(std::uint8_t sel, std::uint8_t*& l
         lo = mem.area(4) + 256;
         len = 2048;
         return foreign_mr->rkey;
-    case 6: return mr.key ^ (1u + ((sel >> 2) & 7)); // a generation that is not live
-    case 7: return mrs[(sel >> 2) & 3].key;          // a live key on another MR's range
-    default: return mr.key;
+    case 6:
+        return mr.key ^ (1u + ((sel >> 2) & 7)); // a generation that is not live
+    case 7:
+        return mrs[(sel >> 2) & 3].key; // a live key on another MR's range
+    default:
+        return mr.key;
     }
 }
 
@@ -106,18 +127,35 @@ std::string RocePeerHarness::Impl::frame_step(int index, std::span<const std::ui
     const std::uint64_t base = reinterpret_cast<std::uint64_t>(lo);
     const std::uint32_t v4 = s[4] & 63, v5 = s[5] & 63;
     switch (s[4] >> 6) {
-    case 0: req.va = base + v4 * 8; break;
-    case 1: req.va = base - v4 - 1; break;
-    case 2: req.va = base + len - v4 * 8; break;
-    default: req.va = base + len + v4 - 32; break;
+    case 0:
+        req.va = base + v4 * 8;
+        break;
+    case 1:
+        req.va = base - v4 - 1;
+        break;
+    case 2:
+        req.va = base + len - v4 * 8;
+        break;
+    default:
+        req.va = base + len + v4 - 32;
+        break;
     }
     switch (s[5] >> 6) {
-    case 0: req.dma_len = v5 * 64; break;
-    case 1: req.dma_len = v5; break;
-    case 2: req.dma_len = static_cast<std::uint32_t>(base + len - req.va + v5 - 32); break;
-    default: req.dma_len = kLens[v5 & 7]; break;
+    case 0:
+        req.dma_len = v5 * 64;
+        break;
+    case 1:
+        req.dma_len = v5;
+        break;
+    case 2:
+        req.dma_len = static_cast<std::uint32_t>(base + len - req.va + v5 - 32);
+        break;
+    default:
+        req.dma_len = kLens[v5 & 7];
+        break;
     }
-    req.psn = (qps[q].psn + static_cast<std::uint32_t>(static_cast<std::int8_t>(s[2]))) & net::kPsnMask;
+    req.psn =
+        (qps[q].psn + static_cast<std::uint32_t>(static_cast<std::int8_t>(s[2]))) & net::kPsnMask;
     const bool read_op = op == 0x0c && q != kUd && q != kUc;
     req.readable = read_op && granted(q, req.rkey, req.va, req.dma_len, IBV_ACCESS_REMOTE_READ);
     // A WRITE that starts a message, or an atomic, names its target.
@@ -125,13 +163,17 @@ std::string RocePeerHarness::Impl::frame_step(int index, std::span<const std::ui
     const bool atomic = op == 0x13 || op == 0x14;
     const std::uint32_t span_len = atomic ? 8 : req.dma_len;
     if ((starts || atomic) && q != kUd &&
-        granted(q, req.rkey, req.va, span_len, atomic ? IBV_ACCESS_REMOTE_ATOMIC : IBV_ACCESS_REMOTE_WRITE))
+        granted(q, req.rkey, req.va, span_len,
+                atomic ? IBV_ACCESS_REMOTE_ATOMIC : IBV_ACCESS_REMOTE_WRITE))
         qps[q].targets.emplace_back(reinterpret_cast<std::uint8_t*>(req.va), span_len);
 
     std::array<std::uint8_t, 400> payload;
     // b6: 0-127 bytes; 0x80-0xbf: 256 down to 193; 0xc0-0xff: 256 up to 382 (over the MTU).
-    const std::size_t plen = s[6] < 0x80 ? s[6] : s[6] < 0xc0 ? 256u - (s[6] & 63u) : 256u + (s[6] & 63u) * 2;
-    for (std::size_t j = 0; j < plen; ++j) payload[j] = static_cast<std::uint8_t>(s[7] + j * 13);
+    const std::size_t plen = s[6] < 0x80   ? s[6]
+                             : s[6] < 0xc0 ? 256u - (s[6] & 63u)
+                                           : 256u + (s[6] & 63u) * 2;
+    for (std::size_t j = 0; j < plen; ++j)
+        payload[j] = static_cast<std::uint8_t>(s[7] + j * 13);
     std::uint64_t pattern = 0;
     std::memcpy(&pattern, payload.data(), 8);
     net::RoceHeaders h;
@@ -171,7 +213,8 @@ std::string RocePeerHarness::Impl::frame_step(int index, std::span<const std::ui
     fx.offer(frame);
     fx.pump_all();
     drain_cq();
-    const std::uint32_t npkts = read_op ? std::max<std::uint32_t>(1, (req.dma_len + kMtu - 1) / kMtu) : 1;
+    const std::uint32_t npkts =
+        read_op ? std::max<std::uint32_t>(1, (req.dma_len + kMtu - 1) / kMtu) : 1;
     qps[q].psn = (req.psn + npkts) & net::kPsnMask;
     return check_sent(index, req);
 }
@@ -184,8 +227,9 @@ std::string RocePeerHarness::Impl::check_sent(int index, const Request& req) {
         const std::uint8_t op = p.headers.bth.opcode & 0x1f;
         const int q = static_cast<int>(p.headers.bth.dest_qp - kPeerQpn);
         // A sequence NAK says where the responder is: the peer goes on from there.
-        if (op == 0x11 && p.headers.aeth.syndrome == net::Aeth::make_syndrome(net::AckKind::nak, 0) &&
-            q >= 0 && q < kQps)
+        if (op == 0x11 &&
+            p.headers.aeth.syndrome == net::Aeth::make_syndrome(net::AckKind::nak, 0) && q >= 0 &&
+            q < kQps)
             qps[q].psn = p.headers.bth.psn;
         if (op < 0x0d || op > 0x10 || p.payload.empty()) continue;
         const std::size_t n = p.payload.size();
@@ -213,7 +257,8 @@ std::string RocePeerHarness::Impl::check_sent(int index, const Request& req) {
     return {};
 }
 
-void RocePeerHarness::Impl::verb_step(std::span<const std::uint8_t, kStepLen> s, const char*& what) {
+void RocePeerHarness::Impl::verb_step(std::span<const std::uint8_t, kStepLen> s,
+                                      const char*& what) {
     const int slot = s[1] & 3;
     MrModel& mr = mrs[slot];
     switch (s[0] & 15) {
@@ -222,7 +267,8 @@ void RocePeerHarness::Impl::verb_step(std::span<const std::uint8_t, kStepLen> s,
         const bool foreign = s[1] & 0x10;
         std::uint8_t* addr = mem.area(foreign ? 4 : slot2) + s[2] * 16u;
         const std::uint32_t len = s[3] * 16u + (s[4] & 15u);
-        const std::uint32_t lkey = foreign ? foreign_mr->lkey : mrs[slot2].key ^ (s[1] & 0x20 ? 1u : 0u);
+        const std::uint32_t lkey =
+            foreign ? foreign_mr->lkey : mrs[slot2].key ^ (s[1] & 0x20 ? 1u : 0u);
         ibv_sge sge{reinterpret_cast<std::uint64_t>(addr), len, lkey};
         ibv_recv_wr wr{};
         wr.wr_id = next_wr++;
@@ -231,7 +277,8 @@ void RocePeerHarness::Impl::verb_step(std::span<const std::uint8_t, kStepLen> s,
         ibv_recv_wr* bad = nullptr;
         if (q != kXrc && qps[q].qp == nullptr) return;
         recvs.push_back({wr.wr_id, q, addr, len, lkey});
-        const int rc = q == kXrc ? ibv_post_srq_recv(srq, &wr, &bad) : ibv_post_recv(qps[q].qp, &wr, &bad);
+        const int rc =
+            q == kXrc ? ibv_post_srq_recv(srq, &wr, &bad) : ibv_post_recv(qps[q].qp, &wr, &bad);
         if (rc != 0) recvs.pop_back();
         return;
     }
@@ -241,7 +288,8 @@ void RocePeerHarness::Impl::verb_step(std::span<const std::uint8_t, kStepLen> s,
     case 9: {
         if (mr.mr) return;
         const std::size_t off = s[2] * 16u % kAreaLen;
-        const std::size_t len = std::min<std::size_t>(1 + s[3] * 16u + (s[4] & 15u), kAreaLen - off);
+        const std::size_t len =
+            std::min<std::size_t>(1 + s[3] * 16u + (s[4] & 15u), kAreaLen - off);
         const int access = access_of(s[5]);
         ibv_mr* m = ibv_reg_mr(fx.pd, mem.area(slot) + off, len, access);
         if (m) mr = MrModel{m, m->rkey, mem.area(slot) + off, len, access, false};
@@ -267,7 +315,8 @@ void RocePeerHarness::Impl::verb_step(std::span<const std::uint8_t, kStepLen> s,
         if (!w.mw || !qps[q].qp) return;
         std::uint8_t* addr = mrs[through].addr + s[2] * 8 - 64;
         const std::size_t len = s[3] * 16u;
-        const int access = (s[4] & 1 ? IBV_ACCESS_REMOTE_WRITE : 0) | (s[4] & 2 ? IBV_ACCESS_REMOTE_READ : 0) |
+        const int access = (s[4] & 1 ? IBV_ACCESS_REMOTE_WRITE : 0) |
+                           (s[4] & 2 ? IBV_ACCESS_REMOTE_READ : 0) |
                            (s[4] & 4 ? IBV_ACCESS_REMOTE_ATOMIC : 0);
         const std::uint64_t id = next_wr++;
         std::uint32_t key = 0;
@@ -295,8 +344,8 @@ void RocePeerHarness::Impl::verb_step(std::span<const std::uint8_t, kStepLen> s,
         if (wait_send(id) != IBV_WC_SUCCESS) return;
         if (len > 0) w.prev_key = w.key, w.key = key;
         w.bound = len > 0;
-        w = MwModel{w.mw, w.type, w.key, w.prev_key, w.bound, through, mrs[through].key, addr, len, access,
-                    qps[q].qp->qp_num};
+        w = MwModel{w.mw, w.type, w.key,  w.prev_key,       w.bound, through, mrs[through].key,
+                    addr, len,    access, qps[q].qp->qp_num};
         return;
     }
     case 12: { // LOCAL_INV of the type 2 window's key, or of a picked key
@@ -311,7 +360,8 @@ void RocePeerHarness::Impl::verb_step(std::span<const std::uint8_t, kStepLen> s,
         wr.send_flags = IBV_SEND_SIGNALED;
         wr.invalidate_rkey = key;
         ibv_send_wr* bad = nullptr;
-        if (ibv_post_send(qps[q].qp, &wr, &bad) != 0 || wait_send(wr.wr_id) != IBV_WC_SUCCESS) return;
+        if (ibv_post_send(qps[q].qp, &wr, &bad) != 0 || wait_send(wr.wr_id) != IBV_WC_SUCCESS)
+            return;
         for (auto& w : mws)
             if (w.mw && w.type == IBV_MW_TYPE_2 && w.key == key) w.bound = false;
         return;
@@ -329,7 +379,8 @@ void RocePeerHarness::Impl::verb_step(std::span<const std::uint8_t, kStepLen> s,
     case 14: {
         ibv_qp_attr a{};
         a.qp_state = IBV_QPS_ERR;
-        if (qps[slot].qp && ibv_modify_qp(qps[slot].qp, &a, IBV_QP_STATE) == 0) qps[slot].open = false;
+        if (qps[slot].qp && ibv_modify_qp(qps[slot].qp, &a, IBV_QP_STATE) == 0)
+            qps[slot].open = false;
         return;
     }
     default:
