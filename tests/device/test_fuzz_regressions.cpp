@@ -8,6 +8,9 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "device/flow_spec.hpp"
@@ -24,6 +27,21 @@ int parse_exact(const std::vector<std::uint8_t>& bytes, datapath::FlowRule& rule
     if (!bytes.empty()) std::memcpy(block.get(), bytes.data(), bytes.size());
     return device::parse_flow_attr(*reinterpret_cast<const ibv_flow_attr*>(block.get()),
                                    bytes.size(), rule);
+}
+
+// Bytes written as hex pairs, spaces ignored.
+std::vector<std::uint8_t> from_hex(std::string_view hex) {
+    std::vector<std::uint8_t> out;
+    while (!hex.empty()) {
+        if (hex[0] == ' ') {
+            hex.remove_prefix(1);
+            continue;
+        }
+        out.push_back(
+            static_cast<std::uint8_t>(std::stoi(std::string(hex.substr(0, 2)), nullptr, 16)));
+        hex.remove_prefix(2);
+    }
+    return out;
 }
 
 } // namespace
@@ -62,4 +80,30 @@ TEST_CASE("a peer's WRITE_LAST after ibv_dereg_mr returned lands nowhere", "[dev
     };
     test::RocePeerHarness harness;
     CHECK(harness.run(input) == "");
+}
+
+TEST_CASE("no WRITE packet touches memory after the verb that revoked it returned",
+          "[device][roce][fuzz]") {
+    // Item 1's class (issue 29), each a path fuzz_roce_peer found or that
+    // its steps spell out: a message's first packet is accepted, a verb
+    // revokes its target, the next packet must change nothing. Inputs in hex:
+    // the configuration byte, then one 8-byte step each (the encoding:
+    // tests/fuzz/roce_peer_steps.cpp).
+    const std::pair<const char*, const char*> cases[] = {
+        {"rereg_mr drops REMOTE_WRITE (RC WRITE_MIDDLE; crash-2e3a3a6c, minimized)",
+         "00 00260000000c8010 0a00040000050000 0027000000008010"},
+        {"LOCAL_INV of a type 2 window (RC; crash-91512c6c, minimized)",
+         "00 0b07082007000000 0026006100088010 0c00000000000000 0028000000008010"},
+        {"dealloc_mw of a type 2 window (UC; crash-474c9954, minimized)",
+         "00 0b0f082001000000 0066006100088010 0d01000000000000 0068000000008010"},
+        {"bind_mw moves a type 1 window (RC)",
+         "00 0b02082003000000 0026006000088010 0b02482003000000 0028000000008010"},
+        {"dereg_mr (XRC)", "00 00e6000000088010 0800000000000000 00e8000000008010"},
+        {"dereg_mr (UC)", "00 0066000000088010 0800000000000000 0068000000008010"},
+    };
+    test::RocePeerHarness harness;
+    for (const auto& [name, hex] : cases) {
+        INFO(name);
+        CHECK(harness.run(from_hex(hex)) == "");
+    }
 }
