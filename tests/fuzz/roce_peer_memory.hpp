@@ -18,13 +18,13 @@
 #include <stdexcept>
 #include <string>
 
-// The byte loops below are the harness's bookkeeping, not code under test:
-// without coverage instrumentation (which would cost a comparison callback
-// per byte and feed the fuzzer noise).
+// The byte loops below are the harness's bookkeeping over its own arrays,
+// not code under test: built without coverage (a comparison callback per
+// byte, and noise for the fuzzer) and without ASan's per-access checks.
 #if defined(__clang__)
-#define ROCE_PEER_NO_COVERAGE __attribute__((no_sanitize("coverage")))
+#define ROCE_PEER_UNINSTRUMENTED __attribute__((no_sanitize("coverage", "address")))
 #else
-#define ROCE_PEER_NO_COVERAGE
+#define ROCE_PEER_UNINSTRUMENTED
 #endif
 
 namespace rdmasim::test::roce_peer {
@@ -69,13 +69,15 @@ public:
         return -1;
     }
     // Sets `bit` in the mask bytes of [p, p + n) clipped to the areas.
-    ROCE_PEER_NO_COVERAGE void mark(Mask& m, const std::uint8_t* p, std::size_t n,
-                                    std::uint8_t bit) const noexcept {
+    ROCE_PEER_UNINSTRUMENTED void mark(Mask& m, const std::uint8_t* p, std::size_t n,
+                                       std::uint8_t bit) const noexcept {
+        // Raw pointers and no std:: calls in the loops: the fuzz build is -O0
+        // with assertions, where every operator[] is a call and a compare.
         for (int a = 0; a < kAreas; ++a) {
-            const std::uint8_t* lo = std::max(p, static_cast<const std::uint8_t*>(area(a)));
-            const std::uint8_t* hi =
-                std::min(p + n, static_cast<const std::uint8_t*>(area(a) + kAreaLen));
-            for (std::uint8_t* b = m.b[a].data() + (lo - area(a)); lo < hi; ++lo, ++b)
+            const std::uint8_t* start = area(a);
+            const std::uint8_t* lo = p > start ? p : start;
+            const std::uint8_t* hi = p + n < start + kAreaLen ? p + n : start + kAreaLen;
+            for (std::uint8_t* b = m.b[a].data() + (lo - start); lo < hi; ++lo, ++b)
                 *b |= bit;
         }
     }
@@ -90,20 +92,22 @@ public:
     }
 
     // The check described at the top. `step` and `what` name the step in the finding.
-    [[nodiscard]] ROCE_PEER_NO_COVERAGE std::string check(const Mask& allowed, int step,
-                                                          const char* what) noexcept {
+    [[nodiscard]] ROCE_PEER_UNINSTRUMENTED std::string check(const Mask& allowed, int step,
+                                                             const char* what) noexcept {
         std::string finding;
         changed = 0;
         revoked_by = 0;
         for (int a = 0; a < kAreas; ++a) {
-            if (std::memcmp(area(a), shadow_[a].data(), kAreaLen) == 0) continue;
+            const std::uint8_t* now = area(a);
+            std::uint8_t* old = shadow_[a].data();
+            const std::uint8_t* ok = allowed.b[a].data();
+            if (std::memcmp(now, old, kAreaLen) == 0) continue;
             for (std::size_t i = 0; i < kAreaLen; ++i)
-                changed += area(a)[i] != shadow_[a][i];
+                changed += now[i] != old[i];
             for (std::size_t i = 0; i < kAreaLen && finding.empty(); ++i) {
-                if (area(a)[i] == shadow_[a][i] || allowed.b[a][i]) continue;
+                if (now[i] == old[i] || ok[i]) continue;
                 std::size_t n = 0; // the run of forbidden changes from i
-                while (i + n < kAreaLen && area(a)[i + n] != shadow_[a][i + n] &&
-                       !allowed.b[a][i + n])
+                while (i + n < kAreaLen && now[i + n] != old[i + n] && !ok[i + n])
                     ++n;
                 char buf[320];
                 const int rev = revoked_at_[a][i];
@@ -115,11 +119,11 @@ public:
                 std::snprintf(buf, sizeof buf,
                               "step %d (%s): %zu byte(s) of area %d changed at offset %zu "
                               "(was 0x%02x, now 0x%02x) outside the step's grants; %s",
-                              step, what, n, a, i, shadow_[a][i], area(a)[i], why);
+                              step, what, n, a, i, old[i], now[i], why);
                 finding = buf;
                 revoked_by = rev;
             }
-            std::memcpy(shadow_[a].data(), area(a), kAreaLen);
+            std::memcpy(old, now, kAreaLen);
         }
         return finding;
     }
@@ -127,14 +131,19 @@ public:
     // Revocation: a kind of access `before` granted and `after` does not; the program
     // refills with a fresh pattern (a program reusing its buffer); it is
     // remembered as revoked by `step`.
-    ROCE_PEER_NO_COVERAGE void refill_revoked(const Mask& before, const Mask& after,
-                                              int step) noexcept {
+    ROCE_PEER_UNINSTRUMENTED void refill_revoked(const Mask& before, const Mask& after,
+                                                 int step) noexcept {
         for (int a = 0; a < kAreas; ++a) {
-            if (std::memcmp(before.b[a].data(), after.b[a].data(), kAreaLen) == 0) continue;
+            const std::uint8_t* was = before.b[a].data();
+            const std::uint8_t* is = after.b[a].data();
+            if (std::memcmp(was, is, kAreaLen) == 0) continue;
+            std::uint8_t* mem = area(a);
+            std::uint8_t* old = shadow_[a].data();
+            std::uint16_t* rev = revoked_at_[a].data();
             for (std::size_t i = 0; i < kAreaLen; ++i)
-                if (before.b[a][i] & ~after.b[a][i]) {
-                    area(a)[i] = shadow_[a][i] = static_cast<std::uint8_t>(0xe7 ^ step ^ i);
-                    revoked_at_[a][i] = static_cast<std::uint16_t>(step);
+                if (was[i] & ~is[i]) {
+                    mem[i] = old[i] = static_cast<std::uint8_t>(0xe7 ^ step ^ i);
+                    rev[i] = static_cast<std::uint16_t>(step);
                 }
         }
     }
