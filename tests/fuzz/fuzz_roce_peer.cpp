@@ -27,7 +27,8 @@ extern "C" const char* __asan_default_options() {
 
 extern "C" std::size_t LLVMFuzzerMutate(std::uint8_t* data, std::size_t size, std::size_t max_size);
 
-// Mutations of whole steps (swap, duplicate, delete, another kind) besides
+// Mutations of whole steps (swap, duplicate, delete, another kind, a random
+// verb) besides
 // libFuzzer's byte mutations: an exchange is reordered, or a verb lands
 // between two frames of a message, in one move.
 extern "C" std::size_t LLVMFuzzerCustomMutator(std::uint8_t* data, std::size_t size,
@@ -37,7 +38,7 @@ extern "C" std::size_t LLVMFuzzerCustomMutator(std::uint8_t* data, std::size_t s
     const std::size_t n = size > 0 ? (size - 1) / kLen : 0;
     std::uint8_t* steps = data + 1;
     const auto at = [&](std::size_t i) { return steps + i * kLen; };
-    switch (rng() % 6) {
+    switch (rng() % 7) {
     case 1: // swap two steps
         if (n < 2) break;
         {
@@ -63,6 +64,15 @@ extern "C" std::size_t LLVMFuzzerCustomMutator(std::uint8_t* data, std::size_t s
         const std::size_t i = rng() % n;
         std::memmove(at(i), at(i + 1), size - 1 - (i + 1) * kLen);
         return size - kLen;
+    }
+    case 5: { // a random verb inserted anywhere (the revocation the fuzzer most needs)
+        if (size == 0 || size + kLen > max_size) break;
+        const std::size_t dst = rng() % (n + 1);
+        std::memmove(at(dst) + kLen, at(dst), size - 1 - dst * kLen);
+        for (std::size_t j = 0; j < kLen; ++j)
+            at(dst)[j] = static_cast<std::uint8_t>(rng());
+        at(dst)[0] = static_cast<std::uint8_t>(7 + rng() % 9);
+        return size + kLen;
     }
     case 4: // another kind of step, the same bytes
         if (n < 1) break;

@@ -275,6 +275,8 @@ def roce_peer_seeds():
          frame(RC, "read", key=0x61, dma=0x04)],
         [verb(11, 0x0F, 8, 0x20, 1), frame(UC, "write_first", key=0x61, dma=0x08, plen=0x80),
          frame(UC, "write_last", plen=0x80), verb(12, 1)],
+        [verb(11, 0x02, 8, 0x20, 3), frame(RC, "write_first", key=0x60, dma=0x08, plen=0x80),
+         frame(RC, "write_last", plen=0x80), verb(11, 0x02, 0x48, 0x20, 3)],  # then bound elsewhere
     ]
     for steps in seeds:
         put("fuzz_roce_peer", b"\x00" + b"".join(steps))
