@@ -149,6 +149,7 @@ bool RocePeerHarness::Impl::create_qp(int q) {
     m.open = true;
     m.psn = start_psn;
     m.targets.clear();
+    m.atomic_psns.clear();
     return true;
 }
 
@@ -361,7 +362,7 @@ std::string RocePeerHarness::Impl::run(std::span<const std::uint8_t> input) {
         finding = step(index, input.subspan(1 + i * kStepLen).first<kStepLen>(), allowed, what);
         names.emplace_back(what);
         if (!finding.empty()) {
-            kind = std::string("READ response: ") + why_sent;
+            kind = std::string("sent: ") + why_sent;
             break;
         }
         finding = mem.check(allowed, index, what);

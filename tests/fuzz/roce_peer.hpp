@@ -19,10 +19,11 @@
 //   posted receive buffer for a SEND; every other byte is a canary;
 // * memory a verb revoked is refilled by the program and never changes again;
 // * a READ response carries only bytes of memory the request's rkey made
-//   readable, and exactly those bytes.
+//   readable, and exactly those bytes; an atomic ACK comes only for an
+//   atomic the model granted, with the memory's value before it ran.
 // The PROT_NONE guard pages turn a wild copy into a crash. A finding ends
 // with its class ("frame to RC, opcode 0x08 after ibv_dereg_mr", "... outside its
-// grants", "READ response: ..."); ROCE_PEER_KNOWN="a;b" tolerates the
+// grants", "sent: ..."); ROCE_PEER_KNOWN="a;b" tolerates the
 // classes containing a or b, to look past a known bug. ROCE_PEER_TRACE=1
 // prints every step.
 #pragma once

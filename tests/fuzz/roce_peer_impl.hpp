@@ -1,6 +1,7 @@
 // Internals of RocePeerHarness (roce_peer.hpp), shared by roce_peer.cpp (the
-// verbs objects, the model of what is granted, the run) and
-// roce_peer_steps.cpp (decoding and carrying out steps, the frame checks).
+// verbs objects, the model of what is granted, the run), roce_peer_steps.cpp
+// (decoding and carrying out steps) and roce_peer_checks.cpp (what the
+// device sent).
 // The model is the program's view: it changes only on what a verb returned
 // or a completion said, never on the device's internals.
 #pragma once
@@ -66,6 +67,7 @@ struct QpModel {
     // What WRITEs (with FIRST or ONLY) and atomics to it named with a key
     // that granted it: a write must land in one of these too (no rkey mix-up).
     std::vector<std::pair<std::uint8_t*, std::size_t>> targets;
+    std::vector<std::uint32_t> atomic_psns; // PSNs of atomics sent with a granting key
 };
 struct RecvModel {
     std::uint64_t wr_id;
@@ -80,8 +82,13 @@ struct Request {
     std::uint8_t op = 0; // RC numbering (without the transport prefix)
     std::uint32_t psn = 0, rkey = 0, dma_len = 0;
     std::uint64_t va = 0;
-    bool readable = false; // the model lets rkey read [va, va + dma_len) on qp
+    bool readable = false;   // the model lets rkey read [va, va + dma_len) on qp
+    bool fresh = false;      // sent at the peer's next PSN: not a duplicate
+    bool orig_known = false; // an atomic's 8 bytes before it ran (host order) in orig
+    std::uint64_t orig = 0;
 };
+
+inline constexpr const char* kQpNames[kQps] = {"RC", "UC", "UD", "XRC"};
 
 // The kind of access a frame needs: what it may change.
 enum class Need : std::uint8_t { none, recv, write, atomic };

@@ -1,5 +1,5 @@
 // Steps of the hostile peer (roce_peer.hpp): decoding, the frames and the
-// verbs, and the checks of what the device sent back.
+// verbs (the checks of what the device sent back: roce_peer_checks.cpp).
 //
 // A step is 8 bytes b0..b7; b0 & 15 picks it:
 //  0-6  a frame: b1 QP (bits 7-6: RC, UC, UD, XRC), AckReq (bit 5), opcode
@@ -43,7 +43,6 @@ constexpr const char* kVerbs[16] = {"",
                                     "dealloc/alloc_mw",
                                     "modify_qp(ERR)",
                                     "destroy+create_qp"};
-constexpr const char* kQpNames[kQps] = {"RC", "UC", "UD", "XRC"};
 
 Need need_of(std::uint8_t op) {
     if (op <= 0x05 || op == 0x16 || op == 0x17) return Need::recv;
@@ -166,6 +165,13 @@ std::string RocePeerHarness::Impl::frame_step(int index, std::span<const std::ui
         granted(q, req.rkey, req.va, span_len,
                 atomic ? IBV_ACCESS_REMOTE_ATOMIC : IBV_ACCESS_REMOTE_WRITE))
         qps[q].targets.emplace_back(reinterpret_cast<std::uint8_t*>(req.va), span_len);
+    if (atomic && granted(q, req.rkey, req.va, 8, IBV_ACCESS_REMOTE_ATOMIC))
+        qps[q].atomic_psns.push_back(req.psn);
+    req.fresh = s[2] == 0;
+    if (atomic && mem.find(reinterpret_cast<const std::uint8_t*>(req.va), 8) >= 0) {
+        std::memcpy(&req.orig, reinterpret_cast<const void*>(req.va), 8); // host order, as executed
+        req.orig_known = true;
+    }
 
     std::array<std::uint8_t, 400> payload;
     // b6: 0-127 bytes; 0x80-0xbf: 256 down to 193; 0xc0-0xff: 256 up to 382 (over the MTU).
@@ -217,44 +223,6 @@ std::string RocePeerHarness::Impl::frame_step(int index, std::span<const std::ui
         read_op ? std::max<std::uint32_t>(1, (req.dma_len + kMtu - 1) / kMtu) : 1;
     qps[q].psn = (req.psn + npkts) & net::kPsnMask;
     return check_sent(index, req);
-}
-
-std::string RocePeerHarness::Impl::check_sent(int index, const Request& req) {
-    char buf[320];
-    for (const auto& f : sink.frames) {
-        net::RocePacket p;
-        if (net::parse_roce_frame(f, p) != net::RoceDrop::none) continue;
-        const std::uint8_t op = p.headers.bth.opcode & 0x1f;
-        const int q = static_cast<int>(p.headers.bth.dest_qp - kPeerQpn);
-        // A sequence NAK says where the responder is: the peer goes on from there.
-        if (op == 0x11 &&
-            p.headers.aeth.syndrome == net::Aeth::make_syndrome(net::AckKind::nak, 0) && q >= 0 &&
-            q < kQps)
-            qps[q].psn = p.headers.bth.psn;
-        if (op < 0x0d || op > 0x10 || p.payload.empty()) continue;
-        const std::size_t n = p.payload.size();
-        const std::int64_t off = std::int64_t{net::psn_diff(p.headers.bth.psn, req.psn)} * kMtu;
-        const char* why = nullptr;
-        if (req.op != 0x0c || q != req.qp)
-            why = "no READ request of this step asked for it";
-        else if (!req.readable)
-            why = "the rkey grants no READ of [va, va + len) on that QP: a leak";
-        else if (off < 0 || static_cast<std::uint64_t>(off) + n > req.dma_len)
-            why = "its bytes lie outside the request";
-        else if (mem.find(reinterpret_cast<const std::uint8_t*>(req.va + off), n) < 0 ||
-                 std::memcmp(reinterpret_cast<const void*>(req.va + off), p.payload.data(), n) != 0)
-            why = "its bytes are not the memory at va + offset";
-        if (why == nullptr) continue;
-        why_sent = why;
-        std::snprintf(buf, sizeof buf,
-                      "step %d: a READ response (PSN 0x%06x, %zu bytes) for request rkey 0x%08x "
-                      "va +0x%llx len %u on %s: %s",
-                      index, p.headers.bth.psn, n, req.rkey,
-                      static_cast<unsigned long long>(req.va & 0xfff), req.dma_len,
-                      req.qp >= 0 ? kQpNames[req.qp] : "-", why);
-        return buf;
-    }
-    return {};
 }
 
 void RocePeerHarness::Impl::verb_step(std::span<const std::uint8_t, kStepLen> s,
