@@ -83,7 +83,7 @@ struct Request {
     std::uint32_t psn = 0, rkey = 0, dma_len = 0;
     std::uint64_t va = 0;
     bool readable = false;   // the model lets rkey read [va, va + dma_len) on qp
-    bool fresh = false;      // sent at the peer's next PSN: not a duplicate
+    bool fresh = false;      // no atomic was sent at its PSN before: not a duplicate
     bool orig_known = false; // an atomic's 8 bytes before it ran (host order) in orig
     std::uint64_t orig = 0;
 };

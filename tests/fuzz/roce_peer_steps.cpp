@@ -165,9 +165,12 @@ std::string RocePeerHarness::Impl::frame_step(int index, std::span<const std::ui
         granted(q, req.rkey, req.va, span_len,
                 atomic ? IBV_ACCESS_REMOTE_ATOMIC : IBV_ACCESS_REMOTE_WRITE))
         qps[q].targets.emplace_back(reinterpret_cast<std::uint8_t*>(req.va), span_len);
+    // An atomic at a PSN one ran at before may be answered from its saved
+    // result (a duplicate): only a first one must show the memory's value.
+    auto& sent = qps[q].atomic_psns;
+    req.fresh = std::find(sent.begin(), sent.end(), req.psn) == sent.end();
     if (atomic && granted(q, req.rkey, req.va, 8, IBV_ACCESS_REMOTE_ATOMIC))
-        qps[q].atomic_psns.push_back(req.psn);
-    req.fresh = s[2] == 0;
+        sent.push_back(req.psn);
     if (atomic && mem.find(reinterpret_cast<const std::uint8_t*>(req.va), 8) >= 0) {
         std::memcpy(&req.orig, reinterpret_cast<const void*>(req.va), 8); // host order, as executed
         req.orig_known = true;
@@ -221,7 +224,9 @@ std::string RocePeerHarness::Impl::frame_step(int index, std::span<const std::ui
     drain_cq();
     const std::uint32_t npkts =
         read_op ? std::max<std::uint32_t>(1, (req.dma_len + kMtu - 1) / kMtu) : 1;
-    qps[q].psn = (req.psn + npkts) & net::kPsnMask;
+    // The peer's next PSN never moves back: a duplicate leaves the responder where it was.
+    const std::uint32_t next = (req.psn + npkts) & net::kPsnMask;
+    if (net::psn_diff(next, qps[q].psn) > 0) qps[q].psn = next;
     return check_sent(index, req);
 }
 
