@@ -64,6 +64,13 @@ struct Target {
         REQUIRE(p.info->has(net::kExtAeth));
         return p.headers.aeth.syndrome;
     }
+    // `port` answers to the target's addresses (its MAC, 192.0.2.0x22).
+    void own(datapath::Port& port) const {
+        datapath::PortAddresses a;
+        a.mac = attrs.path.src_mac;
+        a.ipv4 = {192, 0, 2, 0x22};
+        port.configure_addresses(a);
+    }
     static net::RoceHeaders reth(std::uint64_t va, std::uint32_t rkey, std::uint32_t len) {
         net::RoceHeaders h;
         h.reth = {va, rkey, len};
@@ -282,10 +289,7 @@ TEST_CASE("trust: a RoCE frame from a source whose frames carry their FCS reache
     // without it, its ICRC intact (stripping it twice cut the ICRC short).
     Target t(QpTransport::rc);
     datapath::Port port;
-    datapath::PortAddresses own;
-    own.mac = t.attrs.path.src_mac;
-    own.ipv4 = {192, 0, 2, 0x22};
-    port.configure_addresses(own);
+    t.own(port);
     std::vector<std::uint8_t> buf(64, 0);
     t.ep.post_recv(1, buf.data(), static_cast<std::uint32_t>(buf.size()), t.ep.reg(buf.data(), buf.size()));
     const std::array<std::uint8_t, 5> payload{'h', 'e', 'l', 'l', 'o'};
@@ -405,10 +409,7 @@ TEST_CASE("trust: a flood of 30,000 mangled frames at the port: every one accoun
           "[datapath][roce][trust][port]") {
     Target t(QpTransport::rc);
     datapath::Port port;
-    datapath::PortAddresses own;
-    own.mac = t.attrs.path.src_mac;
-    own.ipv4 = {192, 0, 2, 0x22};
-    port.configure_addresses(own);
+    t.own(port);
     std::vector<std::uint8_t> mem(4096, 0x66);
     const std::uint32_t key = t.ep.reg(mem.data(), mem.size(), false, false, false);
     // A valid WRITE ONLY without rights, its bytes then mangled at random.
