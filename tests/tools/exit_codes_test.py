@@ -16,9 +16,11 @@ import sys
 import tempfile
 import time
 
+import checklist
+from checklist import check
+
+
 rdmasim, sample = sys.argv[1:3]
-failures = []
-checks = 0
 
 
 def clean_env(**extra):
@@ -29,8 +31,6 @@ def clean_env(**extra):
 
 def expect(status, args, env=None, stderr_has=(), stdout_has=()):
     """Runs rdmasim ARGS; checks the status and that stderr/stdout mention the words."""
-    global checks
-    checks += 1
     p = subprocess.run([rdmasim, *args], capture_output=True, text=True,
                        env=clean_env(**(env or {})), timeout=60)
     label = " ".join(f"{k}={v}" for k, v in (env or {}).items())
@@ -42,20 +42,8 @@ def expect(status, args, env=None, stderr_has=(), stdout_has=()):
     problems += [f"stdout does not mention {w!r}" for w in stdout_has if w not in p.stdout]
     if status in (1, 2) and not p.stderr.strip():  # rdmasim's own errors say what went wrong
         problems.append("nothing on stderr")
-    print(("ok   " if not problems else "FAIL ") + f"{status}  {label}")
-    if problems:
-        failures.append(label)
-        print("     " + "; ".join(problems) + f"\n     stderr: {p.stderr.strip()[-600:]!r}")
-
-
-def check(cond, what, detail=""):
-    global checks
-    checks += 1
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
-        if detail:
-            print("     " + detail)
+    check(not problems, f"{status}  {label}",
+          "; ".join(problems) + f"\nstderr: {p.stderr.strip()[-600:]!r}")
 
 
 tmp = tempfile.mkdtemp(prefix="rdmasim-exit-")
@@ -179,5 +167,4 @@ check(not os.path.exists(started), "no refused configuration started the program
 os.remove(not_exec)
 os.remove(bad_toml)
 os.rmdir(tmp)
-print(f"{checks - len(failures)}/{checks} checks passed")
-sys.exit(1 if failures else 0)
+checklist.finish()

@@ -35,22 +35,12 @@ import subprocess
 import sys
 import tempfile
 
+import checklist
+from checklist import check
+
+
 builddir, prefix, bindir, libdir, embed_source, datadir = sys.argv[1:7]
 readme = sys.argv[7] if len(sys.argv) > 7 else None
-failures = []
-checks = 0
-
-
-
-def check(cond, what, detail=""):
-    global checks
-    checks += 1
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
-        if detail:
-            print("     " + detail.strip().replace("\n", "\n     "))
-    return cond
 
 
 def run(cmd, env=None, timeout=120):
@@ -230,5 +220,4 @@ try:
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 
-print(f"{checks - len(failures)}/{checks} checks passed")
-sys.exit(1 if failures else 0)
+checklist.finish()

@@ -19,20 +19,12 @@ import tempfile
 import threading
 import tty
 
+import checklist
+from checklist import check
+
+
 rdmasim = sys.argv[1]
-failures = []
-checks = 0
 TIMEOUT = 60
-
-
-def check(cond, what, detail=""):
-    global checks
-    checks += 1
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
-        if detail:
-            print("     " + str(detail)[-800:])
 
 
 def run(*args):
@@ -146,5 +138,4 @@ with open(regular) as f:
 for name in os.listdir(tmp):
     os.remove(os.path.join(tmp, name))
 os.rmdir(tmp)
-print(f"{checks - len(failures)}/{checks} checks passed")
-sys.exit(1 if failures else 0)
+checklist.finish()

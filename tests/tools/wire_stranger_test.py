@@ -29,9 +29,10 @@ import time
 
 from scapy.all import IP, UDP, Ether
 
+import checklist
+from checklist import check
+
 rdmasim, rss_receive = sys.argv[1:3]
-failures = []
-checks = 0
 TIMEOUT = 60
 ENV = {k: v for k, v in os.environ.items() if not k.startswith("RDMASIM_")}
 
@@ -39,6 +40,7 @@ ENV = {k: v for k, v in os.environ.items() if not k.startswith("RDMASIM_")}
 # sends each datagram given (hex, "" for an empty one) and prints what happened.
 STRANGER = r"""
 import os, socket, sys
+
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 s.bind(sys.argv[1])
 for payload in sys.argv[3:]:
@@ -57,16 +59,6 @@ def stranger(tmp, to, *payloads):
                        capture_output=True, text=True, timeout=TIMEOUT)
     check(p.returncode == 0 and len(p.stdout.split("\n")) > len(payloads), "the stranger ran", p.stderr)
     return p.stdout.count("sent")
-
-
-def check(cond, what, detail=""):
-    global checks
-    checks += 1
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
-        if detail:
-            print("     " + str(detail)[-800:])
 
 
 def frame(marker):
@@ -164,5 +156,4 @@ if os.geteuid() == 0:
 else:
     print("note: not root, the other-owner case needs chown; it runs in CI (root)")
 shutil.rmtree(tmp)
-print(f"{checks - len(failures)}/{checks} checks passed")
-sys.exit(1 if failures else 0)
+checklist.finish()
