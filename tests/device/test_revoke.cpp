@@ -1,4 +1,4 @@
-// Verbs that revoke a peer's access (device/README.md, "What a peer
+// Verbs that revoke a peer's access (datapath/README.md, "What a peer
 // reaches"): once one returns, no frame touches the memory it revoked. A
 // frame is processed under the port lock, so each of these verbs must take
 // it; and the transport checks the key again on every packet of a message.
