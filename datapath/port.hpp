@@ -23,7 +23,7 @@
 #include "datapath/counters.hpp"
 #include "datapath/flow_rule.hpp"
 #include "datapath/neighbours.hpp"
-#include "datapath/roce_port.hpp"
+#include "datapath/roce/port.hpp"
 #include "datapath/rss.hpp"
 #include "datapath/rx_queue.hpp"
 #include "net/frame.hpp"

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "datapath/roce_qp.hpp"
+#include "datapath/roce/qp.hpp"
 
 namespace rdmasim::datapath {
 

@@ -9,7 +9,7 @@
 
 #include <vector>
 
-#include "datapath/roce_qp.hpp"
+#include "datapath/roce/qp.hpp"
 #include "device/objects.hpp"
 
 namespace rdmasim::device {

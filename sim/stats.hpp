@@ -25,7 +25,7 @@ namespace rdmasim::sim {
 [[nodiscard]] nlohmann::json faults_json(const FaultCounts& c);
 // The host's ARP handling on a port (datapath/neighbours.hpp), by counter name.
 [[nodiscard]] nlohmann::json arp_json(const datapath::NeighbourCounters& c);
-// The port's RoCE side (datapath/roce_port.hpp): frames offered, parse drops
+// The port's RoCE side (datapath/roce/port.hpp): frames offered, parse drops
 // by reason, outcomes by RoceRx name (summed over the QPs), what was sent,
 // looped back, and waited for ARP.
 [[nodiscard]] nlohmann::json roce_json(const datapath::RocePortCounters& c,

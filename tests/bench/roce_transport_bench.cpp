@@ -12,7 +12,7 @@
 #include <deque>
 #include <vector>
 
-#include "datapath/roce_qp.hpp"
+#include "datapath/roce/qp.hpp"
 
 using namespace rdmasim;
 

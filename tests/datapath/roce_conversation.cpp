@@ -18,7 +18,7 @@
 #include <deque>
 #include <vector>
 
-#include "datapath/roce_qp.hpp"
+#include "datapath/roce/qp.hpp"
 #include "net/pcap_writer.hpp"
 
 using namespace rdmasim;

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <vector>
 
-#include "datapath/roce_timers.hpp"
+#include "datapath/roce/timers.hpp"
 #include "support/roce_pair.hpp"
 
 using namespace rdmasim;

@@ -11,7 +11,7 @@
 #include <deque>
 #include <vector>
 
-#include "datapath/roce_port.hpp"
+#include "datapath/roce/port.hpp"
 #include "support/roce_pair.hpp"
 
 using namespace rdmasim;

@@ -16,8 +16,8 @@
 #include <random>
 #include <vector>
 
-#include "datapath/roce_port.hpp"
-#include "datapath/roce_qp.hpp"
+#include "datapath/roce/port.hpp"
+#include "datapath/roce/qp.hpp"
 #include "net/roce_frame.hpp"
 
 namespace rdmasim::test {

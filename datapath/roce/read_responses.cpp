@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "datapath/roce_qp.hpp"
-#include "datapath/roce_sge.hpp"
+#include "datapath/roce/qp.hpp"
+#include "datapath/roce/sge.hpp"
 
 namespace rdmasim::datapath {
 

@@ -18,8 +18,8 @@
 #include "datapath/cq_ring.hpp"
 #include "datapath/mr_table.hpp"
 #include "datapath/recv_ring.hpp"
-#include "datapath/roce_counters.hpp"
-#include "datapath/roce_timers.hpp"
+#include "datapath/roce/counters.hpp"
+#include "datapath/roce/timers.hpp"
 #include "net/roce_frame.hpp"
 
 namespace rdmasim::datapath {

@@ -13,7 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "datapath/roce_qp.hpp"
+#include "datapath/roce/qp.hpp"
 #include "datapath/uninit_bytes.hpp"
 #include "net/roce_frame.hpp"
 

@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "datapath/roce_qp.hpp"
+#include "datapath/roce/qp.hpp"
 
 namespace rdmasim::datapath {
 

@@ -6,7 +6,7 @@
 #include <bit>
 #include <cstring>
 
-#include "datapath/roce_qp.hpp"
+#include "datapath/roce/qp.hpp"
 
 namespace rdmasim::datapath {
 

@@ -1,4 +1,4 @@
-#include "datapath/roce_port.hpp"
+#include "datapath/roce/port.hpp"
 
 #include <algorithm>
 #include <bit>

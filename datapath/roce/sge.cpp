@@ -1,4 +1,4 @@
-#include "datapath/roce_sge.hpp"
+#include "datapath/roce/sge.hpp"
 
 #include <algorithm>
 #include <cstring>

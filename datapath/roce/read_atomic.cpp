@@ -7,7 +7,7 @@
 #include <atomic>
 #include <cstring>
 
-#include "datapath/roce_qp.hpp"
+#include "datapath/roce/qp.hpp"
 
 namespace rdmasim::datapath {
 
