@@ -25,6 +25,28 @@ private:
     std::atomic<std::uint64_t> v_{0};
 };
 
+// Counted kinds: an enumeration ending in count_, one counter per value
+// (KindCounters) and the name each is reported under (KindNames; the JSON
+// and stats keys), kept beside the enumeration and checked whole by
+// all_named. Drop here and RoceRx (roce/counters.hpp) are two.
+template <class E> inline constexpr std::size_t kKinds = static_cast<std::size_t>(E::count_);
+template <class E> using KindNames = std::array<std::string_view, kKinds<E>>;
+template <class E> using KindCounters = std::array<Counter, kKinds<E>>;
+
+template <std::size_t N>
+[[nodiscard]] constexpr bool all_named(const std::array<std::string_view, N>& names) noexcept {
+    for (std::string_view n : names)
+        if (n.empty()) return false;
+    return true;
+}
+template <class E>
+[[nodiscard]] constexpr std::string_view kind_name(const KindNames<E>& names, E kind) noexcept {
+    return names[static_cast<std::size_t>(kind)];
+}
+template <class E> [[nodiscard]] std::uint64_t kind_count(const KindCounters<E>& c, E kind) noexcept {
+    return c[static_cast<std::size_t>(kind)].get();
+}
+
 // Why a frame was not delivered. Names are the JSON / stats keys.
 enum class Drop : std::uint8_t {
     steering_miss,       // no flow rule matched
@@ -44,16 +66,15 @@ enum class Drop : std::uint8_t {
     roce_undeliverable,  // RoCE to the port that no QP took (malformed, unknown QP)
     count_
 };
-inline constexpr std::size_t kDropKinds = static_cast<std::size_t>(Drop::count_);
+inline constexpr std::size_t kDropKinds = kKinds<Drop>;
+inline constexpr KindNames<Drop> kDropNames{
+    "steering_miss",       "truncated_capture",   "runt_frames",   "fcs_errors",
+    "wq_not_ready",        "rx_out_of_buffer",    "delay_drop_timeouts", "delay_drop_overflow",
+    "length_errors",       "protection_errors",   "cq_overflow",   "fault_drops",
+    "cqe_errors",          "discarded",           "roce_undeliverable"};
+static_assert(all_named(kDropNames));
 
-[[nodiscard]] constexpr std::string_view drop_name(Drop d) noexcept {
-    constexpr std::array<std::string_view, kDropKinds> names{
-        "steering_miss",       "truncated_capture",   "runt_frames",   "fcs_errors",
-        "wq_not_ready",        "rx_out_of_buffer",    "delay_drop_timeouts", "delay_drop_overflow",
-        "length_errors",       "protection_errors",   "cq_overflow",   "fault_drops",
-        "cqe_errors",          "discarded",           "roce_undeliverable"};
-    return names[static_cast<std::size_t>(d)];
-}
+[[nodiscard]] constexpr std::string_view drop_name(Drop d) noexcept { return kind_name(kDropNames, d); }
 
 // What one stage did with one frame.
 enum class Fate : std::uint8_t { delivered, held, dropped };
@@ -97,7 +118,7 @@ struct RxCounters {
     Counter bytes;           // their wire bytes
     Counter delivered;       // successful completions
     Counter delivered_bytes; // byte_len summed over them
-    std::array<Counter, kDropKinds> drops;
+    KindCounters<Drop> drops;
     // Observations, not outcomes:
     Counter delay_drop_waits; // frames that had to wait for a WQE
     Counter fcs_bad;          // frames whose carried FCS does not match their bytes

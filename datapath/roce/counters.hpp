@@ -29,20 +29,19 @@ enum class RoceRx : std::uint8_t {
     pkey_violation,   // BTH P_Key does not match the QP's (IBA 10.9.3): dropped, nothing answered
     count_
 };
-inline constexpr std::size_t kRoceRxKinds = static_cast<std::size_t>(RoceRx::count_);
+inline constexpr std::size_t kRoceRxKinds = kKinds<RoceRx>;
+inline constexpr KindNames<RoceRx> kRoceRxNames{
+    "consumed",         "duplicate",       "sequence_error",  "rnr",
+    "not_ready",        "wrong_transport", "invalid_request", "remote_access",
+    "remote_operation", "length_error",    "qkey_mismatch",   "no_receive_wqe",
+    "message_dropped",  "stale_ack",       "pkey_violation"};
+static_assert(all_named(kRoceRxNames));
 
-[[nodiscard]] constexpr std::string_view roce_rx_name(RoceRx r) noexcept {
-    constexpr std::array<std::string_view, kRoceRxKinds> names{
-        "consumed",         "duplicate",       "sequence_error",  "rnr",
-        "not_ready",        "wrong_transport", "invalid_request", "remote_access",
-        "remote_operation", "length_error",    "qkey_mismatch",   "no_receive_wqe",
-        "message_dropped",  "stale_ack",       "pkey_violation"};
-    return names[static_cast<std::size_t>(r)];
-}
+[[nodiscard]] constexpr std::string_view roce_rx_name(RoceRx r) noexcept { return kind_name(kRoceRxNames, r); }
 
 struct RoceCounters {
     Counter rx_frames; // frames handed to the transport: = sum(rx)
-    std::array<Counter, kRoceRxKinds> rx;
+    KindCounters<RoceRx> rx;
     // Observations, not outcomes:
     Counter tx_packets; // every frame sent (requests, retransmissions, ACKs, responses)
     Counter tx_bytes;
@@ -58,9 +57,7 @@ struct RoceCounters {
         rx_frames.add();
         rx[static_cast<std::size_t>(r)].add();
     }
-    [[nodiscard]] std::uint64_t get(RoceRx r) const noexcept {
-        return rx[static_cast<std::size_t>(r)].get();
-    }
+    [[nodiscard]] std::uint64_t get(RoceRx r) const noexcept { return kind_count(rx, r); }
 };
 
 } // namespace rdmasim::datapath
