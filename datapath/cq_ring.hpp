@@ -100,6 +100,14 @@ public:
     [[nodiscard]] std::uint32_t written() const noexcept {
         return written_.load(std::memory_order_acquire);
     }
+    // A solicited or an error completion was pushed: what ibv_req_notify_cq(cq,
+    // 1) waits for (device/cq_notify.cpp reads it when the CQ is armed and
+    // clears it when it re-arms).
+    void note_solicited() noexcept { solicited_.store(true, std::memory_order_release); }
+    [[nodiscard]] bool solicited_seen() const noexcept {
+        return solicited_.load(std::memory_order_acquire);
+    }
+    void clear_solicited() noexcept { solicited_.store(false, std::memory_order_relaxed); }
     // Marks an overflow the producer avoided by not consuming (see room()).
     void mark_overflow() noexcept { overflowed_.store(true, std::memory_order_release); }
     // True once after an overflow: whoever reports IBV_EVENT_CQ_ERR takes it.
@@ -142,6 +150,7 @@ private:
     std::vector<Cqe> entries_;
     std::uint32_t mask_ = 0;
     std::atomic<bool> overflowed_{false};
+    std::atomic<bool> solicited_{false};
 
     // Both sides reset the copies when they move the indices (init, resize, purge).
     void resync() noexcept {

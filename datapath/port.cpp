@@ -321,7 +321,7 @@ void Port::transmit(const net::Frame& frame, const void* sender) noexcept {
     for (net::FrameSink* s : sinks_) s->send(frame.payload(), now_ns_);
 }
 
-void Port::send_roce(std::span<std::uint8_t> frame) noexcept {
+void Port::send_roce(std::span<std::uint8_t> frame, std::uint64_t /*now_ns: now_ns_ is never behind it*/) noexcept {
     const auto p = net::parse_frame(frame); // built by a QP: Ethernet, IP, UDP
     const PortAddresses& own = neighbours_.addresses();
     std::optional<net::MacAddress> mac;

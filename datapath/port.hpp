@@ -75,7 +75,12 @@ enum class QueueState : std::uint8_t {
 
 class Port {
 public:
-    Port() = default;
+    Port() {
+        roce_.set_wire({[](void* port, std::span<std::uint8_t> frame, std::uint64_t now_ns) noexcept {
+                            static_cast<Port*>(port)->send_roce(frame, now_ns);
+                        },
+                        this});
+    }
     Port(const Port&) = delete;
     Port& operator=(const Port&) = delete;
     ~Port();
@@ -129,15 +134,15 @@ public:
     // A verb is about to call into a transport at `now_ns`: the port's clock
     // moves there (never back).
     void advance_clock(std::uint64_t now_ns) noexcept { now_ns_ = std::max(now_ns_, now_ns); }
-    // A frame (no FCS) a QP of this port sends, as its TransportHost::transmit
-    // gets it. To the port's own address: RoCE loopback (drain_roce delivers
+    // A frame (no FCS) a QP of this port sends (RocePort::transmit: the port
+    // is its RoCE side's wire), at the port's clock. To the port's own address: RoCE loopback (drain_roce delivers
     // it). To another IPv4 address: to every sink with the destination MAC
     // from the ARP cache, waiting in ArpWait while ARP resolves. To another
     // IPv6 address: only a link-local one whose interface identifier is a
     // MAC's EUI-64 is reachable (there is no neighbour discovery); the rest
     // count as RocePortCounters::tx_unroutable.
     // Its destination MAC is written in place.
-    void send_roce(std::span<std::uint8_t> frame) noexcept;
+    void send_roce(std::span<std::uint8_t> frame, std::uint64_t now_ns) noexcept;
     // Delivers the frames looped back to QPs of this port, and those they
     // cause. Call it after every call into a transport, once it returned.
     void drain_roce() noexcept { roce_.drain_loopback(now_ns_); }

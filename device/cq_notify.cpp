@@ -35,7 +35,7 @@ void notify_if_owed(Cq& cq) noexcept {
     notify_order.fetch_add(1, std::memory_order_acq_rel);
     if (!cq.armed.load(std::memory_order_acquire)) return;
     const bool due = !cq.solicited_only.load(std::memory_order_relaxed) ||
-                     cq.solicited_seen.load(std::memory_order_acquire);
+                     cq.ring.solicited_seen();
     if (cq.channel && due && cq.ring.written() != cq.armed_at.load(std::memory_order_relaxed) &&
         !cq.ring.empty() && cq.armed.exchange(false, std::memory_order_acq_rel)) {
         std::lock_guard lock(cq.channel->lock);
@@ -62,7 +62,7 @@ int req_notify_cq(ibv_cq* c, int solicited_only) noexcept {
     // Armed already: the arm stands (an event it owes stays owed); a plain
     // arm widens a solicited-only one.
     if (!cq.armed.load(std::memory_order_acquire)) {
-        cq.solicited_seen.store(false, std::memory_order_relaxed);
+        cq.ring.clear_solicited();
         cq.solicited_only.store(solicited_only != 0, std::memory_order_relaxed);
         cq.armed_at.store(cq.ring.written(), std::memory_order_relaxed);
         cq.armed.store(true, std::memory_order_release);

@@ -202,7 +202,6 @@ struct Cq {
     std::atomic<bool> armed{false};
     std::atomic<std::uint32_t> armed_at{0};  // ring.written() when armed: the event is for a later one
     std::atomic<bool> solicited_only{false}; // armed by ibv_req_notify_cq(cq, 1)
-    std::atomic<bool> solicited_seen{false}; // a solicited or error completion since then
     std::atomic<std::uint32_t> users{0}; // WQs and QPs
     // The parent domain of ibv_create_cq_ex's IBV_CQ_INIT_ATTR_MASK_PD: one of
     // its users until the CQ is destroyed, as mlx5 counts it (ibv_dealloc_pd

@@ -28,19 +28,13 @@ datapath::QpTransport transport_type(ibv_qp_type t) noexcept {
 }
 
 
-// A completion into `cq`; a full CQ loses it and reports the overrun
-// (cq_after_burst raises IBV_EVENT_CQ_ERR).
-void push_completion(Cq& cq, const datapath::Cqe& cqe) noexcept {
-    (void)cq.ring.push(cqe);
-    // What ibv_req_notify_cq(cq, 1) waits for: a solicited or an error completion.
-    if (cqe.solicited || cqe.status != IBV_WC_SUCCESS)
-        cq.solicited_seen.store(true, std::memory_order_release);
-}
-
 } // namespace
 
 QpTransport::QpTransport(Device& dev, Qp& qp, const datapath::TransportLimits& limits)
-    : dev_(dev), qp_(qp), roce_(*this, dev.mrs, limits, dev.port.roce().qp_counters()),
+    : dev_(dev), qp_(qp),
+      roce_(*this, dev.port.roce(), dev.mrs, limits,
+            {qp.send_cq ? &qp.send_cq->ring : nullptr,
+             qp.xrcd == nullptr && qp.recv_cq ? &qp.recv_cq->ring : nullptr}),
       sges_(std::max<std::uint32_t>(limits.max_send_sge, 1)) {
     roce_.modify(attrs_from_qp(), datapath::TransportState::reset, transport_now(dev));
     if (!dev.port.roce().attach(roce_)) throw std::bad_alloc(); // QP numbers are unique per device
@@ -111,16 +105,6 @@ int QpTransport::post_send(const ibv_send_wr& wr) noexcept {
     return roce_.post_send(*w, {sges_.data(), n}, transport_now(dev_));
 }
 
-void QpTransport::transmit(std::span<std::uint8_t> frame, std::uint64_t) noexcept {
-    dev_.port.send_roce(frame);
-}
-
-// The port's next deadline follows; the verbs compare it before and after
-// their calls (an engine's wake-up may have to come sooner).
-void QpTransport::deadline_changed(std::uint64_t deadline_ns) noexcept {
-    dev_.port.roce().deadline_changed(deadline_ns);
-}
-
 // The SRQ this QP's receives come from: its own SRQ; for an XRC TGT QP the
 // one its current request named (looked up each time: an SRQ may be
 // destroyed between the packets of a message); nullptr for its own RQ.
@@ -151,18 +135,11 @@ void QpTransport::pop_recv() noexcept {
     else if (qp_.xrcd == nullptr) qp_.rq.ring.pop();
 }
 
-void QpTransport::complete_send(const datapath::Cqe& cqe) noexcept {
-    if (qp_.send_cq) push_completion(*qp_.send_cq, cqe); // an XRC TGT QP sends nothing
-}
-
 // An XRC SRQ's receives complete on its CQ; one destroyed since its WQE was
 // taken loses the completion (its WQEs went with it).
-void QpTransport::complete_recv(const datapath::Cqe& cqe) noexcept {
-    if (qp_.xrcd != nullptr) {
-        if (Srq* srq = receive_srq()) push_completion(*srq->cq, cqe);
-        return;
-    }
-    push_completion(*qp_.recv_cq, cqe);
+datapath::CqRing* QpTransport::xrc_recv_cq() noexcept {
+    Srq* srq = receive_srq();
+    return srq != nullptr ? &srq->cq->ring : nullptr;
 }
 
 bool QpTransport::invalidate_rkey(std::uint32_t rkey) noexcept { return invalidate_window(qp_, rkey); }

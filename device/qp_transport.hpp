@@ -1,14 +1,16 @@
 // The RoCE transport of one RC, UC or UD QP as the device hosts it
 // (device/README.md, "RC, UC and UD queue pairs", "The transport"): the
 // datapath's RoceQp (datapath/README.md, "RoCE transport"), fed from the
-// QP's attributes and send WRs, with the QP's receive queue (or SRQ), CQs
-// and async events behind its TransportHost.
+// QP's attributes and send WRs, writing into the rings of the QP's CQs and
+// sending through the port's RoCE side; the QP's receive queue (or SRQ) and
+// its async events are behind its TransportHost.
 //
 // Every member function, and every host callback, runs under the port lock.
 #pragma once
 
 #include <vector>
 
+#include "datapath/roce/port.hpp"
 #include "datapath/roce/qp.hpp"
 #include "device/objects.hpp"
 
@@ -33,14 +35,11 @@ public:
     [[nodiscard]] const datapath::RoceQp& roce() const noexcept { return roce_; }
 
     // datapath::TransportHost
-    void transmit(std::span<std::uint8_t> frame, std::uint64_t now_ns) noexcept override;
-    void deadline_changed(std::uint64_t deadline_ns) noexcept override;
     bool peek_recv(datapath::RecvView& out) noexcept override;
     void pop_recv() noexcept override;
-    void complete_send(const datapath::Cqe& cqe) noexcept override;
-    void complete_recv(const datapath::Cqe& cqe) noexcept override;
     void event(datapath::TransportEvent kind) noexcept override;
     const void* select_xrc_srq(std::uint32_t srqn) noexcept override;
+    datapath::CqRing* xrc_recv_cq() noexcept override;
     bool invalidate_rkey(std::uint32_t rkey) noexcept override;
     bool tag_matching() noexcept override;
     bool match_tag(std::uint64_t tag, datapath::RecvView& out) noexcept override;

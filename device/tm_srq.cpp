@@ -34,7 +34,7 @@ void complete_op(Srq& srq, const ibv_ops_wr& wr, std::uint8_t opcode, std::uint8
     c.opcode = opcode;
     c.wc_flags = status == IBV_WC_SUCCESS ? flags : 0;
     (void)srq.cq->ring.push(c); // a full CQ loses it and reports the overrun
-    if (status != IBV_WC_SUCCESS) srq.cq->solicited_seen.store(true, std::memory_order_release);
+    if (status != IBV_WC_SUCCESS) srq.cq->ring.note_solicited();
 }
 
 // One operation, checked as mlx5_post_srq_ops checks it; 0 or the errno.

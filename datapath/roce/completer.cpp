@@ -1,14 +1,14 @@
-// The requester's receive side and its timers: ACKs (coalesced: one ACK
-// acknowledges every PSN up to its own), NAKs, RNR NAKs, READ responses,
-// atomic ACKs, the local ACK timeout; in-order completions; errors and
-// flushes. Also the per-packet dispatch. (datapath/README.md, "RoCE transport")
+// The completer (rxe_comp.c): ACKs (coalesced: one ACK acknowledges every
+// PSN up to its own), NAKs, RNR NAKs, the local ACK timeout and RNR wait;
+// in-order completions; a failed WQE and the flush of those after it. READ
+// responses and atomic ACKs: read_responses.cpp. (datapath/README.md,
+// "RoCE transport")
 #include <infiniband/verbs.h>
 
 #include <algorithm>
 #include <cstring>
 
 #include "datapath/roce/qp.hpp"
-#include "datapath/roce/sge.hpp"
 
 namespace rdmasim::datapath {
 
@@ -50,55 +50,17 @@ std::uint8_t nak_status(net::NakCode code) noexcept {
 
 } // namespace
 
-RoceRx RoceQp::receive(const net::RocePacket& p, std::uint64_t now_ns) noexcept {
-    now_ns_ = now_ns;
-    RoceRx r = RoceRx::not_ready;
-    const auto want = attrs_.xrc                       ? net::RoceTransport::xrc
-                      : attrs_.type == QpTransport::rc ? net::RoceTransport::rc
-                      : attrs_.type == QpTransport::uc ? net::RoceTransport::uc
-                                                       : net::RoceTransport::ud;
-    if (p.info->transport != want) {
-        r = RoceRx::wrong_transport;
-    } else if (state_ != TransportState::rtr && state_ != TransportState::rts &&
-               state_ != TransportState::sqd) {
-        r = RoceRx::not_ready;
-    } else if (!net::pkey_match(p.headers.bth.pkey, attrs_.pkey)) {
-        r = RoceRx::pkey_violation; // every packet, responses and ACKs too (rxe's check_keys)
-    } else {
-        if (state_ == TransportState::rtr && !comm_est_) {
-            comm_est_ = true;
-            host_.event(TransportEvent::comm_est);
-        }
-        switch (p.info->op) {
-        case net::RoceOp::ack:
-        case net::RoceOp::atomic_ack:
-        case net::RoceOp::rdma_read_response:
-            if (state_ == TransportState::rtr) break; // a requester not started yet
-            r = p.info->op == net::RoceOp::ack          ? on_ack(p, now_ns)
-                : p.info->op == net::RoceOp::atomic_ack ? on_atomic_ack(p, now_ns)
-                                                        : on_read_response(p, now_ns);
-            break;
-        default:
-            r = attrs_.type == QpTransport::rc   ? rc_request(p, now_ns)
-                : attrs_.type == QpTransport::uc ? uc_request(p, now_ns)
-                                                 : ud_request(p, now_ns);
-        }
-    }
-    count(r);
-    return r;
-}
-
 // Acknowledges every PSN up to and including `psn`. A READ or atomic the
 // ACK passes whose response never came is asked for again (its response
-// was lost: an implicit NAK). True when una_ moved or a request goes again;
-// the retry counters and the timer restart only when una_ moved.
+// was lost: an implicit NAK). True when comp_.una moved or a request goes again;
+// the retry counters and the timer restart only when comp_.una moved.
 bool RoceQp::ack_through(std::uint32_t psn, std::uint64_t now_ns) noexcept {
-    if (net::psn_before(psn, una_) || !net::psn_before(psn, next_psn_)) return false;
+    if (net::psn_before(psn, comp_.una) || !net::psn_before(psn, req_.next_psn)) return false;
     const std::uint32_t mtu = net::mtu_bytes(attrs_.mtu);
     std::uint32_t new_una = net::psn_add(psn, 1);
     bool again = false;
-    for (std::uint32_t i = sq_tail_; i != assigned_; ++i) {
-        SendSlot& s = slot(i);
+    for (std::uint32_t i = sq_.tail; i != req_.assigned; ++i) {
+        SendSlot& s = sq_.slot(i);
         if (s.done) continue;
         const std::uint32_t last = net::psn_add(s.first_psn, s.npkts - 1);
         if (net::psn_before(psn, last)) break; // partly acknowledged at most
@@ -110,80 +72,91 @@ bool RoceQp::ack_through(std::uint32_t psn, std::uint64_t now_ns) noexcept {
         }
         s.done = true;
     }
-    const bool moved = new_una != una_;
-    una_ = new_una;
+    const bool moved = new_una != comp_.una;
+    comp_.una = new_una;
     if (moved) {
-        retry_left_ = attrs_.retry_cnt;
-        rnr_left_ = attrs_.rnr_retry;
+        comp_.retry_left = attrs_.retry_cnt;
+        comp_.rnr_left = attrs_.rnr_retry;
         arm_ack_timer(now_ns, true);
     }
     return moved || again;
 }
 
 RoceRx RoceQp::on_ack(const net::RocePacket& p, std::uint64_t now_ns) noexcept {
-    const std::uint32_t psn = p.headers.bth.psn;
-    const net::Aeth& a = p.headers.aeth;
-    const std::uint32_t before = net::psn_add(psn, net::kPsnMask); // psn - 1
-    switch (a.kind()) {
+    switch (p.headers.aeth.kind()) {
     case net::AckKind::ack:
-        if (!ack_through(psn, now_ns)) return RoceRx::stale_ack;
-        break;
-    case net::AckKind::rnr_nak: {
-        if (net::psn_before(psn, una_) || !net::psn_before(psn, next_psn_))
-            return RoceRx::stale_ack;
-        ack_through(before, now_ns);
-        counters_.rnr_naks_received.add();
-        if (port_counters_) port_counters_->rnr_naks_received.add();
-        if (attrs_.rnr_retry != 7) {
-            if (rnr_left_ == 0) {
-                retire();
-                fail_send(sq_tail_, IBV_WC_RNR_RETRY_EXC_ERR);
-                enter_error();
-                return RoceRx::consumed;
-            }
-            --rnr_left_;
-        }
-        go_back(net::psn_before(una_, psn) ? una_ : psn); // a READ before it may need asking again
-        ack_deadline_ = kNoDeadline;
-        rnr_deadline_ = now_ns + rnr_timer_ns(a.value());
-        host_.deadline_changed(rnr_deadline_);
+        if (!ack_through(p.headers.bth.psn, now_ns)) return RoceRx::stale_ack;
         retire();
+        pump(now_ns);
         return RoceRx::consumed;
-    }
-    case net::AckKind::nak: {
-        if (net::psn_before(psn, una_) || !net::psn_before(psn, next_psn_))
-            return RoceRx::stale_ack;
-        ack_through(before, now_ns);
-        const auto code = static_cast<net::NakCode>(a.value());
-        if (code == net::NakCode::psn_sequence_error) {
-            // Resend from its PSN. It does not use up retry_cnt (a NAK shows
-            // the responder is there; as Linux's rxe): packets that follow an
-            // RNR-NAKed one draw a sequence NAK on every RNR round.
-            counters_.seq_naks_received.add();
-            if (port_counters_) port_counters_->seq_naks_received.add();
-            go_back(net::psn_before(una_, psn) ? una_ : psn);
-            break;
-        }
-        // A fatal NAK: the WQE the PSN belongs to fails, the QP goes to error.
-        retire();
-        std::uint32_t idx = sq_tail_;
-        for (std::uint32_t i = sq_tail_; i != assigned_; ++i) {
-            const SendSlot& s = slot(i);
-            const std::int32_t d = net::psn_diff(psn, s.first_psn);
-            if (d >= 0 && d < static_cast<std::int32_t>(s.npkts)) {
-                idx = i;
-                break;
-            }
-        }
-        fail_send(idx, nak_status(code));
-        enter_error();
-        return RoceRx::consumed;
-    }
+    case net::AckKind::rnr_nak:
+        return on_rnr_nak(p, now_ns);
+    case net::AckKind::nak:
+        return on_nak(p, now_ns);
     case net::AckKind::reserved:
-        return RoceRx::stale_ack;
+        break;
+    }
+    return RoceRx::stale_ack;
+}
+
+// A NAK (RNR or not) names a PSN: one in flight acknowledges everything
+// before it; any other is stale (false).
+bool RoceQp::nak_in_flight(std::uint32_t psn, std::uint64_t now_ns) noexcept {
+    if (net::psn_before(psn, comp_.una) || !net::psn_before(psn, req_.next_psn)) return false;
+    ack_through(net::psn_add(psn, net::kPsnMask), now_ns); // psn - 1
+    return true;
+}
+
+// The responder had no receive WQE for the packet at the NAK's PSN: what
+// came before it is acknowledged, sending stops for the RNR timer, then
+// resumes from it (rnr_retry 7: for ever).
+RoceRx RoceQp::on_rnr_nak(const net::RocePacket& p, std::uint64_t now_ns) noexcept {
+    const std::uint32_t psn = p.headers.bth.psn;
+    if (!nak_in_flight(psn, now_ns)) return RoceRx::stale_ack;
+    note(&RoceCounters::rnr_naks_received);
+    if (attrs_.rnr_retry != 7) {
+        if (comp_.rnr_left == 0) {
+            retire();
+            fail_and_stop(sq_.tail, IBV_WC_RNR_RETRY_EXC_ERR);
+            return RoceRx::consumed;
+        }
+        --comp_.rnr_left;
+    }
+    go_back(net::psn_before(comp_.una, psn) ? comp_.una : psn); // a READ before it may need asking again
+    comp_.ack_deadline = kNoDeadline;
+    req_.rnr_deadline = now_ns + rnr_timer_ns(p.headers.aeth.value());
+    timer_armed(req_.rnr_deadline);
+    retire();
+    return RoceRx::consumed;
+}
+
+// A sequence NAK resends from its PSN; any other NAK fails the WQE its PSN
+// belongs to and the QP goes to error.
+RoceRx RoceQp::on_nak(const net::RocePacket& p, std::uint64_t now_ns) noexcept {
+    const std::uint32_t psn = p.headers.bth.psn;
+    if (!nak_in_flight(psn, now_ns)) return RoceRx::stale_ack;
+    const auto code = static_cast<net::NakCode>(p.headers.aeth.value());
+    if (code == net::NakCode::psn_sequence_error) {
+        // Resend from its PSN. It does not use up retry_cnt (a NAK shows
+        // the responder is there; as Linux's rxe): packets that follow an
+        // RNR-NAKed one draw a sequence NAK on every RNR round.
+        note(&RoceCounters::seq_naks_received);
+        go_back(net::psn_before(comp_.una, psn) ? comp_.una : psn);
+        retire();
+        pump(now_ns);
+        return RoceRx::consumed;
     }
     retire();
-    pump(now_ns);
+    std::uint32_t idx = sq_.tail;
+    for (std::uint32_t i = sq_.tail; i != req_.assigned; ++i) {
+        const SendSlot& s = sq_.slot(i);
+        const std::int32_t d = net::psn_diff(psn, s.first_psn);
+        if (d >= 0 && d < static_cast<std::int32_t>(s.npkts)) {
+            idx = i;
+            break;
+        }
+    }
+    fail_and_stop(idx, nak_status(code));
     return RoceRx::consumed;
 }
 
@@ -192,28 +165,27 @@ void RoceQp::complete_send(SendSlot& s, std::uint8_t status) noexcept {
     Cqe c = make_cqe(s.wr.wr_id, status,
                      s.wr.op == SendOp::local ? s.wr.local_opcode : wc_opcode(s.wr.op));
     if (status == IBV_WC_SUCCESS && is_read_or_atomic(s.wr.op)) c.byte_len = s.length;
-    host_.complete_send(c);
+    push_send_cqe(c);
 }
 
 // Completes acknowledged WQEs in posting order (unsignalled ones silently).
 void RoceQp::retire() noexcept {
-    while (sq_tail_ != sq_head_ && slot(sq_tail_).done) {
-        SendSlot& s = slot(sq_tail_);
+    while (sq_.tail != sq_.head && sq_.slot(sq_.tail).done) {
+        SendSlot& s = sq_.slot(sq_.tail);
         if (s.wr.op == SendOp::local && s.wr.local_status != IBV_WC_SUCCESS) {
-            fail_send(sq_tail_, s.wr.local_status); // a failed bind: the QP goes to error
-            enter_error();
+            fail_and_stop(sq_.tail, s.wr.local_status); // a failed bind: the QP goes to error
             return;
         }
         if (s.wr.signaled) complete_send(s, IBV_WC_SUCCESS);
-        ++sq_tail_;
+        ++sq_.tail;
     }
-    if (static_cast<std::int32_t>(send_idx_ - sq_tail_) < 0) {
-        send_idx_ = sq_tail_;
-        send_pkt_ = 0;
+    if (static_cast<std::int32_t>(req_.send_idx - sq_.tail) < 0) {
+        req_.send_idx = sq_.tail;
+        req_.send_pkt = 0;
     }
-    if (static_cast<std::int32_t>(assigned_ - sq_tail_) < 0) assigned_ = sq_tail_;
-    if (state_ == TransportState::sqd && drain_pending_ && sq_tail_ == assigned_) {
-        drain_pending_ = false;
+    if (static_cast<std::int32_t>(req_.assigned - sq_.tail) < 0) req_.assigned = sq_.tail;
+    if (state_ == TransportState::sqd && comp_.drain_pending && sq_.tail == req_.assigned) {
+        comp_.drain_pending = false;
         host_.event(TransportEvent::sq_drained);
     }
 }
@@ -222,73 +194,50 @@ void RoceQp::retire() noexcept {
 // acknowledged before it) with IBV_WC_WR_FLUSH_ERR; errors always complete,
 // signalled or not.
 void RoceQp::fail_send(std::uint32_t idx, std::uint8_t status) noexcept {
-    for (std::uint32_t i = sq_tail_; i != sq_head_; ++i) {
-        SendSlot& s = slot(i);
+    for (std::uint32_t i = sq_.tail; i != sq_.head; ++i) {
+        SendSlot& s = sq_.slot(i);
         if (i != idx && s.done) {
             if (s.wr.signaled) complete_send(s, IBV_WC_SUCCESS);
             continue;
         }
         complete_send(s, i == idx ? status : static_cast<std::uint8_t>(IBV_WC_WR_FLUSH_ERR));
     }
-    sq_tail_ = assigned_ = send_idx_ = sq_head_;
-    send_pkt_ = rd_in_flight_ = 0;
-    una_ = next_psn_;
-    ack_deadline_ = rnr_deadline_ = kNoDeadline;
+    sq_.tail = req_.assigned = req_.send_idx = sq_.head;
+    req_.send_pkt = req_.rd_in_flight = 0;
+    comp_.una = req_.next_psn;
+    comp_.ack_deadline = req_.rnr_deadline = kNoDeadline;
 }
 
-void RoceQp::flush_receive_queue() noexcept {
-    if (attrs_.srq) return;
-    RecvView v;
-    while (host_.peek_recv(v)) {
-        const Cqe c = make_cqe(v.wqe->wr_id, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV);
-        host_.pop_recv();
-        host_.complete_recv(c);
-    }
-}
-
-void RoceQp::flush_all() noexcept {
-    if (sq_tail_ != sq_head_) fail_send(sq_tail_, IBV_WC_WR_FLUSH_ERR);
-    ack_deadline_ = rnr_deadline_ = kNoDeadline;
-    if (have_wqe_) complete_recv(IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, 0, 0, 0);
-    reset_responder();
-    flush_receive_queue();
-    if (attrs_.srq) host_.event(TransportEvent::last_wqe_reached);
-}
-
-void RoceQp::enter_error() noexcept {
-    if (state_ == TransportState::error) return;
-    state_ = TransportState::error;
-    flush_all();
-    host_.event(TransportEvent::entered_error);
+void RoceQp::fail_and_stop(std::uint32_t idx, std::uint8_t status) noexcept {
+    fail_send(idx, status);
+    enter_error();
 }
 
 void RoceQp::service(std::uint64_t now_ns) noexcept {
     now_ns_ = now_ns;
     if (state_ != TransportState::rts && state_ != TransportState::sqd) return;
-    if (rnr_deadline_ <= now_ns) {
-        rnr_deadline_ = kNoDeadline;
+    if (req_.rnr_deadline <= now_ns) {
+        req_.rnr_deadline = kNoDeadline;
         pump(now_ns);
     }
-    if (ack_deadline_ <= now_ns) {
-        ack_deadline_ = kNoDeadline;
-        if (una_ == next_psn_) return;
-        counters_.timeouts.add();
-        if (port_counters_) port_counters_->timeouts.add();
-        if (retry_left_ == 0) {
+    if (comp_.ack_deadline <= now_ns) {
+        comp_.ack_deadline = kNoDeadline;
+        if (comp_.una == req_.next_psn) return;
+        note(&RoceCounters::timeouts);
+        if (comp_.retry_left == 0) {
             retire();
-            fail_send(sq_tail_, IBV_WC_RETRY_EXC_ERR);
-            enter_error();
+            fail_and_stop(sq_.tail, IBV_WC_RETRY_EXC_ERR);
             return;
         }
-        --retry_left_;
-        go_back(una_);
+        --comp_.retry_left;
+        go_back(comp_.una);
         pump(now_ns);
         arm_ack_timer(now_ns, true);
     }
 }
 
 std::uint64_t RoceQp::next_deadline_ns() const noexcept {
-    return std::min(ack_deadline_, rnr_deadline_);
+    return std::min(comp_.ack_deadline, req_.rnr_deadline);
 }
 
 } // namespace rdmasim::datapath

@@ -32,6 +32,16 @@ struct RocePortCounters {
     Counter tx_unroutable;  // frames for an address the port cannot reach (dropped)
 };
 
+// Where a port's RoCE frames go out (the port's L2 host: its own address
+// looped back, ARP resolution or wait, the wire). Called under the port
+// lock; it may rewrite the frame's Ethernet header in place. A function and
+// its context rather than an interface: the objects that hold a port stay
+// standard-layout (device/objects.hpp).
+struct RoceWire {
+    void (*send)(void* context, std::span<std::uint8_t> frame, std::uint64_t now_ns) noexcept = nullptr;
+    void* context = nullptr;
+};
+
 class RocePort {
 public:
     // The loopback queue's storage (allocated here, once): `bytes` of frame
@@ -40,6 +50,16 @@ public:
 
     // The counters a QP of this port must be constructed with (RoceQp's port_counters).
     [[nodiscard]] RoceCounters* qp_counters() noexcept { return &counters_.qps; }
+
+    // The port's way out; until it is set, frames are dropped (tx_unroutable).
+    void set_wire(const RoceWire& wire) noexcept { wire_ = wire; }
+    // A frame one of this port's QPs sends (no FCS; bytes valid during the call).
+    void transmit(std::span<std::uint8_t> frame, std::uint64_t now_ns) noexcept {
+        if (wire_.send != nullptr) [[likely]]
+            wire_.send(wire_.context, frame, now_ns);
+        else
+            counters_.tx_unroutable.add();
+    }
 
     // Attaching allocates (set-up only); false when the QPN is taken.
     bool attach(RoceQp& qp);
@@ -54,8 +74,7 @@ public:
     // Fires every attached QP's timers due at `now_ns`; O(1) when none is
     // due (nothing is scanned before the earliest deadline).
     void service(std::uint64_t now_ns) noexcept;
-    // A QP's timer moved earlier (its TransportHost::deadline_changed passes
-    // it on): the port's next deadline follows.
+    // A QP's timer moved earlier: the port's next deadline follows.
     void deadline_changed(std::uint64_t deadline_ns) noexcept {
         next_deadline_ = std::min(next_deadline_, deadline_ns);
     }
@@ -84,6 +103,7 @@ public:
 
 private:
     std::unordered_map<std::uint32_t, RoceQp*> qps_;
+    RoceWire wire_;
     RocePortCounters counters_;
     std::uint64_t next_deadline_ = kNoDeadline;
     // Loopback: a byte ring of frames (each contiguous) and a ring of (offset,

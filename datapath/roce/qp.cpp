@@ -1,39 +1,50 @@
-// RoceQp's life: construction, the counters, framing a packet to the host,
-// and modify (states and attributes). (datapath/README.md, "RoCE transport")
+// RoceQp as a whole: construction, counting, framing a packet to the port,
+// its completions, modify (states and attributes), errors and flushes.
+// (datapath/README.md, "RoCE transport")
+#include "datapath/roce/qp.hpp"
+
 #include <infiniband/verbs.h>
 
 #include <algorithm>
 #include <bit>
 #include <cstring>
 
-#include "datapath/roce/qp.hpp"
+#include "datapath/roce/port.hpp"
 
 namespace rdmasim::datapath {
 
-RoceQp::RoceQp(TransportHost& host, const MrTable& mrs, const TransportLimits& limits,
-               RoceCounters* port_counters)
-    : host_(host), mrs_(mrs), limits_(limits), port_counters_(port_counters) {
+RoceQp::RoceQp(TransportHost& host, RocePort& port, const MrTable& mrs,
+               const TransportLimits& limits, QpRings rings)
+    : host_(host), port_(port), mrs_(mrs), limits_(limits), rings_(rings),
+      port_counters_(port.qp_counters()) {
     limits_.max_send_sge = std::max(1u, limits_.max_send_sge);
     limits_.max_recv_sge = std::max(1u, limits_.max_recv_sge);
     limits_.window = std::clamp(limits_.window, 1u, 1u << 22);
     limits_.ack_every = std::max(1u, limits_.ack_every);
-    user_cap_ = std::bit_ceil(std::max(1u, limits_.max_send_wr));
+    sq_.user_cap = std::bit_ceil(std::max(1u, limits_.max_send_wr));
     // Tag matching: slots only the rendezvous takes, and room for a FIN's TMH inline.
-    const std::uint32_t cap = std::bit_ceil(user_cap_ + limits_.tm_reserve);
+    const std::uint32_t cap = std::bit_ceil(sq_.user_cap + limits_.tm_reserve);
     if (limits_.tm_reserve > 0) limits_.max_inline = std::max(limits_.max_inline, 16u);
-    sq_mask_ = cap - 1;
-    slots_.assign(cap, SendSlot{});
-    sq_sges_.assign(static_cast<std::size_t>(cap) * limits_.max_send_sge, Sge{});
-    sq_inline_.assign(static_cast<std::size_t>(cap) * limits_.max_inline, 0);
+    sq_.mask = cap - 1;
+    sq_.max_sge = limits_.max_send_sge;
+    sq_.max_inline = limits_.max_inline;
+    sq_.slots.assign(cap, SendSlot{});
+    sq_.sges.assign(static_cast<std::size_t>(cap) * limits_.max_send_sge, Sge{});
+    sq_.inline_bytes.assign(static_cast<std::size_t>(cap) * limits_.max_inline, 0);
     tx_buf_.assign(kMaxRoceFrame, 0);
-    pieces_.reserve(std::max(limits_.max_send_sge, limits_.max_recv_sge) + 1);
-    rwqe_sges_.assign(limits_.max_recv_sge, Sge{});
-    rd_slots_.assign(16, RdAtomicSlot{}); // max_dest_rd_atomic is at most 16 (device caps)
+    req_.pieces.reserve(std::max(limits_.max_send_sge, limits_.max_recv_sge) + 1);
+    resp_.wqe_sges.assign(limits_.max_recv_sge, Sge{});
+    resp_.rd_slots.assign(16, RdAtomicSlot{}); // max_dest_rd_atomic is at most 16 (device caps)
 }
 
 void RoceQp::count(RoceRx r) noexcept {
     counters_.count(r);
-    if (port_counters_) port_counters_->count(r);
+    port_counters_->count(r);
+}
+
+void RoceQp::note(Counter RoceCounters::*counter, std::uint64_t n) noexcept {
+    (counters_.*counter).add(n);
+    (port_counters_->*counter).add(n);
 }
 
 void RoceQp::transmit(const net::RocePath& path, const net::RoceHeaders& h,
@@ -49,13 +60,39 @@ void RoceQp::transmit(const net::RocePath& path, const net::RoceHeaders& h,
     const auto r = net::build_roce_frame(path, *headers, payload, tx_buf_);
     if (r.error != net::RoceBuildError::none) [[unlikely]]
         return; // the transport never builds a frame the codec refuses (sizes fixed above)
-    counters_.tx_packets.add();
-    counters_.tx_bytes.add(r.len);
-    if (port_counters_) {
-        port_counters_->tx_packets.add();
-        port_counters_->tx_bytes.add(r.len);
-    }
-    host_.transmit({tx_buf_.data(), r.len}, now_ns);
+    note(&RoceCounters::tx_packets);
+    note(&RoceCounters::tx_bytes, r.len);
+    port_.transmit({tx_buf_.data(), r.len}, now_ns);
+}
+
+void RoceQp::timer_armed(std::uint64_t deadline_ns) noexcept { port_.deadline_changed(deadline_ns); }
+
+Cqe RoceQp::make_cqe(std::uint64_t wr_id, std::uint8_t status, std::uint8_t opcode) const noexcept {
+    Cqe c;
+    c.wr_id = wr_id;
+    c.timestamp_ns = now_ns_;
+    c.qp_num = attrs_.qpn;
+    c.status = status;
+    c.opcode = opcode;
+    return c;
+}
+
+namespace {
+// A full CQ loses the completion and reports the overrun (the device raises
+// IBV_EVENT_CQ_ERR after the call). A solicited or an error completion is
+// what ibv_req_notify_cq(cq, 1) waits for.
+void push(CqRing* cq, const Cqe& c) noexcept {
+    if (cq == nullptr) return;
+    (void)cq->push(c);
+    if (c.solicited || c.status != IBV_WC_SUCCESS) cq->note_solicited();
+}
+} // namespace
+
+void RoceQp::push_send_cqe(const Cqe& c) noexcept { push(rings_.send_cq, c); }
+
+// An XRC TGT QP's receives complete on the CQ of the SRQ its request named.
+void RoceQp::push_recv_cqe(const Cqe& c) noexcept {
+    push(attrs_.xrc && rings_.recv_cq == nullptr ? host_.xrc_recv_cq() : rings_.recv_cq, c);
 }
 
 void RoceQp::modify(const TransportAttrs& attrs, TransportState state,
@@ -63,31 +100,30 @@ void RoceQp::modify(const TransportAttrs& attrs, TransportState state,
     now_ns_ = now_ns;
     const TransportState old = state_;
     attrs_ = attrs;
-    resp_pd_ = attrs.pd;
+    resp_.pd = attrs.pd;
     switch (state) {
     case TransportState::reset:
-        sq_tail_ = assigned_ = send_idx_ = sq_head_;
-        send_pkt_ = rd_in_flight_ = tm_inflight_ = 0;
-        ack_deadline_ = rnr_deadline_ = kNoDeadline;
-        read_gap_pending_ = false;
+        sq_.tail = req_.assigned = req_.send_idx = sq_.head;
+        req_.send_pkt = req_.rd_in_flight = sq_.tm_inflight = 0;
+        comp_.ack_deadline = req_.rnr_deadline = kNoDeadline;
+        comp_.read_gap_pending = false;
         reset_responder();
-        for (auto& s : rd_slots_)
-            s = RdAtomicSlot{};
-        comm_est_ = false;
+        std::fill(resp_.rd_slots.begin(), resp_.rd_slots.end(), RdAtomicSlot{});
+        resp_.comm_est = false;
         break;
     case TransportState::rtr:
         if (old != TransportState::rtr) {
-            epsn_ = attrs.rq_psn & net::kPsnMask;
-            msn_ = 0;
-            seq_nak_sent_ = false;
+            resp_.epsn = attrs.rq_psn & net::kPsnMask;
+            resp_.msn = 0;
+            resp_.seq_nak_sent = false;
             reset_responder();
         }
         break;
     case TransportState::rts:
         if (old != TransportState::rts && old != TransportState::sqd) {
-            next_psn_ = una_ = sent_psn_ = attrs.sq_psn & net::kPsnMask;
-            retry_left_ = attrs.retry_cnt;
-            rnr_left_ = attrs.rnr_retry;
+            req_.next_psn = comp_.una = req_.sent_psn = attrs.sq_psn & net::kPsnMask;
+            comp_.retry_left = attrs.retry_cnt;
+            comp_.rnr_left = attrs.rnr_retry;
         }
         break;
     case TransportState::error:
@@ -97,7 +133,7 @@ void RoceQp::modify(const TransportAttrs& attrs, TransportState state,
         }
         return;
     case TransportState::sqd:
-        drain_pending_ = old != TransportState::sqd;
+        comp_.drain_pending = old != TransportState::sqd;
         break;
     case TransportState::init:
         break;
@@ -105,6 +141,32 @@ void RoceQp::modify(const TransportAttrs& attrs, TransportState state,
     state_ = state;
     if (state_ == TransportState::rts) pump(now_ns);
     if (state_ == TransportState::sqd) retire();
+}
+
+void RoceQp::flush_receive_queue() noexcept {
+    if (attrs_.srq) return;
+    RecvView v;
+    while (host_.peek_recv(v)) {
+        const Cqe c = make_cqe(v.wqe->wr_id, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV);
+        host_.pop_recv();
+        push_recv_cqe(c);
+    }
+}
+
+void RoceQp::flush_all() noexcept {
+    if (sq_.tail != sq_.head) fail_send(sq_.tail, IBV_WC_WR_FLUSH_ERR);
+    comp_.ack_deadline = req_.rnr_deadline = kNoDeadline;
+    if (resp_.have_wqe) recv_failed(IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV);
+    reset_responder();
+    flush_receive_queue();
+    if (attrs_.srq) host_.event(TransportEvent::last_wqe_reached);
+}
+
+void RoceQp::enter_error() noexcept {
+    if (state_ == TransportState::error) return;
+    state_ = TransportState::error;
+    flush_all();
+    host_.event(TransportEvent::entered_error);
 }
 
 } // namespace rdmasim::datapath

@@ -1,6 +1,6 @@
 // The RC responder's READ, atomic and ATOMIC WRITE requests: rkey checks,
 // READ responses, atomics executed once and their results saved for
-// duplicates. (datapath/README.md, "RoCE transport")
+// duplicates; duplicate requests of every kind. (datapath/README.md, "RoCE transport")
 #include <infiniband/verbs.h>
 
 #include <algorithm>
@@ -28,34 +28,44 @@ void RoceQp::send_read_responses(std::uint32_t psn, const std::uint8_t* src, std
         h.bth.dest_qp = attrs_.dest_qpn;
         h.bth.psn = net::psn_add(psn, k);
         h.aeth.syndrome = net::Aeth::make_syndrome(net::AckKind::ack, net::kCreditsInvalid);
-        h.aeth.msn = msn_;
+        h.aeth.msn = resp_.msn;
         const std::uint32_t n = std::min(mtu, len - k * mtu);
         const std::span<const std::uint8_t> piece(src ? src + k * mtu : nullptr, src ? n : 0);
         transmit(attrs_.path, h, {&piece, 1}, now_ns);
-        counters_.read_responses_sent.add();
-        if (port_counters_) port_counters_->read_responses_sent.add();
+        note(&RoceCounters::read_responses_sent);
     }
+}
+
+std::uint8_t* RoceQp::remote_target(std::uint32_t qp_access, std::uint32_t rkey, std::uint64_t va,
+                                    std::uint32_t len, RemoteAccess kind) const noexcept {
+    if (!(attrs_.access & qp_access)) return nullptr;
+    return mrs_.translate_remote(rkey, resp_.pd, va, len, kind, attrs_.qpn);
+}
+
+void RoceQp::keep_rd_atomic(const RdAtomicSlot& done) noexcept {
+    const std::uint32_t n = std::clamp<std::uint32_t>(attrs_.max_dest_rd_atomic, 1,
+                                                      static_cast<std::uint32_t>(resp_.rd_slots.size()));
+    resp_.rd_slots[resp_.rd_next++ % n] = done;
+    resp_.msn = net::psn_add(resp_.msn, 1);
+    resp_.epsn = net::psn_add(done.psn, done.npkts);
+    resp_.seq_nak_sent = false;
+    resp_.unacked = 0;
 }
 
 RoceRx RoceQp::rc_read(const net::RocePacket& p, std::uint64_t now_ns) noexcept {
     const std::uint32_t psn = p.headers.bth.psn;
     const net::Reth& r = p.headers.reth;
-    const std::uint8_t* src = nullptr;
-    if (attrs_.access & IBV_ACCESS_REMOTE_READ)
-        src = r.dma_len ? mrs_.translate_remote(r.rkey, resp_pd_, r.va, r.dma_len, kRemoteRead, attrs_.qpn)
-                        : nullptr;
+    // A zero-length READ needs the QP's access, not a key.
+    const std::uint8_t* src = r.dma_len ? remote_target(IBV_ACCESS_REMOTE_READ, r.rkey, r.va,
+                                                        r.dma_len, kRemoteRead)
+                                        : nullptr;
     if (!(attrs_.access & IBV_ACCESS_REMOTE_READ) || (src == nullptr && r.dma_len > 0))
         return responder_fail(RoceRx::remote_access, net::NakCode::remote_access_error, psn,
                               now_ns);
     const std::uint32_t mtu = net::mtu_bytes(attrs_.mtu);
     const std::uint32_t npkts = std::max(1u, (r.dma_len + mtu - 1) / mtu);
-    const std::uint32_t n = std::clamp<std::uint32_t>(attrs_.max_dest_rd_atomic, 1,
-                                                      static_cast<std::uint32_t>(rd_slots_.size()));
-    rd_slots_[rd_next_++ % n] = {true, false, false, psn, npkts, 0, r.va, r.rkey, r.dma_len};
-    msn_ = net::psn_add(msn_, 1);
-    epsn_ = net::psn_add(psn, npkts);
-    seq_nak_sent_ = false;
-    unacked_ = 0;
+    keep_rd_atomic({.valid = true, .psn = psn, .npkts = npkts, .va = r.va, .rkey = r.rkey,
+                    .len = r.dma_len});
     send_read_responses(psn, src, r.dma_len, now_ns);
     return RoceRx::consumed;
 }
@@ -65,9 +75,7 @@ RoceRx RoceQp::rc_atomic(const net::RocePacket& p, std::uint64_t now_ns) noexcep
     const net::AtomicEth& a = p.headers.atomic_eth;
     if (a.va % 8 != 0)
         return responder_fail(RoceRx::invalid_request, net::NakCode::invalid_request, psn, now_ns);
-    std::uint8_t* dst = (attrs_.access & IBV_ACCESS_REMOTE_ATOMIC)
-                            ? mrs_.translate_remote(a.rkey, resp_pd_, a.va, 8, kRemoteAtomic, attrs_.qpn)
-                            : nullptr;
+    std::uint8_t* dst = remote_target(IBV_ACCESS_REMOTE_ATOMIC, a.rkey, a.va, 8, kRemoteAtomic);
     if (dst == nullptr)
         return responder_fail(RoceRx::remote_access, net::NakCode::remote_access_error, psn,
                               now_ns);
@@ -87,13 +95,7 @@ RoceRx RoceQp::rc_atomic(const net::RocePacket& p, std::uint64_t now_ns) noexcep
                                     : orig + a.swap_add;
         std::memcpy(dst, &v, 8);
     }
-    const std::uint32_t n = std::clamp<std::uint32_t>(attrs_.max_dest_rd_atomic, 1,
-                                                      static_cast<std::uint32_t>(rd_slots_.size()));
-    rd_slots_[rd_next_++ % n] = {true, true, false, psn, 1, orig};
-    msn_ = net::psn_add(msn_, 1);
-    epsn_ = net::psn_add(psn, 1);
-    seq_nak_sent_ = false;
-    unacked_ = 0;
+    keep_rd_atomic({.valid = true, .atomic = true, .psn = psn, .npkts = 1, .orig = orig});
     send_aeth(static_cast<std::uint8_t>(RoceOpcode::rc_atomic_ack),
               net::Aeth::make_syndrome(net::AckKind::ack, net::kCreditsInvalid), psn, now_ns,
               &orig);
@@ -109,9 +111,7 @@ RoceRx RoceQp::rc_atomic_write(const net::RocePacket& p, std::uint64_t now_ns) n
     const net::Reth& r = p.headers.reth;
     if (r.dma_len != 8 || r.va % 8 != 0)
         return responder_fail(RoceRx::invalid_request, net::NakCode::invalid_request, psn, now_ns);
-    std::uint8_t* dst = (attrs_.access & IBV_ACCESS_REMOTE_WRITE)
-                            ? mrs_.translate_remote(r.rkey, resp_pd_, r.va, 8, kRemoteWrite, attrs_.qpn)
-                            : nullptr;
+    std::uint8_t* dst = remote_target(IBV_ACCESS_REMOTE_WRITE, r.rkey, r.va, 8, kRemoteWrite);
     if (dst == nullptr)
         return responder_fail(RoceRx::remote_access, net::NakCode::remote_access_error, psn,
                               now_ns);
@@ -121,15 +121,66 @@ RoceRx RoceQp::rc_atomic_write(const net::RocePacket& p, std::uint64_t now_ns) n
         std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(dst)).store(v);
     else // a host mapping not 8-aligned where the iova is: no atomicity to offer
         std::memcpy(dst, &v, 8);
-    const std::uint32_t n = std::clamp<std::uint32_t>(attrs_.max_dest_rd_atomic, 1,
-                                                      static_cast<std::uint32_t>(rd_slots_.size()));
-    rd_slots_[rd_next_++ % n] = {true, false, true, psn, 1, 0};
-    msn_ = net::psn_add(msn_, 1);
-    epsn_ = net::psn_add(psn, 1);
-    seq_nak_sent_ = false;
-    unacked_ = 0;
+    keep_rd_atomic({.valid = true, .atomic_write = true, .psn = psn, .npkts = 1});
     send_read_responses(psn, nullptr, 0, now_ns);
     return RoceRx::consumed;
+}
+
+RoceRx RoceQp::rc_duplicate(const net::RocePacket& p, std::uint64_t now_ns) noexcept {
+    const std::uint32_t psn = p.headers.bth.psn;
+    const std::uint32_t n = std::clamp<std::uint32_t>(attrs_.max_dest_rd_atomic, 1,
+                                                      static_cast<std::uint32_t>(resp_.rd_slots.size()));
+    switch (p.info->op) {
+    case net::RoceOp::rdma_read_request:
+        rc_duplicate_read(p, now_ns);
+        return RoceRx::duplicate;
+    case net::RoceOp::atomic_write: // answered again, not written again
+        for (std::uint32_t i = 0; i < n; ++i)
+            if (resp_.rd_slots[i].valid && resp_.rd_slots[i].atomic_write && resp_.rd_slots[i].psn == psn) {
+                send_read_responses(psn, nullptr, 0, now_ns);
+                break;
+            }
+        return RoceRx::duplicate;
+    case net::RoceOp::compare_swap:
+    case net::RoceOp::fetch_add:
+        for (std::uint32_t i = 0; i < n; ++i) {
+            const RdAtomicSlot& s = resp_.rd_slots[i];
+            if (s.valid && s.atomic && s.psn == psn) {
+                send_aeth(static_cast<std::uint8_t>(RoceOpcode::rc_atomic_ack),
+                          net::Aeth::make_syndrome(net::AckKind::ack, net::kCreditsInvalid), psn,
+                          now_ns, &s.orig);
+                break;
+            }
+        }
+        return RoceRx::duplicate;
+    default:
+        // SEND / WRITE already placed: acknowledge again, up to the last PSN taken.
+        if (p.headers.bth.ack_req) ack_now(net::psn_add(resp_.epsn, net::kPsnMask), now_ns);
+        return RoceRx::duplicate;
+    }
+}
+
+// Answered again from the saved request (IBA 9.7.5.1.2): only a READ still
+// remembered, and only within it (rxe); its new RETH (a re-request from a
+// later PSN carries an adjusted VA and length) is checked again. Anything
+// else is dropped unanswered.
+void RoceQp::rc_duplicate_read(const net::RocePacket& p, std::uint64_t now_ns) noexcept {
+    const std::uint32_t psn = p.headers.bth.psn;
+    const std::uint32_t n = std::clamp<std::uint32_t>(attrs_.max_dest_rd_atomic, 1,
+                                                      static_cast<std::uint32_t>(resp_.rd_slots.size()));
+    for (std::uint32_t i = 0; i < n; ++i) {
+        const RdAtomicSlot& s = resp_.rd_slots[i];
+        const std::int32_t k = net::psn_diff(psn, s.psn);
+        if (!s.valid || s.atomic || s.atomic_write || k < 0 || k >= static_cast<std::int32_t>(s.npkts))
+            continue;
+        const net::Reth& r = p.headers.reth;
+        if (r.rkey != s.rkey || r.va < s.va || r.dma_len > s.len || r.va - s.va > s.len - r.dma_len)
+            return;
+        const std::uint8_t* src =
+            remote_target(IBV_ACCESS_REMOTE_READ, r.rkey, r.va, r.dma_len, kRemoteRead);
+        if (src != nullptr || r.dma_len == 0) send_read_responses(psn, src, r.dma_len, now_ns);
+        return;
+    }
 }
 
 } // namespace rdmasim::datapath

@@ -1,5 +1,6 @@
-// The requester: posting, segmentation at the path MTU, PSN assignment, the
-// send window, go-back-N. (datapath/README.md, "RoCE transport")
+// The requester (rxe_req.c): posting, segmentation at the path MTU, PSN
+// assignment, the send window, READ / atomic credits and fences, go-back-N.
+// (datapath/README.md, "RoCE transport")
 #include <infiniband/verbs.h>
 
 #include <algorithm>
@@ -50,14 +51,15 @@ std::uint8_t data_opcode(QpTransport t, SendOp op, net::SegmentPosition pos) noe
 
 } // namespace
 
-int RoceQp::post_send(const SendWr& wr, std::span<const Sge> sges, std::uint64_t now_ns) noexcept {
-    now_ns_ = now_ns;
+// 0, or why the WR cannot be posted (post_send); `total` gets its length.
+int RoceQp::check_send(const SendWr& wr, std::span<const Sge> sges,
+                       std::uint64_t& total) const noexcept {
     const QpTransport t = attrs_.type;
     if ((t == QpTransport::ud && wr.op != SendOp::send && wr.op != SendOp::send_imm) ||
         (t == QpTransport::uc && (is_read_or_atomic(wr.op) || wr.op == SendOp::send_inv)))
         return EINVAL;
     if (sges.size() > limits_.max_send_sge) return EINVAL;
-    std::uint64_t total = 0;
+    total = 0;
     for (const Sge& g : sges)
         total += g.length;
     if (wr.inline_data && (total > limits_.max_inline || is_read_or_atomic(wr.op))) return EINVAL;
@@ -65,49 +67,54 @@ int RoceQp::post_send(const SendWr& wr, std::span<const Sge> sges, std::uint64_t
     if (wr.op == SendOp::atomic_write && (t != QpTransport::rc || attrs_.xrc || !sges.empty()))
         return EINVAL; // its 8 bytes travel in the WR; RC only (no XRC opcode for it)
     if (total > kMaxMessage) return EINVAL;
-    if (sq_head_ - sq_tail_ - tm_inflight_ >= user_cap_) return ENOMEM; // rendezvous slots apart
+    if (sq_.user_size() >= sq_.user_cap) return ENOMEM; // rendezvous slots apart
+    return 0;
+}
 
+int RoceQp::post_send(const SendWr& wr, std::span<const Sge> sges, std::uint64_t now_ns) noexcept {
+    now_ns_ = now_ns;
+    std::uint64_t total = 0;
+    if (const int err = check_send(wr, sges, total)) return err;
     fill_head_slot(wr, sges,
                    is_atomic(wr.op) || wr.op == SendOp::atomic_write ? 8 : static_cast<std::uint32_t>(total));
+    ++sq_.head;
     if (state_ == TransportState::error) {
         // Flushed at once, in order: everything before it was flushed already.
-        ++sq_head_;
-        fail_send(sq_tail_, IBV_WC_WR_FLUSH_ERR);
+        fail_send(sq_.tail, IBV_WC_WR_FLUSH_ERR);
         return 0;
     }
-    ++sq_head_;
     if (state_ == TransportState::rts) pump(now_ns);
     return 0;
 }
 
 void RoceQp::fill_head_slot(const SendWr& wr, std::span<const Sge> sges, std::uint32_t length) noexcept {
-    SendSlot& s = slot(sq_head_);
+    SendSlot& s = sq_.slot(sq_.head);
     s = SendSlot{};
     s.wr = wr;
     s.length = length;
     if (wr.inline_data) {
-        std::uint8_t* dst = slot_inline(sq_head_);
+        std::uint8_t* dst = sq_.inline_of(sq_.head);
         for (const Sge& g : sges) {
             std::memcpy(dst, reinterpret_cast<const void*>(g.addr), g.length);
             dst += g.length;
         }
     } else {
         s.num_sge = static_cast<std::uint32_t>(sges.size());
-        std::copy(sges.begin(), sges.end(), slot_sges(sq_head_));
+        std::copy(sges.begin(), sges.end(), sq_.sges_of(sq_.head));
     }
 }
 
-// Collects [offset, offset + len) of slot idx's data into pieces_ (local
+// Collects [offset, offset + len) of slot idx's data into req_.pieces (local
 // read access checked on each SGE); false on a protection failure.
 bool RoceQp::gather(std::uint32_t idx, std::uint32_t offset, std::uint32_t len) noexcept {
-    pieces_.clear();
-    SendSlot& s = slot(idx);
+    req_.pieces.clear();
+    SendSlot& s = sq_.slot(idx);
     if (len == 0) return true;
     if (s.wr.inline_data) {
-        pieces_.emplace_back(slot_inline(idx) + offset, len);
+        req_.pieces.emplace_back(sq_.inline_of(idx) + offset, len);
         return true;
     }
-    const Sge* g = slot_sges(idx);
+    const Sge* g = sq_.sges_of(idx);
     for (std::uint32_t i = 0; i < s.num_sge && len > 0; ++i) {
         if (offset >= g[i].length) {
             offset -= g[i].length;
@@ -116,7 +123,7 @@ bool RoceQp::gather(std::uint32_t idx, std::uint32_t offset, std::uint32_t len) 
         const std::uint32_t n = std::min(len, g[i].length - offset);
         const std::uint8_t* p = mrs_.translate(g[i].lkey, attrs_.pd, g[i].addr + offset, n, false);
         if (p == nullptr) return false;
-        pieces_.emplace_back(p, n);
+        req_.pieces.emplace_back(p, n);
         len -= n;
         offset = 0;
     }
@@ -125,24 +132,23 @@ bool RoceQp::gather(std::uint32_t idx, std::uint32_t offset, std::uint32_t len) 
 
 void RoceQp::arm_ack_timer(std::uint64_t now_ns, bool restart) noexcept {
     if (attrs_.type != QpTransport::rc) return;
-    if (una_ == next_psn_) {
-        ack_deadline_ = kNoDeadline;
+    if (comp_.una == req_.next_psn) {
+        comp_.ack_deadline = kNoDeadline;
         return;
     }
-    if (ack_deadline_ != kNoDeadline && !restart) return;
+    if (comp_.ack_deadline != kNoDeadline && !restart) return;
     const std::uint64_t t = ack_timeout_ns(attrs_.timeout);
-    ack_deadline_ = t == kNoDeadline ? kNoDeadline : now_ns + t;
-    if (ack_deadline_ != kNoDeadline) host_.deadline_changed(ack_deadline_);
+    comp_.ack_deadline = t == kNoDeadline ? kNoDeadline : now_ns + t;
+    if (comp_.ack_deadline != kNoDeadline) timer_armed(comp_.ack_deadline);
 }
 
 bool RoceQp::send_packet(std::uint32_t idx, std::uint32_t pkt, std::uint64_t now_ns) noexcept {
-    SendSlot& s = slot(idx);
+    SendSlot& s = sq_.slot(idx);
     const std::uint32_t mtu = net::mtu_bytes(attrs_.mtu);
     const std::uint32_t offset = pkt * mtu;
     const std::uint32_t len = std::min(mtu, s.length - std::min(s.length, offset));
     if (!gather(idx, offset, len)) {
-        fail_send(idx, IBV_WC_LOC_PROT_ERR);
-        enter_error();
+        fail_and_stop(idx, IBV_WC_LOC_PROT_ERR);
         return false;
     }
     net::SegmentPosition pos = net::SegmentPosition::only;
@@ -173,13 +179,8 @@ bool RoceQp::send_packet(std::uint32_t idx, std::uint32_t pkt, std::uint64_t now
     if (info->has(net::kExtReth)) h.reth = {s.wr.remote_addr, s.wr.rkey, s.length};
     if (info->immediate()) h.imm.value = s.wr.imm;
     if (info->invalidate()) h.ieth.rkey = s.wr.rkey;
-    if (net::psn_before(h.bth.psn, sent_psn_)) {
-        counters_.retransmitted.add();
-        if (port_counters_) port_counters_->retransmitted.add();
-    } else {
-        sent_psn_ = net::psn_add(h.bth.psn, 1);
-    }
-    transmit(*path, h, pieces_, now_ns);
+    note_sent(h.bth.psn, net::psn_add(h.bth.psn, 1));
+    transmit(*path, h, req_.pieces, now_ns);
     arm_ack_timer(now_ns, false);
     return true;
 }
@@ -189,7 +190,7 @@ bool RoceQp::send_packet(std::uint32_t idx, std::uint32_t pkt, std::uint64_t now
 // IBA 9.7.4.1.3); atomics and ATOMIC WRITE are one packet.
 bool RoceQp::send_read_request(std::uint32_t idx, std::uint32_t pkt,
                                std::uint64_t now_ns) noexcept {
-    SendSlot& s = slot(idx);
+    SendSlot& s = sq_.slot(idx);
     net::RoceHeaders h;
     h.bth.pkey = attrs_.pkey;
     h.bth.dest_qp = attrs_.dest_qpn;
@@ -215,15 +216,19 @@ bool RoceQp::send_read_request(std::uint32_t idx, std::uint32_t pkt,
         h.atomic_eth = {s.wr.remote_addr, s.wr.rkey, cas ? s.wr.swap : s.wr.compare_add,
                         cas ? s.wr.compare_add : 0};
     }
-    if (net::psn_before(h.bth.psn, sent_psn_)) {
-        counters_.retransmitted.add();
-        if (port_counters_) port_counters_->retransmitted.add();
-    } else {
-        sent_psn_ = net::psn_add(s.first_psn, s.npkts);
-    }
+    note_sent(h.bth.psn, net::psn_add(s.first_psn, s.npkts));
     transmit(attrs_.path, h, payload, now_ns);
     arm_ack_timer(now_ns, false);
     return true;
+}
+
+// A packet at `psn` goes out: a retransmission when `psn` was sent before;
+// otherwise everything before `after` now has been.
+void RoceQp::note_sent(std::uint32_t psn, std::uint32_t after) noexcept {
+    if (net::psn_before(psn, req_.sent_psn))
+        note(&RoceCounters::retransmitted);
+    else
+        req_.sent_psn = after;
 }
 
 // Sends what the window, the READ/atomic limit, a fence and an RNR wait
@@ -231,105 +236,108 @@ bool RoceQp::send_read_request(std::uint32_t idx, std::uint32_t pkt,
 // In SQD only WQEs already started are (re)sent.
 void RoceQp::pump(std::uint64_t now_ns) noexcept {
     const bool sqd = state_ == TransportState::sqd;
-    if ((state_ != TransportState::rts && !sqd) || rnr_deadline_ != kNoDeadline) return;
-    const bool rc = attrs_.type == QpTransport::rc;
+    if ((state_ != TransportState::rts && !sqd) || req_.rnr_deadline != kNoDeadline) return;
     const std::uint32_t mtu = net::mtu_bytes(attrs_.mtu);
     bool local = false; // a local WR was reached: retire may complete it
-    while (send_idx_ != sq_head_ &&
+    while (req_.send_idx != sq_.head &&
            (state_ == TransportState::rts || state_ == TransportState::sqd)) {
-        SendSlot& s = slot(send_idx_);
+        SendSlot& s = sq_.slot(req_.send_idx);
         if (sqd && !s.assigned) break;
         if (s.wr.op == SendOp::local) { // no packets: done once reached, in order
             if (!s.assigned) {
                 s.assigned = s.done = true;
-                s.first_psn = next_psn_;
-                assigned_ = send_idx_ + 1;
+                s.first_psn = req_.next_psn;
+                req_.assigned = req_.send_idx + 1;
             }
             local = true;
             if (s.wr.local_status != IBV_WC_SUCCESS) break; // nothing after it goes
-            ++send_idx_;
-            send_pkt_ = 0;
-            continue;
-        }
-        if (s.assigned && s.done) { // acknowledged while go-back-N was about to resend it
-            ++send_idx_;
-            send_pkt_ = 0;
-            continue;
-        }
-        if (!s.assigned) {
-            if (rc) {
-                if (is_read_or_atomic(s.wr.op) &&
-                    rd_in_flight_ >= std::max<std::uint32_t>(1, attrs_.max_rd_atomic))
-                    return;
-                if (s.wr.fence && rd_in_flight_ > 0) return;
-                if (net::psn_diff(next_psn_, una_) >= static_cast<std::int32_t>(limits_.window))
-                    return;
-            }
-            if (attrs_.type == QpTransport::ud && s.length > mtu) {
-                fail_send(send_idx_, IBV_WC_LOC_LEN_ERR);
-                enter_error();
+        } else if (!(s.assigned && s.done)) { // else acknowledged while go-back-N was about to resend it
+            if (!s.assigned && assign_psns(s, mtu) != Admit::go) return;
+            if (is_read_or_atomic(s.wr.op))
+                send_read_request(req_.send_idx, req_.send_pkt, now_ns);
+            else if (!send_data_packets(s, now_ns))
                 return;
-            }
-            if (is_read_or_atomic(s.wr.op)) {
-                // The local buffer must take the response (checked before the request goes;
-                // an ATOMIC WRITE has none).
-                const Sge* g = slot_sges(send_idx_);
-                for (std::uint32_t i = 0; i < s.num_sge; ++i)
-                    if (g[i].length &&
-                        !mrs_.translate(g[i].lkey, attrs_.pd, g[i].addr,
-                                        is_atomic(s.wr.op) ? 8 : g[i].length, true)) {
-                        fail_send(send_idx_, IBV_WC_LOC_PROT_ERR);
-                        enter_error();
-                        return;
-                    }
-                ++rd_in_flight_;
-            }
-            s.npkts = is_atomic(s.wr.op) ? 1 : std::max(1u, (s.length + mtu - 1) / mtu);
-            s.first_psn = next_psn_;
-            next_psn_ = net::psn_add(next_psn_, s.npkts);
-            s.assigned = true;
-            assigned_ = send_idx_ + 1;
-            send_pkt_ = 0;
         }
-        if (is_read_or_atomic(s.wr.op)) {
-            send_read_request(send_idx_, send_pkt_, now_ns);
-        } else {
-            while (send_pkt_ < s.npkts) {
-                if (rc && net::psn_before(net::psn_add(s.first_psn, send_pkt_), una_)) {
-                    ++send_pkt_; // acknowledged meanwhile
-                    continue;
-                }
-                if (rc && net::psn_diff(net::psn_add(s.first_psn, send_pkt_), una_) >=
-                              static_cast<std::int32_t>(limits_.window))
-                    return;
-                if (!send_packet(send_idx_, send_pkt_, now_ns)) return;
-                ++send_pkt_;
-            }
-            if (!rc) s.done = true; // UC / UD complete once sent
-        }
-        ++send_idx_;
-        send_pkt_ = 0;
+        ++req_.send_idx;
+        req_.send_pkt = 0;
     }
-    if (!rc || local) retire();
+    if (attrs_.type != QpTransport::rc || local) retire();
+}
+
+// A new WQE's turn: it waits for READ / atomic credits, a fence or the
+// window (RC); a UD message over the MTU, or a READ / atomic whose local
+// buffer cannot take the answer, fails it. Then its PSNs are taken.
+RoceQp::Admit RoceQp::assign_psns(SendSlot& s, std::uint32_t mtu) noexcept {
+    if (attrs_.type == QpTransport::rc) {
+        if (is_read_or_atomic(s.wr.op) &&
+            req_.rd_in_flight >= std::max<std::uint32_t>(1, attrs_.max_rd_atomic))
+            return Admit::wait;
+        if (s.wr.fence && req_.rd_in_flight > 0) return Admit::wait;
+        if (net::psn_diff(req_.next_psn, comp_.una) >= static_cast<std::int32_t>(limits_.window))
+            return Admit::wait;
+    }
+    if (attrs_.type == QpTransport::ud && s.length > mtu) {
+        fail_and_stop(req_.send_idx, IBV_WC_LOC_LEN_ERR);
+        return Admit::failed;
+    }
+    if (is_read_or_atomic(s.wr.op)) {
+        // The local buffer must take the response (checked before the request goes;
+        // an ATOMIC WRITE has none).
+        const Sge* g = sq_.sges_of(req_.send_idx);
+        for (std::uint32_t i = 0; i < s.num_sge; ++i)
+            if (g[i].length && !mrs_.translate(g[i].lkey, attrs_.pd, g[i].addr,
+                                               is_atomic(s.wr.op) ? 8 : g[i].length, true)) {
+                fail_and_stop(req_.send_idx, IBV_WC_LOC_PROT_ERR);
+                return Admit::failed;
+            }
+        ++req_.rd_in_flight;
+    }
+    s.npkts = is_atomic(s.wr.op) ? 1 : std::max(1u, (s.length + mtu - 1) / mtu);
+    s.first_psn = req_.next_psn;
+    req_.next_psn = net::psn_add(req_.next_psn, s.npkts);
+    s.assigned = true;
+    req_.assigned = req_.send_idx + 1;
+    req_.send_pkt = 0;
+    return Admit::go;
+}
+
+// The SEND / WRITE packets of the WQE at send_idx from send_pkt on, as far
+// as the window allows (RC); false when sending stops here (window full, or
+// the WQE failed). UC and UD complete once sent.
+bool RoceQp::send_data_packets(SendSlot& s, std::uint64_t now_ns) noexcept {
+    const bool rc = attrs_.type == QpTransport::rc;
+    while (req_.send_pkt < s.npkts) {
+        const std::uint32_t psn = net::psn_add(s.first_psn, req_.send_pkt);
+        if (rc && net::psn_before(psn, comp_.una)) {
+            ++req_.send_pkt; // acknowledged meanwhile
+            continue;
+        }
+        if (rc && net::psn_diff(psn, comp_.una) >= static_cast<std::int32_t>(limits_.window))
+            return false;
+        if (!send_packet(req_.send_idx, req_.send_pkt, now_ns)) return false;
+        ++req_.send_pkt;
+    }
+    if (!rc) s.done = true;
+    return true;
 }
 
 // Go-back-N: the next packet sent is `psn` (a NAK's, a timeout's oldest
 // unacknowledged, a READ's first missing response). Everything before it
 // stays acknowledged.
 void RoceQp::go_back(std::uint32_t psn) noexcept {
-    for (std::uint32_t i = sq_tail_; i != assigned_; ++i) {
-        SendSlot& s = slot(i);
+    for (std::uint32_t i = sq_.tail; i != req_.assigned; ++i) {
+        SendSlot& s = sq_.slot(i);
         const std::int32_t d = net::psn_diff(psn, s.first_psn);
         if (d < 0 || d >= static_cast<std::int32_t>(s.npkts)) continue;
-        send_idx_ = i;
-        send_pkt_ = static_cast<std::uint32_t>(d);
+        req_.send_idx = i;
+        req_.send_pkt = static_cast<std::uint32_t>(d);
         if (s.wr.op == SendOp::read)
-            send_pkt_ = std::max(send_pkt_, s.read_done / net::mtu_bytes(attrs_.mtu));
+            req_.send_pkt = std::max(req_.send_pkt, s.read_done / net::mtu_bytes(attrs_.mtu));
         return;
     }
     // Not in flight (everything was acknowledged meanwhile): carry on from the unsent.
-    send_idx_ = assigned_;
-    send_pkt_ = 0;
+    req_.send_idx = req_.assigned;
+    req_.send_pkt = 0;
 }
 
 } // namespace rdmasim::datapath

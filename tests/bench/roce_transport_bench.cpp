@@ -12,6 +12,7 @@
 #include <deque>
 #include <vector>
 
+#include "datapath/roce/port.hpp"
 #include "datapath/roce/qp.hpp"
 
 using namespace rdmasim;
@@ -26,25 +27,35 @@ struct Host final : datapath::TransportHost {
     std::uint64_t send_done = 0, recv_done = 0, errors = 0;
     std::vector<std::uint8_t> buf;
     std::uint32_t lkey = 0;
+    datapath::RocePort port{1u << 16, 64};
+    datapath::CqRing scq, rcq;
 
-    void transmit(std::span<std::uint8_t> f, std::uint64_t) noexcept override {
-        wire->emplace_back(f.begin(), f.end());
+    Host() {
+        scq.init(256);
+        rcq.init(256);
+        port.set_wire({[](void* h, std::span<std::uint8_t> f, std::uint64_t) noexcept {
+                           static_cast<Host*>(h)->wire->emplace_back(f.begin(), f.end());
+                       },
+                       this});
     }
-    void deadline_changed(std::uint64_t) noexcept override {}
     bool peek_recv(datapath::RecvView& v) noexcept override {
         if (rq.empty()) return false;
         v = {&rq.front(), rq.front_sges()};
         return true;
     }
     void pop_recv() noexcept override { rq.pop(); }
-    void complete_send(const datapath::Cqe& c) noexcept override {
-        ++send_done;
-        errors += c.status != IBV_WC_SUCCESS;
-    }
-    void complete_recv(const datapath::Cqe& c) noexcept override {
-        ++recv_done;
-        errors += c.status != IBV_WC_SUCCESS;
-        post(); // repost at once, as a receiver keeping up would
+    // Takes the completions written since the last call; every receive is
+    // reposted at once, as a receiver keeping up would.
+    void poll() {
+        for (; !scq.empty(); scq.pop()) {
+            ++send_done;
+            errors += scq.front().status != IBV_WC_SUCCESS;
+        }
+        for (; !rcq.empty(); rcq.pop()) {
+            ++recv_done;
+            errors += rcq.front().status != IBV_WC_SUCCESS;
+            post();
+        }
     }
     void event(datapath::TransportEvent) noexcept override {}
     void post() {
@@ -94,7 +105,8 @@ void run(std::uint32_t msg_len, net::PathMtu mtu, std::uint64_t messages) {
     b.setup(msg_len);
     datapath::TransportLimits lim;
     lim.max_send_wr = 128;
-    datapath::RoceQp qa(a, a.mrs, lim), qb(b, b.mrs, lim);
+    datapath::RoceQp qa(a, a.port, a.mrs, lim, {&a.scq, &a.rcq});
+    datapath::RoceQp qb(b, b.port, b.mrs, lim, {&b.scq, &b.rcq});
     const auto ta = attrs(1, 2, mtu, &a.pd_token), tb = attrs(2, 1, mtu, &b.pd_token);
     for (auto st : {datapath::TransportState::init, datapath::TransportState::rtr,
                     datapath::TransportState::rts}) {
@@ -112,17 +124,20 @@ void run(std::uint32_t msg_len, net::PathMtu mtu, std::uint64_t messages) {
             if (qa.post_send(wr, {&sge, 1}, now) != 0) break;
             ++posted;
         }
+        a.poll();
         while (!to_b.empty() || !to_a.empty()) {
             now += 100;
             if (!to_b.empty()) {
                 if (net::parse_roce_frame(to_b.front(), p) == net::RoceDrop::none)
                     qb.receive(p, now);
                 to_b.pop_front();
+                b.poll();
             }
             if (!to_a.empty()) {
                 if (net::parse_roce_frame(to_a.front(), p) == net::RoceDrop::none)
                     qa.receive(p, now);
                 to_a.pop_front();
+                a.poll();
             }
         }
     }

@@ -18,6 +18,7 @@
 #include <deque>
 #include <vector>
 
+#include "datapath/roce/port.hpp"
 #include "datapath/roce/qp.hpp"
 #include "net/pcap_writer.hpp"
 
@@ -34,19 +35,24 @@ struct Host final : datapath::TransportHost {
     Wire* wire = nullptr;
     int side = 0;
     std::size_t send_done = 0, recv_done = 0;
-    void transmit(std::span<std::uint8_t> f, std::uint64_t now) noexcept override;
-    void deadline_changed(std::uint64_t) noexcept override {}
+    datapath::RocePort port{1u << 16, 64};
+    datapath::CqRing scq, rcq;
+    Host();
+    // Counts the completions written since the last call.
+    void poll() {
+        for (; !scq.empty(); scq.pop()) {
+            if (scq.front().status != IBV_WC_SUCCESS)
+                std::fprintf(stderr, "send status %d\n", scq.front().status);
+            ++send_done;
+        }
+        for (; !rcq.empty(); rcq.pop()) ++recv_done;
+    }
     bool peek_recv(datapath::RecvView& v) noexcept override {
         if (rq.empty()) return false;
         v = {&rq.front(), rq.front_sges()};
         return true;
     }
     void pop_recv() noexcept override { rq.pop(); }
-    void complete_send(const datapath::Cqe& c) noexcept override {
-        if (c.status != IBV_WC_SUCCESS) std::fprintf(stderr, "send status %d\n", c.status);
-        ++send_done;
-    }
-    void complete_recv(const datapath::Cqe&) noexcept override { ++recv_done; }
     void event(datapath::TransportEvent) noexcept override {}
     std::uint32_t reg(std::vector<std::uint8_t>& v) {
         datapath::MrEntry e;
@@ -76,8 +82,14 @@ struct Wire {
     }
 };
 
-void Host::transmit(std::span<std::uint8_t> f, std::uint64_t now) noexcept {
-    wire->send(side, f, now);
+Host::Host() {
+    scq.init(64);
+    rcq.init(64);
+    port.set_wire({[](void* h, std::span<std::uint8_t> f, std::uint64_t now) noexcept {
+                       auto* host = static_cast<Host*>(h);
+                       host->wire->send(host->side, f, now);
+                   },
+                   this});
 }
 
 datapath::TransportAttrs attrs(datapath::QpTransport type, std::uint32_t qpn, std::uint32_t dest,
@@ -123,7 +135,9 @@ int main(int argc, char** argv) {
     }
     hb.side = hd.side = 1;
     datapath::TransportLimits lim;
-    datapath::RoceQp a(ha, ha.mrs, lim), b(hb, hb.mrs, lim), c(hc, hc.mrs, lim), d(hd, hd.mrs, lim);
+    auto make = [](Host& h) { return datapath::QpRings{&h.scq, &h.rcq}; };
+    datapath::RoceQp a(ha, ha.port, ha.mrs, lim, make(ha)), b(hb, hb.port, hb.mrs, lim, make(hb));
+    datapath::RoceQp c(hc, hc.port, hc.mrs, lim, make(hc)), d(hd, hd.port, hd.mrs, lim, make(hd));
     const auto ta = attrs(datapath::QpTransport::rc, 0x11, 0x22, 100, 500, &ha.pd_token);
     const auto tb = attrs(datapath::QpTransport::rc, 0x22, 0x11, 500, 100, &hb.pd_token);
     const auto tc = attrs(datapath::QpTransport::ud, 0x33, 0, 7, 0, &hc.pd_token);
@@ -214,6 +228,7 @@ int main(int argc, char** argv) {
     const datapath::Sge us{reinterpret_cast<std::uint64_t>(src.data()), 200, clk};
     if (c.post_send(u, {&us, 1}, now) != 0) return 1;
     run();
+    for (Host* h : {&ha, &hb, &hc, &hd}) h->poll();
     if (ha.send_done != 6 || hb.recv_done != 4 || hd.recv_done != 1) {
         std::fprintf(stderr, "roce_conversation: %zu sends, %zu + %zu receives completed\n",
                      ha.send_done, hb.recv_done, hd.recv_done);

@@ -23,8 +23,7 @@ TEST_CASE("roce port: two QPs of one port exchange SENDs through ingress; every 
           "counted once",
           "[datapath][roce]") {
     datapath::RocePort port;
-    test::RoceEndpoint a({}, port.qp_counters()), b({}, port.qp_counters());
-    a.port = b.port = &port;
+    test::RoceEndpoint a({}, &port), b({}, &port);
     std::deque<std::vector<std::uint8_t>> wire;
     a.out = b.out = [&](std::span<const std::uint8_t> f, std::uint64_t) {
         wire.emplace_back(f.begin(), f.end());
@@ -98,8 +97,7 @@ struct LoopbackPair {
     datapath::TransportAttrs ta, tb;
     std::uint64_t now = 0;
     explicit LoopbackPair(std::size_t bytes, std::uint32_t frames = 16384)
-        : port(bytes, frames), a({}, port.qp_counters()), b({}, port.qp_counters()) {
-        a.port = b.port = &port;
+        : port(bytes, frames), a({}, &port), b({}, &port) {
         a.out = b.out = [this](std::span<const std::uint8_t> f, std::uint64_t) {
             port.queue_loopback(f);
         };

@@ -22,23 +22,55 @@
 
 namespace rdmasim::test {
 
+// The completions a CQ's ring received, as a list: every look drains the
+// ring into it first (the transport writes rings; the tests read lists).
+class CqLog {
+public:
+    CqLog() { ring_.init(16384); }
+    datapath::CqRing* ring() { return &ring_; }
+    void drain() const {
+        while (!ring_.empty()) {
+            seen_.push_back(ring_.front());
+            ring_.pop();
+        }
+    }
+    std::size_t size() const { return (drain(), seen_.size()); }
+    bool empty() const { return size() == 0; }
+    const datapath::Cqe& operator[](std::size_t i) const { return (drain(), seen_[i]); }
+    const datapath::Cqe& back() const { return (drain(), seen_.back()); }
+    auto begin() const { return (drain(), seen_.cbegin()); }
+    auto end() const { return seen_.cend(); }
+
+private:
+    mutable datapath::CqRing ring_;
+    mutable std::vector<datapath::Cqe> seen_;
+};
+
+// One QP's transport on a port of its own (or on `shared`, whose wire is
+// then the last endpoint's `out`: give endpoints of one port the same).
 struct RoceEndpoint final : datapath::TransportHost {
     int pd_token = 0; // the PD's identity: its address
     datapath::MrTable mrs{64};
     datapath::RecvRing rq;
-    std::vector<datapath::Cqe> send_cqes, recv_cqes;
+    CqLog send_cqes, recv_cqes;
     std::vector<datapath::TransportEvent> events;
+    datapath::RocePort own_port{1u << 16, 64};
+    datapath::RocePort* port; // the QP's port: own_port or the shared one
     std::unique_ptr<datapath::RoceQp> qp;
     std::function<void(std::span<const std::uint8_t>, std::uint64_t)> out;
-    std::uint64_t deadline_calls = 0;
-    datapath::RocePort* port = nullptr; // when set, told of deadlines (as the device's host does)
     // XRC TGT: the PD of the XRC SRQ a request names (its WQEs are `rq`), or null.
     std::function<const void*(std::uint32_t)> xrc_srq;
 
     explicit RoceEndpoint(const datapath::TransportLimits& limits = {},
-                          datapath::RoceCounters* port_counters = nullptr) {
+                          datapath::RocePort* shared = nullptr)
+        : port(shared ? shared : &own_port) {
         rq.init(256, 4);
-        qp = std::make_unique<datapath::RoceQp>(*this, mrs, limits, port_counters);
+        port->set_wire({[](void* e, std::span<std::uint8_t> f, std::uint64_t now) noexcept {
+                            static_cast<RoceEndpoint*>(e)->out(f, now);
+                        },
+                        this});
+        qp = std::make_unique<datapath::RoceQp>(*this, *port, mrs, limits,
+                                                datapath::QpRings{send_cqes.ring(), recv_cqes.ring()});
     }
     const void* pd() const { return &pd_token; }
 
@@ -64,25 +96,17 @@ struct RoceEndpoint final : datapath::TransportHost {
         rq.publish();
     }
 
-    void transmit(std::span<std::uint8_t> f, std::uint64_t now) noexcept override {
-        out(f, now);
-    }
-    void deadline_changed(std::uint64_t t) noexcept override {
-        ++deadline_calls;
-        if (port) port->deadline_changed(t);
-    }
     bool peek_recv(datapath::RecvView& v) noexcept override {
         if (rq.empty()) return false;
         v = {&rq.front(), rq.front_sges()};
         return true;
     }
     void pop_recv() noexcept override { rq.pop(); }
-    void complete_send(const datapath::Cqe& c) noexcept override { send_cqes.push_back(c); }
-    void complete_recv(const datapath::Cqe& c) noexcept override { recv_cqes.push_back(c); }
     void event(datapath::TransportEvent k) noexcept override { events.push_back(k); }
     const void* select_xrc_srq(std::uint32_t srqn) noexcept override {
         return xrc_srq ? xrc_srq(srqn) : nullptr;
     }
+    datapath::CqRing* xrc_recv_cq() noexcept override { return recv_cqes.ring(); }
 };
 
 struct Faults {
@@ -157,6 +181,7 @@ public:
             a.qp->service(now);
             b.qp->service(now);
         }
+        for (const CqLog* log : {&a.send_cqes, &a.recv_cqes, &b.send_cqes, &b.recv_cqes}) log->drain();
         return true;
     }
     template <class Pred> bool run_until(Pred done, std::uint64_t max_ns = 60'000'000'000ull) {

@@ -28,7 +28,8 @@ import tempfile
 EXTENSIONS = (".c", ".h", ".cpp", ".hpp", ".py", ".sh", ".md", ".build", ".toml", ".txt", ".map")
 # Files of other projects the READMEs cite by name: rdma-core's and the
 # system's, not this tree's.
-EXTERNAL = {"verbs.h", "cmd_cq.c", "cmd_wq.c", "cmd_qp.c", "qp.c", "cq.c"}
+EXTERNAL = {"verbs.h", "cmd_cq.c", "cmd_wq.c", "cmd_qp.c", "qp.c", "cq.c",
+            "rxe_req.c", "rxe_comp.c", "rxe_resp.c", "rxe_recv.c"}
 WORD = re.compile(r"`([^`\s]+)`")
 
 
