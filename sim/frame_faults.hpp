@@ -101,6 +101,13 @@ private:
     // Applies every fault to one frame and queues the results; false when
     // none changed it (nothing queued, nothing copied).
     bool apply(const net::Frame& f);
+    // apply()'s steps: counts and traces a fault that fired; does a frame
+    // fault's work on `cur`, the frame's copy (a duplicate adds to `copies`);
+    // queues `cur` and its duplicates.
+    void count_fired(const FaultSpec& spec);
+    void change(Active& a, Owned& cur, unsigned& copies);
+    static void corrupt_fcs(Owned& cur);
+    void queue(Owned cur, unsigned copies);
     enum class Release { delayed, reordered, all };
     // Moves held frames that are due into ready_: delayed ones whose time
     // has come, reordered ones whose frames have passed, or all (the end).
