@@ -2,7 +2,7 @@
 // where the frames come from or go: frames are offered one at a time and
 // taken back out, dropped (marked lost), corrupted, flipped, truncated,
 // duplicated, held back behind later frames (reorder) or moved later in time
-// (delay). FaultySource runs one on the way into a port, FaultySink one on
+// (delay). FaultStage runs one on the way into a port, FaultySink one on
 // the way out.
 //
 // Every decision comes from one generator per fault, seeded from the plan's

@@ -18,7 +18,7 @@
 #include "sim/device_io.hpp"
 #include "sim/device_stats.hpp"
 #include "sim/faulty_sink.hpp"
-#include "sim/faulty_source.hpp"
+#include "sim/fault_stage.hpp"
 #include "sim/verb_faults.hpp"
 #include "sim/logging.hpp"
 
@@ -146,12 +146,11 @@ Result<DeviceSlot> Simulator::make_slot(std::uint32_t i, const device::DeviceIde
     slot.device = device::make_device(identity, config_.caps);
     device::Device& dev = *slot.device;
     if (!source) source = empty_source();
-    // Only a plan with faults for this device wraps its source (no plan, no cost).
-    if (FaultySource::wanted(config_.fault_plan, i)) {
-        auto wrapped = FaultySource::wrap(std::move(source), config_.fault_plan, i, &dev, trace_.get());
-        if (!wrapped) return wrapped.error();
-        slot.faulty_source = wrapped.value().get();
-        source = std::move(wrapped.value());
+    // Only a plan with faults for this device gets a stage (no plan, no cost).
+    if (FaultStage::wanted(config_.fault_plan, i)) {
+        auto stage = FaultStage::make(config_.fault_plan, i, &dev, trace_.get());
+        if (!stage) return stage.error();
+        slot.faults = std::move(stage.value());
     }
     slot.verb_faults = std::make_unique<VerbFaults>(config_.fault_plan, i, trace_.get());
     if (trace_) dev.trace = trace_->hook(i);
@@ -159,6 +158,7 @@ Result<DeviceSlot> Simulator::make_slot(std::uint32_t i, const device::DeviceIde
     dev.verb_faults.store(slot.verb_faults.get());
     slot.engine = make_engine(dev, std::move(source), config_);
     slot.engine->set_device_index(i);
+    slot.engine->set_fault_stage(slot.faults.get());
     dev.hooks = slot.engine.get();
     if (!config_.report.empty()) {
         slot.timeline = std::make_unique<Timeline>(dev.port);
@@ -271,7 +271,7 @@ const datapath::RxCounters* Simulator::queue_counters(std::size_t i,
 FaultCounts Simulator::faults_injected(std::size_t i) const {
     const DeviceSlot& slot = slots_[i];
     FaultCounts counts(static_cast<std::size_t>(FaultKind::verb_fail) + 1, 0);
-    if (slot.faulty_source) counts = slot.faulty_source->injected();
+    if (slot.faults) counts = slot.faults->injected();
     if (slot.faulty_sink) {
         std::lock_guard lock(slot.device->port.mutex()); // sends fire them under it
         const FaultCounts& tx = slot.faulty_sink->injected();

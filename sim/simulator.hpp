@@ -14,8 +14,8 @@
 #include "net/result.hpp"
 #include "sim/config.hpp"
 #include "sim/engine.hpp"
+#include "sim/fault_stage.hpp"
 #include "sim/faulty_sink.hpp"
-#include "sim/faulty_source.hpp"
 #include "sim/timeline.hpp"
 #include "sim/trace.hpp"
 #include "sim/verb_faults.hpp"
@@ -25,8 +25,8 @@ namespace rdmasim::sim {
 class DeviceStats; // sim/device_stats.hpp
 
 // Everything the Simulator keeps for one device. Members go in reverse
-// order: the engine (and the FaultySource it owns) before the statistics
-// and timeline it uses, the device last.
+// order: the engine before the stages, statistics and timeline it uses, the
+// device last.
 struct DeviceSlot {
     DeviceSlot();
     DeviceSlot(DeviceSlot&&) noexcept;
@@ -35,10 +35,10 @@ struct DeviceSlot {
 
     std::unique_ptr<device::Device> device;
     std::unique_ptr<Timeline> timeline;      // with a report
+    std::unique_ptr<FaultStage> faults;      // receive-side faults of the plan, else null
     std::unique_ptr<VerbFaults> verb_faults; // with verb-fail items, else null
     std::unique_ptr<DeviceStats> stats;      // with --stats: the port's first sink
     std::unique_ptr<Engine> engine;
-    const FaultySource* faulty_source = nullptr; // the engine's source with receive-side faults, else null
     // What the port sends to, attached to it; detached before the device goes.
     std::vector<std::shared_ptr<net::FrameSink>> sinks;
     FaultySink* faulty_sink = nullptr; // with transmit-side faults: sinks' only one, else null
@@ -116,7 +116,7 @@ private:
     // its sinks first, then start_engines()), on a validated configuration.
     static Result<std::unique_ptr<Simulator>> build(
         const Config& config, std::vector<std::unique_ptr<net::FrameSource>> sources);
-    // Device `index`'s slot: its device, fault wrappers, engine and timeline.
+    // Device `index`'s slot: its device, fault stages, engine and timeline.
     Result<DeviceSlot> make_slot(std::uint32_t index, const device::DeviceIdentity& identity,
                                  std::unique_ptr<net::FrameSource> source);
     // Each device's sinks, behind a FaultySink where the plan has transmit

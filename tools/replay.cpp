@@ -350,6 +350,7 @@ int replay(const ReplayOptions& o) {
     const auto& port = sim.port_counters(0);
     ReplayReport report{o, port, {}, tally.completions, tally.errors};
     report.source = &sim.engine(0).source();
+    report.source_description = sim.engine(0).describe_source();
     if (stop_source != nullptr) report.stopped_by = stop_reason_name(stop_source->reason());
     const sim::FaultCounts faults = sim.faults_injected(0);
     if (!cfg.fault_plan.empty()) report.faults = &faults;
@@ -387,7 +388,7 @@ int replay(const ReplayOptions& o) {
     }
     if (const auto why = sim.engine(0).source().failure(); !why.empty()) {
         std::fprintf(stderr, "rdmasim replay: %s: read error after %llu frames: %.*s\n",
-                     o.file.empty() ? sim.engine(0).source().describe().c_str() : o.file.c_str(),
+                     o.file.empty() ? sim.engine(0).describe_source().c_str() : o.file.c_str(),
                      static_cast<unsigned long long>(port.frames.get()),
                      static_cast<int>(why.size()), why.data());
         return kExitRuntime;
