@@ -48,9 +48,10 @@ std::uint32_t block_status(const tpacket_block_desc* b) noexcept {
     return __atomic_load_n(&b->hdr.bh1.block_status, __ATOMIC_ACQUIRE);
 }
 
-} // namespace
+// open()'s steps, each on the socket it is given (the caller owns it).
 
-Result<std::unique_ptr<AfPacketPort>> AfPacketPort::open(const AfPacketOptions& o) {
+// The name an interface's, the ring's geometry sound: the interface's index.
+Result<unsigned> check_options(const AfPacketOptions& o) {
     const std::string& name = o.iface;
     if (name.empty() || name.size() >= IFNAMSIZ || name.find('/') != std::string::npos)
         return make_error(EINVAL, "iface '" + name + "': not an interface name (1 to " +
@@ -65,49 +66,86 @@ Result<std::unique_ptr<AfPacketPort>> AfPacketPort::open(const AfPacketOptions& 
         return make_error(EINVAL, "iface " + name + ": ring block size " +
                                       std::to_string(o.block_bytes) +
                                       " is not a power-of-two multiple of the page size");
+    return index;
+}
 
-    // From here on the object owns what it opened: an error return closes it.
-    std::unique_ptr<AfPacketPort> p(new AfPacketPort);
-    p->options_ = o;
-    p->ifindex_ = static_cast<int>(index);
+Result<int> open_socket(const std::string& name) {
     // Protocol 0: nothing is queued before the ring exists and bind() names ETH_P_ALL.
-    p->fd_ = ::socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (p->fd_ < 0) {
-        const int err = errno;
-        if (err == EPERM || err == EACCES)
-            return make_error(EPERM, "iface " + name +
-                                         ": opening an AF_PACKET socket needs CAP_NET_RAW "
-                                         "(run as root, or grant the capability: setcap "
-                                         "cap_net_raw+ep on the program): " +
-                                         errno_text(err));
-        return call_failed(name, "socket(AF_PACKET)", err);
-    }
+    const int fd = ::socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd >= 0) return fd;
+    const int err = errno;
+    if (err == EPERM || err == EACCES)
+        return make_error(EPERM, "iface " + name +
+                                     ": opening an AF_PACKET socket needs CAP_NET_RAW "
+                                     "(run as root, or grant the capability: setcap "
+                                     "cap_net_raw+ep on the program): " +
+                                     errno_text(err));
+    return call_failed(name, "socket(AF_PACKET)", err);
+}
 
+Result<void> check_ethernet(int fd, const std::string& name) {
     ifreq ifr{};
     std::memcpy(ifr.ifr_name, name.c_str(), name.size());
-    if (ioctl(p->fd_, SIOCGIFHWADDR, &ifr) != 0) return call_failed(name, "SIOCGIFHWADDR", errno);
+    if (ioctl(fd, SIOCGIFHWADDR, &ifr) != 0) return call_failed(name, "SIOCGIFHWADDR", errno);
     const int hw = ifr.ifr_hwaddr.sa_family;
     if (hw != ARPHRD_ETHER && hw != ARPHRD_LOOPBACK)
         return make_error(EINVAL, "iface " + name + ": not an Ethernet interface (ARPHRD " +
                                       std::to_string(hw) + "): its frames have no Ethernet header");
+    return {};
+}
 
-    if (!set_option(p->fd_, PACKET_VERSION, int{TPACKET_V3}))
-        return call_failed(name, "PACKET_VERSION TPACKET_V3", errno);
+// A TPACKET_V3 receive ring of o.blocks blocks, mapped: its first byte.
+Result<std::uint8_t*> map_ring(int fd, const AfPacketOptions& o) {
+    if (!set_option(fd, PACKET_VERSION, int{TPACKET_V3}))
+        return call_failed(o.iface, "PACKET_VERSION TPACKET_V3", errno);
     tpacket_req3 req{};
     req.tp_block_size = o.block_bytes;
     req.tp_block_nr = o.blocks;
     req.tp_frame_size = kFrameBytes;
     req.tp_frame_nr = o.block_bytes / kFrameBytes * o.blocks;
     req.tp_retire_blk_tov = o.retire_ms;
-    if (!set_option(p->fd_, PACKET_RX_RING, req)) return call_failed(name, "PACKET_RX_RING", errno);
-    p->ring_bytes_ = static_cast<std::size_t>(o.block_bytes) * o.blocks;
-    void* ring = mmap(nullptr, p->ring_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
-                      p->fd_, 0);
-    if (ring == MAP_FAILED) {
-        p->ring_bytes_ = 0;
-        return call_failed(name, "mmap of the receive ring", errno);
+    if (!set_option(fd, PACKET_RX_RING, req)) return call_failed(o.iface, "PACKET_RX_RING", errno);
+    void* ring = mmap(nullptr, static_cast<std::size_t>(o.block_bytes) * o.blocks, PROT_READ | PROT_WRITE,
+                      MAP_SHARED | MAP_POPULATE, fd, 0);
+    if (ring == MAP_FAILED) return call_failed(o.iface, "mmap of the receive ring", errno);
+    return static_cast<std::uint8_t*>(ring);
+}
+
+// Promiscuous mode when asked, then bound to the interface, every protocol.
+Result<void> bind_socket(int fd, int ifindex, const AfPacketOptions& o) {
+    if (o.promisc) {
+        packet_mreq mr{};
+        mr.mr_ifindex = ifindex;
+        mr.mr_type = PACKET_MR_PROMISC;
+        if (setsockopt(fd, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mr, sizeof mr) != 0)
+            return call_failed(o.iface, "promiscuous mode (PACKET_MR_PROMISC)", errno);
     }
-    p->ring_ = static_cast<std::uint8_t*>(ring);
+    sockaddr_ll addr{};
+    addr.sll_family = AF_PACKET;
+    addr.sll_protocol = htons(ETH_P_ALL);
+    addr.sll_ifindex = ifindex;
+    if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0)
+        return call_failed(o.iface, "bind", errno);
+    return {};
+}
+
+} // namespace
+
+Result<std::unique_ptr<AfPacketPort>> AfPacketPort::open(const AfPacketOptions& o) {
+    const auto index = check_options(o);
+    if (!index) return index.error();
+    // From here on the object owns what it opened: an error return closes it.
+    std::unique_ptr<AfPacketPort> p(new AfPacketPort);
+    p->options_ = o;
+    p->ifindex_ = static_cast<int>(index.value());
+    const auto fd = open_socket(o.iface);
+    if (!fd) return fd.error();
+    p->fd_ = fd.value();
+    if (auto r = check_ethernet(p->fd_, o.iface); !r) return r.error();
+    const auto ring = map_ring(p->fd_, o);
+    if (!ring) return ring.error();
+    p->ring_ = ring.value();
+    p->ring_bytes_ = static_cast<std::size_t>(o.block_bytes) * o.blocks;
     p->scratch_.resize(o.block_bytes + kVlanTagLen);
 
     // Our own sends must not come back in. Older kernels lack the option:
@@ -115,19 +153,7 @@ Result<std::unique_ptr<AfPacketPort>> AfPacketPort::open(const AfPacketOptions& 
     (void)set_option(p->fd_, PACKET_IGNORE_OUTGOING, int{1});
     // Best effort: sends skip the qdisc layer (refused on some devices).
     p->qdisc_bypass_ = set_option(p->fd_, PACKET_QDISC_BYPASS, int{1});
-    if (o.promisc) {
-        packet_mreq mr{};
-        mr.mr_ifindex = p->ifindex_;
-        mr.mr_type = PACKET_MR_PROMISC;
-        if (setsockopt(p->fd_, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mr, sizeof mr) != 0)
-            return call_failed(name, "promiscuous mode (PACKET_MR_PROMISC)", errno);
-    }
-    sockaddr_ll addr{};
-    addr.sll_family = AF_PACKET;
-    addr.sll_protocol = htons(ETH_P_ALL);
-    addr.sll_ifindex = p->ifindex_;
-    if (::bind(p->fd_, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0)
-        return call_failed(name, "bind", errno);
+    if (auto r = bind_socket(p->fd_, p->ifindex_, o); !r) return r.error();
     return p;
 }
 

@@ -109,6 +109,11 @@ private:
     static constexpr int kMaxRecordLen = 262144; // libpcap's MAXIMUM_SNAPLEN
 
     PcapFileSource() = default;
+    // open()'s steps: the Link for a DLT_ value (none: not supported), and
+    // the FCS length from the declared and forced ones, with what a source
+    // that synthesizes headers needs.
+    static std::optional<Link> link_of(int dlt) noexcept;
+    Result<void> settle_fcs(const PcapOpenOptions& options, int declared, const std::string& what);
     // Opens a classic pcap file for the fast path; leaves win_ empty (libpcap
     // reads everything) for pcapng, a file that is not a regular one, or a
     // magic number libpcap alone knows.

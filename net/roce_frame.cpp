@@ -4,18 +4,19 @@
 
 #include "net/headers.hpp"
 #include "net/icrc.hpp"
+#include "net/roce_frame_layout.hpp"
 
 namespace rdmasim::net {
 
 namespace {
 
-constexpr std::size_t kIpv4HeaderLen = 20; // as built: no options
-constexpr std::size_t kIpv6HeaderLen = 40;
-constexpr std::size_t kUdpHeaderLen = 8;
 constexpr std::uint8_t kIpv4Mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 
 using roce_detail::store_be16;
 using roce_detail::store_be32;
+using roce_layout::kIpv4HeaderLen;
+using roce_layout::kIpv6HeaderLen;
+using roce_layout::kUdpHeaderLen;
 
 // RFC 1071 over an IPv4 header: the value for its checksum field (which the
 // caller has zeroed), or 0 over a header whose checksum is right.
@@ -74,38 +75,6 @@ std::uint8_t* store_extensions(const OpcodeInfo& info, const RoceHeaders& h,
         p += Ieth::kSize;
     }
     return p;
-}
-
-void load_extensions(const OpcodeInfo& info, const std::uint8_t* p, RoceHeaders& h) noexcept {
-    if (info.has(kExtXrceth)) {
-        h.xrceth = Xrceth::load(p);
-        p += Xrceth::kSize;
-    }
-    if (info.has(kExtDeth)) {
-        h.deth = Deth::load(p);
-        p += Deth::kSize;
-    }
-    if (info.has(kExtReth)) {
-        h.reth = Reth::load(p);
-        p += Reth::kSize;
-    }
-    if (info.has(kExtAtomicEth)) {
-        h.atomic_eth = AtomicEth::load(p);
-        p += AtomicEth::kSize;
-    }
-    if (info.has(kExtAeth)) {
-        h.aeth = Aeth::load(p);
-        p += Aeth::kSize;
-    }
-    if (info.has(kExtAtomicAckEth)) {
-        h.atomic_ack_eth = AtomicAckEth::load(p);
-        p += AtomicAckEth::kSize;
-    }
-    if (info.has(kExtImmDt)) {
-        h.imm = ImmDt::load(p);
-        p += ImmDt::kSize;
-    }
-    if (info.has(kExtIeth)) h.ieth = Ieth::load(p);
 }
 
 } // namespace
@@ -169,26 +138,38 @@ RoceBuildResult build_roce_frame(const RocePath& path, const RoceHeaders& header
     return build_roce_frame(path, headers, pieces, out);
 }
 
-RoceBuildResult build_roce_frame(const RocePath& path, const RoceHeaders& headers,
-                                 std::span<const std::span<const std::uint8_t>> payload,
-                                 std::span<std::uint8_t> out) noexcept {
-    const OpcodeInfo* info = opcode_info(headers.bth.opcode);
-    if (!info) return {0, RoceBuildError::unknown_opcode};
-    std::size_t payload_len = 0;
-    for (const auto& piece : payload)
-        payload_len += piece.size();
-    if (payload_len && !info->has_payload) return {0, RoceBuildError::payload_not_allowed};
-    const bool v4 = is_ipv4_mapped(path.sgid);
-    if (v4 != is_ipv4_mapped(path.dgid)) return {0, RoceBuildError::mixed_address_families};
-    if (payload_len > 65535) return {0, RoceBuildError::too_long};
-    const std::size_t l4_len = udp_len(*info, payload_len);
-    const std::size_t ip_len =
-        (v4 ? kIpv4HeaderLen : 0) + l4_len; // IPv4 total / IPv6 payload length
-    if (ip_len > 65535) return {0, RoceBuildError::too_long};
-    const std::size_t frame_len = roce_frame_len(path, headers.bth.opcode, payload_len);
-    if (out.size() < frame_len) return {0, RoceBuildError::buffer_too_small};
+namespace {
 
-    std::uint8_t* p = out.data();
+// The steps of build_roce_frame, inlined into it: one call per frame sent.
+
+// The lengths a frame of `payload_len` bytes gets, or why it cannot be built.
+struct BuildLengths {
+    std::size_t l4 = 0;    // UDP datagram
+    std::size_t ip = 0;    // IPv4 total / IPv6 payload length
+    std::size_t frame = 0; // the whole frame, Ethernet padding included
+    RoceBuildError error = RoceBuildError::none;
+};
+
+[[gnu::always_inline]] inline BuildLengths build_lengths(const RocePath& path, const OpcodeInfo& info,
+                                                         std::uint8_t opcode, std::size_t payload_len,
+                                                         bool v4) noexcept {
+    BuildLengths n;
+    if (payload_len && !info.has_payload) n.error = RoceBuildError::payload_not_allowed;
+    else if (v4 != is_ipv4_mapped(path.dgid)) n.error = RoceBuildError::mixed_address_families;
+    else if (payload_len > 65535) n.error = RoceBuildError::too_long;
+    if (n.error != RoceBuildError::none) return n;
+    n.l4 = udp_len(info, payload_len);
+    n.ip = (v4 ? kIpv4HeaderLen : 0) + n.l4;
+    if (n.ip > 65535) {
+        n.error = RoceBuildError::too_long;
+        return n;
+    }
+    n.frame = roce_frame_len(path, opcode, payload_len);
+    return n;
+}
+
+// Ethernet header and the 802.1Q tag, if any; returns where the IP header goes.
+[[gnu::always_inline]] inline std::uint8_t* store_ethernet(const RocePath& path, bool v4, std::uint8_t* p) noexcept {
     std::memcpy(p, path.dst_mac.data(), 6);
     std::memcpy(p + 6, path.src_mac.data(), 6);
     p += 12;
@@ -198,13 +179,16 @@ RoceBuildResult build_roce_frame(const RocePath& path, const RoceHeaders& header
         p += kVlanTagLen;
     }
     store_be16(p, v4 ? kEtherTypeIpv4 : kEtherTypeIpv6);
-    p += 2;
+    return p + 2;
+}
 
-    std::uint8_t* const ip = p;
+// The IPv4 or IPv6 header at `ip`; returns where the UDP header goes.
+[[gnu::always_inline]] inline std::uint8_t* store_ip(const RocePath& path, bool v4, const BuildLengths& n,
+                                                     std::uint8_t* ip) noexcept {
     if (v4) {
         ip[0] = 0x45;
         ip[1] = path.traffic_class;
-        store_be16(ip + 2, static_cast<std::uint16_t>(ip_len));
+        store_be16(ip + 2, static_cast<std::uint16_t>(n.ip));
         store_be16(ip + 4, 0);      // identification: unused, DF is set (RFC 6864)
         store_be16(ip + 6, 0x4000); // DF
         ip[8] = path.hop_limit;
@@ -213,41 +197,66 @@ RoceBuildResult build_roce_frame(const RocePath& path, const RoceHeaders& header
         std::memcpy(ip + 12, path.sgid.data() + 12, 4);
         std::memcpy(ip + 16, path.dgid.data() + 12, 4);
         store_be16(ip + 10, ipv4_checksum(ip, kIpv4HeaderLen));
-        p += kIpv4HeaderLen;
-    } else {
-        const std::uint32_t fl = path.flow_label & 0xfffff;
-        store_be32(ip, (6u << 28) | (std::uint32_t{path.traffic_class} << 20) | fl);
-        store_be16(ip + 4, static_cast<std::uint16_t>(l4_len));
-        ip[6] = kIpProtoUdp;
-        ip[7] = path.hop_limit;
-        std::memcpy(ip + 8, path.sgid.data(), 16);
-        std::memcpy(ip + 24, path.dgid.data(), 16);
-        p += kIpv6HeaderLen;
+        return ip + kIpv4HeaderLen;
     }
+    const std::uint32_t fl = path.flow_label & 0xfffff;
+    store_be32(ip, (6u << 28) | (std::uint32_t{path.traffic_class} << 20) | fl);
+    store_be16(ip + 4, static_cast<std::uint16_t>(n.l4));
+    ip[6] = kIpProtoUdp;
+    ip[7] = path.hop_limit;
+    std::memcpy(ip + 8, path.sgid.data(), 16);
+    std::memcpy(ip + 24, path.dgid.data(), 16);
+    return ip + kIpv6HeaderLen;
+}
 
+// UDP header, BTH and extensions, payload and pad; returns where the ICRC goes.
+[[gnu::always_inline]] inline std::uint8_t* store_transport(const RocePath& path, const RoceHeaders& headers,
+                                                            const OpcodeInfo& info, const BuildLengths& n,
+                                                            std::span<const std::span<const std::uint8_t>> payload,
+                                                            std::size_t payload_len, std::uint8_t* p) noexcept {
     store_be16(p, path.udp_src_port);
     store_be16(p + 2, kRoceV2UdpPort);
-    store_be16(p + 4, static_cast<std::uint16_t>(l4_len));
+    store_be16(p + 4, static_cast<std::uint16_t>(n.l4));
     store_be16(p + 6, 0);
     p += kUdpHeaderLen;
 
     Bth bth = headers.bth;
     bth.pad = static_cast<std::uint8_t>((4 - payload_len % 4) % 4);
     bth.store(p);
-    p = store_extensions(*info, headers, p + Bth::kSize);
+    p = store_extensions(info, headers, p + Bth::kSize);
     for (const auto& piece : payload) {
         if (piece.empty()) continue; // an empty span may have a null data()
         std::memcpy(p, piece.data(), piece.size());
         p += piece.size();
     }
     std::memset(p, 0, bth.pad);
-    p += bth.pad;
+    return p + bth.pad;
+}
+
+} // namespace
+
+RoceBuildResult build_roce_frame(const RocePath& path, const RoceHeaders& headers,
+                                 std::span<const std::span<const std::uint8_t>> payload,
+                                 std::span<std::uint8_t> out) noexcept {
+    const OpcodeInfo* info = opcode_info(headers.bth.opcode);
+    if (!info) return {0, RoceBuildError::unknown_opcode};
+    std::size_t payload_len = 0;
+    for (const auto& piece : payload)
+        payload_len += piece.size();
+    const bool v4 = is_ipv4_mapped(path.sgid);
+    const BuildLengths n = build_lengths(path, *info, headers.bth.opcode, payload_len, v4);
+    if (n.error != RoceBuildError::none) return {0, n.error};
+    if (out.size() < n.frame) return {0, RoceBuildError::buffer_too_small};
+
+    std::uint8_t* const ip = store_ethernet(path, v4, out.data());
+    std::uint8_t* p = store_ip(path, v4, n, ip);
+    p = store_transport(path, headers, *info, n, payload, payload_len, p);
     store_icrc(p, roce_icrc_in_place({ip, static_cast<std::size_t>(p - ip)},
                                      v4 ? kIpv4HeaderLen : kIpv6HeaderLen));
     p += kIcrcLen;
     const std::size_t written = static_cast<std::size_t>(p - out.data());
-    std::memset(p, 0, frame_len - written); // Ethernet padding
-    return {frame_len, RoceBuildError::none};
+    std::memset(p, 0, n.frame - written); // Ethernet padding
+    return {n.frame, RoceBuildError::none};
 }
 
 void write_ud_grh(const RocePacket& packet, std::uint8_t out[40]) noexcept {
@@ -257,136 +266,6 @@ void write_ud_grh(const RocePacket& packet, std::uint8_t out[40]) noexcept {
     }
     std::memset(out, 0, 40 - kIpv4HeaderLen);
     std::memcpy(out + 40 - kIpv4HeaderLen, packet.ip_header.data(), kIpv4HeaderLen);
-}
-
-const char* roce_drop_name(RoceDrop drop) noexcept {
-    switch (drop) {
-    case RoceDrop::none:
-        return "none";
-    case RoceDrop::truncated:
-        return "truncated";
-    case RoceDrop::not_ip:
-        return "not_ip";
-    case RoceDrop::bad_ip_header:
-        return "bad_ip_header";
-    case RoceDrop::ip_checksum:
-        return "ip_checksum";
-    case RoceDrop::ip_fragment:
-        return "ip_fragment";
-    case RoceDrop::not_udp:
-        return "not_udp";
-    case RoceDrop::not_roce_port:
-        return "not_roce_port";
-    case RoceDrop::udp_length:
-        return "udp_length";
-    case RoceDrop::short_packet:
-        return "short_packet";
-    case RoceDrop::icrc:
-        return "icrc";
-    case RoceDrop::bth_version:
-        return "bth_version";
-    case RoceDrop::unknown_opcode:
-        return "unknown_opcode";
-    case RoceDrop::bad_pad:
-        return "bad_pad";
-    case RoceDrop::unexpected_payload:
-        return "unexpected_payload";
-    }
-    return "?";
-}
-
-RoceDrop parse_roce_frame(std::span<const std::uint8_t> frame, RocePacket& out) noexcept {
-    const auto eth = EthernetView::at(frame);
-    if (!eth) return RoceDrop::truncated;
-    out.dst_mac = eth->dst_mac();
-    out.src_mac = eth->src_mac();
-    std::uint16_t type = eth->ether_type();
-    std::size_t l3 = kEthHeaderLen;
-    out.has_vlan = false;
-    out.vlan_tci = 0;
-    if (type == kEtherTypeVlan) {
-        const auto vlan = VlanView::at(frame, kEthHeaderLen);
-        if (!vlan) return RoceDrop::truncated;
-        out.has_vlan = true;
-        out.vlan_tci = vlan->tci();
-        type = vlan->inner_ether_type();
-        l3 += kVlanTagLen;
-    }
-    if (type != kEtherTypeIpv4 && type != kEtherTypeIpv6) return RoceDrop::not_ip;
-    if (frame.size() <= l3) return RoceDrop::truncated;
-    const std::uint8_t version = frame[l3] >> 4;
-
-    std::size_t ip_header_len = 0;
-    std::size_t datagram_len = 0; // IP header + UDP datagram
-    std::size_t udp_expected = 0; // the UDP length the IP header implies
-    std::uint8_t proto = 0;
-    out.ipv6 = type == kEtherTypeIpv6;
-    if (!out.ipv6) {
-        if (version != 4) return RoceDrop::bad_ip_header;
-        if (frame.size() < l3 + 20) return RoceDrop::truncated;
-        const std::size_t ihl = (frame[l3] & 0x0f) * std::size_t{4};
-        if (ihl < 20) return RoceDrop::bad_ip_header;
-        const auto ip = Ipv4View::at(frame, l3);
-        if (!ip) return RoceDrop::truncated; // options cut off
-        if (ip->total_len() < ihl) return RoceDrop::bad_ip_header;
-        if (frame.size() - l3 < ip->total_len()) return RoceDrop::truncated;
-        if (!ip->header_checksum_ok()) return RoceDrop::ip_checksum;
-        if (ip->is_fragment()) return RoceDrop::ip_fragment;
-        ip_header_len = ihl;
-        datagram_len = ip->total_len();
-        udp_expected = datagram_len - ihl;
-        proto = ip->protocol();
-        out.traffic_class = ip->tos();
-        out.hop_limit = ip->ttl();
-        out.flow_label = 0;
-        out.sgid = ipv4_mapped_gid(ip->src_addr());
-        out.dgid = ipv4_mapped_gid(ip->dst_addr());
-    } else {
-        if (version != 6) return RoceDrop::bad_ip_header;
-        const auto ip = Ipv6View::at(frame, l3);
-        if (!ip) return RoceDrop::truncated;
-        ip_header_len = kIpv6HeaderLen;
-        datagram_len = kIpv6HeaderLen + ip->payload_len();
-        if (frame.size() - l3 < datagram_len) return RoceDrop::truncated;
-        udp_expected = ip->payload_len();
-        proto = ip->next_header();
-        out.traffic_class = ip->traffic_class();
-        out.hop_limit = ip->hop_limit();
-        out.flow_label = ip->flow_label();
-        std::memcpy(out.sgid.data(), ip->src_addr(), 16);
-        std::memcpy(out.dgid.data(), ip->dst_addr(), 16);
-    }
-    if (proto != kIpProtoUdp) return RoceDrop::not_udp;
-    const std::size_t l4 = l3 + ip_header_len;
-    const auto udp = UdpView::at(frame.first(l3 + datagram_len), l4);
-    if (!udp) return RoceDrop::udp_length; // the IP payload is shorter than a UDP header
-    if (udp->dst_port() != kRoceV2UdpPort) return RoceDrop::not_roce_port;
-    if (udp->length() != udp_expected) return RoceDrop::udp_length;
-    out.udp_src_port = udp->src_port();
-    out.ip_header = frame.subspan(l3, ip_header_len);
-
-    const std::size_t bth_at = l4 + kUdpHeaderLen;
-    const std::size_t end = l3 + datagram_len; // the ICRC's end
-    if (end - bth_at < Bth::kSize + kIcrcLen) return RoceDrop::short_packet;
-    const std::size_t icrc_at = end - kIcrcLen;
-    if (roce_icrc(frame.subspan(l3, icrc_at - l3), ip_header_len) !=
-        load_icrc(frame.data() + icrc_at))
-        return RoceDrop::icrc;
-
-    RoceHeaders& h = out.headers;
-    h = RoceHeaders{};
-    h.bth = Bth::load(frame.data() + bth_at);
-    if (h.bth.version != 0) return RoceDrop::bth_version;
-    const OpcodeInfo* info = opcode_info(h.bth.opcode);
-    if (!info) return RoceDrop::unknown_opcode;
-    out.info = info;
-    if (icrc_at - bth_at < info->header_len) return RoceDrop::short_packet;
-    const std::size_t after = icrc_at - bth_at - info->header_len; // payload + pad
-    if (after % 4 != 0 || after < h.bth.pad) return RoceDrop::bad_pad;
-    if (!info->has_payload && after != 0) return RoceDrop::unexpected_payload;
-    load_extensions(*info, frame.data() + bth_at + Bth::kSize, h);
-    out.payload = frame.subspan(bth_at + info->header_len, after - h.bth.pad);
-    return RoceDrop::none;
 }
 
 } // namespace rdmasim::net

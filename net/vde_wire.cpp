@@ -63,10 +63,12 @@ std::uint64_t realtime_ns() noexcept {
     return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
-} // namespace
+// open()'s steps.
 
-Result<std::unique_ptr<VdeWire>> VdeWire::open(const std::string& url, const VdeWireOptions& options) {
-    const Scheme scheme = scheme_of(url);
+// The URL's form and the socket mode, and for ptp:// the path's length and
+// its directory, before anything is created.
+Result<void> check_url(const std::string& url, Scheme scheme, const VdeWireOptions& options,
+                       const std::string& path) {
     if (scheme == Scheme::other)
         return make_error(EINVAL, fmt::format("wire '{}': expected ptp://PATH, vde://PATH or vxvde://GROUP", url));
     if (scheme != Scheme::vxvde && url.size() == url.find("://") + 3)
@@ -74,18 +76,49 @@ Result<std::unique_ptr<VdeWire>> VdeWire::open(const std::string& url, const Vde
     if ((options.mode & ~0777u) != 0 || (options.mode & 0600u) != 0600u)
         return make_error(EINVAL, fmt::format("wire '{}': socket mode {:04o}: expected owner read and write, "
                                               "like 0600 or 0660", url, options.mode));
-    const std::string path = scheme == Scheme::ptp ? url.substr(6) : std::string();
-    if (scheme == Scheme::ptp) {
-        if (path.size() > kMaxPtpPath)
-            return make_error(EINVAL, fmt::format("wire '{}': a ptp:// socket path of {} bytes: at most {} (a unix "
-                                                  "socket's name holds 107, and the peer's is one longer)",
-                                                  url, path.size(), kMaxPtpPath));
-        // Before anything is created: whoever may write the directory may
-        // take the peer's socket name first.
-        if (auto r = check_socket_directory(socket_directory(path)); !r)
-            return make_error(r.error().code, fmt::format("wire '{}': {}{}", url, r.error().message,
-                                                          hint(scheme, r.error().code)));
+    if (scheme != Scheme::ptp) return {};
+    if (path.size() > VdeWire::kMaxPtpPath)
+        return make_error(EINVAL, fmt::format("wire '{}': a ptp:// socket path of {} bytes: at most {} (a unix "
+                                              "socket's name holds 107, and the peer's is one longer)",
+                                              url, path.size(), VdeWire::kMaxPtpPath));
+    // Whoever may write the directory may take the peer's socket name first.
+    if (auto r = check_socket_directory(socket_directory(path)); !r)
+        return make_error(r.error().code, fmt::format("wire '{}': {}{}", url, r.error().message,
+                                                      hint(scheme, r.error().code)));
+    return {};
+}
+
+// Neither the engine (recv) nor the port lock (send) may wait long on a
+// peer: the modules pass no MSG_DONTWAIT, so the descriptor itself is
+// made non-blocking. A full peer queue then fails the send with EAGAIN,
+// and send() waits at most kFullQueueWaitMs for room.
+Result<void> make_nonblocking(int data_fd, const std::string& url) {
+    const int fl = data_fd < 0 ? -1 : ::fcntl(data_fd, F_GETFL);
+    if (fl >= 0 && ::fcntl(data_fd, F_SETFL, fl | O_NONBLOCK) >= 0) return {};
+    const int err = data_fd < 0 ? EBADF : errno;
+    return make_error(err, fmt::format("wire '{}': cannot make its data socket non-blocking: {}", url,
+                                       std::strerror(err)));
+}
+
+// The path the data socket is bound to.
+Result<std::string> own_socket_path(int data_fd, const std::string& url) {
+    sockaddr_un own{};
+    socklen_t len = sizeof own;
+    if (::getsockname(data_fd, reinterpret_cast<sockaddr*>(&own), &len) != 0 ||
+        len <= offsetof(sockaddr_un, sun_path)) {
+        const int err = errno != 0 ? errno : EIO;
+        return make_error(err, fmt::format("wire '{}': cannot read its socket's name: {}", url,
+                                           std::strerror(err)));
     }
+    return std::string(own.sun_path, ::strnlen(own.sun_path, len - offsetof(sockaddr_un, sun_path)));
+}
+
+} // namespace
+
+Result<std::unique_ptr<VdeWire>> VdeWire::open(const std::string& url, const VdeWireOptions& options) {
+    const Scheme scheme = scheme_of(url);
+    const std::string path = scheme == Scheme::ptp ? url.substr(6) : std::string();
+    if (auto r = check_url(url, scheme, options, path); !r) return r.error();
 
     std::unique_ptr<VdeWire> wire(new VdeWire);
     wire->url_ = url;
@@ -105,31 +138,15 @@ Result<std::unique_ptr<VdeWire>> VdeWire::open(const std::string& url, const Vde
     }
     wire->data_fd_ = vde_datafd(wire->conn_);
     wire->ctl_fd_ = vde_ctlfd(wire->conn_);
-    // Neither the engine (recv) nor the port lock (send) may wait long on a
-    // peer: the modules pass no MSG_DONTWAIT, so the descriptor itself is
-    // made non-blocking. A full peer queue then fails the send with EAGAIN,
-    // and send() waits at most kFullQueueWaitMs for room.
-    const int fl = wire->data_fd_ < 0 ? -1 : ::fcntl(wire->data_fd_, F_GETFL);
-    if (fl < 0 || ::fcntl(wire->data_fd_, F_SETFL, fl | O_NONBLOCK) < 0) {
-        const int err = wire->data_fd_ < 0 ? EBADF : errno;
-        return make_error(err, fmt::format("wire '{}': cannot make its data socket non-blocking: {}", url,
-                                           std::strerror(err)));
-    }
+    if (auto r = make_nonblocking(wire->data_fd_, url); !r) return r.error();
     if (scheme == Scheme::ptp) {
         // libvdeplug pairs the ends by name: the end that created PATH talks
         // to PATH+, the other (bound to PATH+) to PATH.
-        sockaddr_un own{};
-        socklen_t len = sizeof own;
-        if (::getsockname(wire->data_fd_, reinterpret_cast<sockaddr*>(&own), &len) != 0 ||
-            len <= offsetof(sockaddr_un, sun_path)) {
-            const int err = errno != 0 ? errno : EIO;
-            return make_error(err, fmt::format("wire '{}': cannot read its socket's name: {}", url,
-                                               std::strerror(err)));
-        }
-        const std::string own_path(own.sun_path, ::strnlen(own.sun_path, len - offsetof(sockaddr_un, sun_path)));
+        const auto own_path = own_socket_path(wire->data_fd_, url);
+        if (!own_path) return own_path.error();
         wire->ptp_ = true;
-        wire->peer_path_ = own_path == path ? path + "+" : path;
-        wire->connected_to_peer_ = own_path != path; // the second end connected at open
+        wire->peer_path_ = own_path.value() == path ? path + "+" : path;
+        wire->connected_to_peer_ = own_path.value() != path; // the second end connected at open
     }
     return wire;
 }

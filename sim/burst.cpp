@@ -1,14 +1,45 @@
 #include "sim/burst.hpp"
 
 #include <algorithm>
+#include <new>
 #include <mutex>
 
 #include "device/device.hpp"
+#include "sim/fault_stage.hpp"
 
 namespace rdmasim::sim {
 
+bool pull_through(net::FrameSource& source, FaultStage& faults, net::Frame& out) noexcept {
+    try {
+        for (;;) {
+            if (faults.pop(out)) return true;
+            net::Frame f;
+            if (!source.next(f)) {
+                if (faults.source_dry(source.exhausted())) continue; // held frames came due
+                return false;
+            }
+            if (!faults.offer(f)) {
+                out = f; // untouched, nothing waiting: handed over as borrowed
+                return true;
+            }
+        }
+    } catch (const std::bad_alloc&) {
+        return false; // copies could not be made: the frame is not handed over
+    }
+}
+
+namespace {
+
+// Up to out.size() frames from the source, or one through the fault stage.
+std::uint32_t pull(net::FrameSource& source, FaultStage* faults, std::span<net::Frame> out) noexcept {
+    if (faults == nullptr) return source.next_burst(out);
+    return !out.empty() && pull_through(source, *faults, out[0]) ? 1 : 0;
+}
+
+} // namespace
+
 BurstResult run_burst(device::Device& dev, net::FrameSource& source, FrameBatch& pending,
-                      std::uint32_t limit, Pacing& pacing) noexcept {
+                      std::uint32_t limit, Pacing& pacing, FaultStage* faults) noexcept {
     datapath::Port& port = dev.port;
     BurstResult r;
     std::lock_guard lock(port.mutex());
@@ -21,7 +52,7 @@ BurstResult run_burst(device::Device& dev, net::FrameSource& source, FrameBatch&
                 const std::uint32_t want =
                     std::min({limit - r.frames, FrameBatch::kCapacity, pacing.pull_limit()});
                 pending.head = pending.due = 0;
-                pending.count = source.next_burst({pending.frames.data(), want});
+                pending.count = pull(source, faults, {pending.frames.data(), want});
                 if (pending.count == 0) break;
             }
             // Timed only if they enter in this burst: a burst ends with
@@ -46,7 +77,7 @@ BurstResult run_burst(device::Device& dev, net::FrameSource& source, FrameBatch&
     port.end_burst();
     device::service(dev, pacing.service_time(r.frames));
     r.held = port.held_frames() != 0;
-    r.exhausted = source.exhausted();
+    r.exhausted = source.exhausted() && (faults == nullptr || faults->empty());
     r.next_deadline_ns = port.next_deadline_ns();
     r.pending = !pending.empty();
     pacing.burst_done(r);

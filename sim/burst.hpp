@@ -1,8 +1,8 @@
 // One engine step, shared by both engines (sim/README.md, "Engines"): up to
-// `limit` frames from a source enter a device's port in order, then the
-// device is serviced (delay-drop release and expiry, completion
-// notifications). What differs between engines, the clock and the pacing,
-// comes in through Pacing.
+// `limit` frames from a source, through the fault stage when the plan has
+// one for the device, enter a device's port in order, then the device is
+// serviced (delay-drop release and expiry, completion notifications). What
+// differs between engines, the clock and the pacing, comes in through Pacing.
 #pragma once
 
 #include <array>
@@ -13,6 +13,8 @@
 #include "net/frame_source.hpp"
 
 namespace rdmasim::sim {
+
+class FaultStage; // sim/fault_stage.hpp
 
 class Pacing {
 public:
@@ -56,13 +58,23 @@ struct BurstResult {
 };
 
 // Moves frames from `source` (after `pending`, frames pulled earlier and not
-// yet due) into `dev`'s port. A delay-drop timeout that falls due before a
+// yet due) into `dev`'s port. With `faults`, each frame pulled goes through
+// that stage first (pull_through), one at a time: the stage fires device
+// faults as it pulls, each before the frame it counts enters. A delay-drop timeout that falls due before a
 // frame arrives fires first: the frame must not join, and die with, frames
 // that timed out before it came, and a device that the timeout disarmed
 // must see it disarmed (datapath/README.md, "Offloads, byte by byte").
 // Takes the port lock for the whole burst; call it holding no lock.
 BurstResult run_burst(device::Device& dev, net::FrameSource& source,
                       FrameBatch& pending, std::uint32_t limit,
-                      Pacing& pacing) noexcept;
+                      Pacing& pacing, FaultStage* faults = nullptr) noexcept;
+
+// The fault stage's pull, one frame: what the stage hands out first, else
+// the next frame of `source` offered to the stage (passed through untouched,
+// or what it became), until a frame comes out or the source has none now.
+// False also when the stage could not copy a frame (out of memory): the
+// frame is not handed over. Called under the device's port lock when the
+// stage has device faults.
+bool pull_through(net::FrameSource& source, FaultStage& faults, net::Frame& out) noexcept;
 
 } // namespace rdmasim::sim

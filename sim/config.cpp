@@ -162,123 +162,182 @@ const KeyInfo* Config::find_key(std::string_view key) {
     return nullptr;
 }
 
-Result<void> Config::set(std::string_view key, std::string_view v) {
-    if (find_key(key) == nullptr)
-        return make_error(EINVAL, fmt::format("configuration: unknown key '{}' (value '{}'; "
-                                              "the keys: rdmasim config --reference)", key, v));
+namespace {
+
+// One family of keys, set on `c`: nullopt when `key` is none of its keys,
+// else what setting it gave. Config::set asks each family in turn.
+using Outcome = std::optional<Result<void>>;
+
+// devices, the per-device source keys (pcap.N, ...) and the port keys (mac.N, ...).
+Outcome set_layout_key(Config& c, std::string_view key, std::string_view v) {
     if (key == "devices") {
         auto n = parse_uint<std::uint32_t>(v, 1, 16);
         if (!n) return bad(key, v, "a number from 1 to 16");
-        devices = *n;
-    } else if (auto per_device = device_key(key)) {
+        c.devices = *n;
+        return Result<void>{};
+    }
+    if (auto per_device = device_key(key)) {
         auto [member, idx] = *per_device;
         if (idx < 0)
             return bad(key, v, fmt::format("{}.N with N a device index 0..15", key.substr(0, key.find('.'))));
         if (auto r = check_device_value(key, v); !r) return r;
-        auto& slots = this->*member;
+        auto& slots = c.*member;
         if (slots.size() <= static_cast<std::size_t>(idx)) slots.resize(static_cast<std::size_t>(idx) + 1);
         slots[static_cast<std::size_t>(idx)] = std::string(v);
-    } else if (auto port = port_key(key)) {
+        return Result<void>{};
+    }
+    if (auto port = port_key(key)) {
         auto [name, idx] = *port;
         if (idx < 0) return bad(key, v, fmt::format("{}.N with N a device index 0..15", name));
-        if (ports.size() <= static_cast<std::size_t>(idx)) ports.resize(static_cast<std::size_t>(idx) + 1);
-        if (auto r = set_port_key(ports[static_cast<std::size_t>(idx)], name, key, v); !r) return r;
-    } else if (key == "deterministic") {
+        if (c.ports.size() <= static_cast<std::size_t>(idx)) c.ports.resize(static_cast<std::size_t>(idx) + 1);
+        return set_port_key(c.ports[static_cast<std::size_t>(idx)], name, key, v);
+    }
+    return std::nullopt;
+}
+
+// `wire_mode`: octal digits, as chmod takes them ("660" and "0660" alike).
+Result<void> set_wire_mode(Config& c, std::string_view key, std::string_view v) {
+    std::uint32_t m = 0;
+    const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), m, 8);
+    if (v.empty() || ec != std::errc{} || p != v.data() + v.size() || m > 0777 || (m & 0600) != 0600)
+        return bad(key, v, "an octal mode with owner read and write, like 0600 or 0660");
+    c.wire_mode = m;
+    return {};
+}
+
+// deterministic, the output files, faults, wire_mode, filter, promisc, link, log_level.
+Outcome set_run_key(Config& c, std::string_view key, std::string_view v) {
+    if (key == "deterministic" || key == "promisc") {
         auto b = parse_bool(v);
         if (!b) return bad(key, v, "on or off");
-        if (*b) engine = EngineKind::inline_; // off leaves the engine as configured
+        if (key == "promisc") c.promisc = *b;
+        else if (*b) c.engine = EngineKind::inline_; // off leaves the engine as configured
     } else if (key == "trace" || key == "stats" || key == "report") {
         if (auto r = check_output_file(key, v); !r) return r;
-        (key == "trace" ? trace : key == "stats" ? stats : report) = std::string(v);
+        (key == "trace" ? c.trace : key == "stats" ? c.stats : c.report) = std::string(v);
     } else if (key == "faults") {
         auto plan = FaultPlan::parse(v);
         if (!plan) return make_error(EINVAL, fmt::format("configuration: {} = '{}': {}", key, v, plan.error().message));
-        faults = std::string(v);
-        fault_plan = std::move(plan.value());
+        c.faults = std::string(v);
+        c.fault_plan = std::move(plan.value());
     } else if (key == "wire_mode") {
-        // Octal digits, as chmod takes them ("660" and "0660" alike).
-        std::uint32_t m = 0;
-        const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), m, 8);
-        if (v.empty() || ec != std::errc{} || p != v.data() + v.size() || m > 0777 || (m & 0600) != 0600)
-            return bad(key, v, "an octal mode with owner read and write, like 0600 or 0660");
-        wire_mode = m;
+        return set_wire_mode(c, key, v);
     } else if (key == "filter") {
         if (auto r = check_filter(key, v); !r) return r;
-        filter = std::string(v);
-    } else if (key == "promisc") {
-        auto b = parse_bool(v);
-        if (!b) return bad(key, v, "on or off");
-        promisc = *b;
+        c.filter = std::string(v);
     } else if (key == "link") {
         auto parsed = parse_links(v);
         if (!parsed) return bad(key, v, "pairs of devices like rdmasim0:rdmasim1, comma-separated");
-        links = std::move(*parsed);
-    } else if (key == "engine") {
-        if (v == "inline") engine = EngineKind::inline_;
-        else if (v == "thread") engine = EngineKind::thread;
+        c.links = std::move(*parsed);
+    } else if (key == "log_level") {
+        if (v != "trace" && v != "debug" && v != "info" && v != "warn" && v != "error" && v != "off")
+            return bad(key, v, "trace, debug, info, warn, error or off");
+        c.log_level = std::string(v);
+    } else {
+        return std::nullopt;
+    }
+    return Result<void>{};
+}
+
+// `start`: first-flow, now, manual or a delay like 250ms.
+Result<void> set_start(Config& c, std::string_view key, std::string_view v) {
+    constexpr std::string_view forms = "first-flow, now, manual, or a delay in ms like 250ms";
+    if (v == "first-flow") c.start = StartTrigger::first_flow;
+    else if (v == "now") c.start = StartTrigger::now;
+    else if (v == "manual") c.start = StartTrigger::manual;
+    else if (v.ends_with("ms")) {
+        auto n = parse_uint<std::uint64_t>(v.substr(0, v.size() - 2), 0, 3'600'000);
+        if (!n) return bad(key, v, forms);
+        c.start = StartTrigger::delay;
+        c.start_delay_ns = *n * 1'000'000;
+    } else return bad(key, v, forms);
+    return {};
+}
+
+// `speed`: topspeed, original or a multiple like 2x.
+Result<void> set_speed(Config& c, std::string_view key, std::string_view v) {
+    constexpr std::string_view forms = "topspeed, original or a multiple like 2x";
+    if (v == "topspeed") c.speed = 0;
+    else if (v == "original") c.speed = 1;
+    else {
+        std::string s(v);
+        if (s.empty() || s.back() != 'x') return bad(key, v, forms);
+        char* end = nullptr;
+        const double x = std::strtod(s.c_str(), &end);
+        if (end != s.c_str() + s.size() - 1 || !(x > 0) || x > 1e6) return bad(key, v, forms);
+        c.speed = x;
+    }
+    return {};
+}
+
+// `engine_cpus`: CPU numbers, comma-separated; "none" or "": every thread
+// where the scheduler puts it.
+Result<void> set_engine_cpus(Config& c, std::string_view key, std::string_view v) {
+    std::vector<int> cpus;
+    for (std::string_view rest = v == "none" ? std::string_view{} : v; !rest.empty();) {
+        const auto comma = rest.find(',');
+        auto n = parse_uint<int>(rest.substr(0, comma), 0, CPU_SETSIZE - 1);
+        if (!n) return bad(key, v, fmt::format("CPU numbers from 0 to {}, comma-separated, like 1 or 1,3", CPU_SETSIZE - 1));
+        cpus.push_back(*n);
+        if (comma == std::string_view::npos) break;
+        rest = rest.substr(comma + 1);
+        if (rest.empty()) return bad(key, v, "CPU numbers, comma-separated, like 1 or 1,3");
+    }
+    c.engine_cpus = std::move(cpus);
+    return {};
+}
+
+// engine, start, speed, burst, engine_cpus, idle_tick_us.
+Outcome set_engine_key(Config& c, std::string_view key, std::string_view v) {
+    if (key == "engine") {
+        if (v == "inline") c.engine = EngineKind::inline_;
+        else if (v == "thread") c.engine = EngineKind::thread;
         else return bad(key, v, "inline or thread");
     } else if (key == "start") {
-        if (v == "first-flow") start = StartTrigger::first_flow;
-        else if (v == "now") start = StartTrigger::now;
-        else if (v == "manual") start = StartTrigger::manual;
-        else if (v.ends_with("ms")) {
-            auto n = parse_uint<std::uint64_t>(v.substr(0, v.size() - 2), 0, 3'600'000);
-            if (!n) return bad(key, v, "first-flow, now, manual, or a delay in ms like 250ms");
-            start = StartTrigger::delay;
-            start_delay_ns = *n * 1'000'000;
-        } else return bad(key, v, "first-flow, now, manual, or a delay in ms like 250ms");
+        return set_start(c, key, v);
     } else if (key == "speed") {
-        if (v == "topspeed") speed = 0;
-        else if (v == "original") speed = 1;
-        else {
-            double x = 0;
-            std::string s(v);
-            if (s.empty() || s.back() != 'x') return bad(key, v, "topspeed, original or a multiple like 2x");
-            char* end = nullptr;
-            x = std::strtod(s.c_str(), &end);
-            if (end != s.c_str() + s.size() - 1 || !(x > 0) || x > 1e6)
-                return bad(key, v, "topspeed, original or a multiple like 2x");
-            speed = x;
-        }
+        return set_speed(c, key, v);
     } else if (key == "burst") {
         auto n = parse_uint<std::uint32_t>(v, 1, 4096);
         if (!n) return bad(key, v, "a number from 1 to 4096");
-        burst = *n;
-    } else if (key == "source_fcs") {
-        if (v == "auto") source_fcs.reset();
-        else if (v == "0") source_fcs = 0;
-        else if (v == "4") source_fcs = 4;
+        c.burst = *n;
+    } else if (key == "engine_cpus") {
+        return set_engine_cpus(c, key, v);
+    } else if (key == "idle_tick_us") {
+        auto n = parse_uint<std::uint64_t>(v, 1, 1'000'000);
+        if (!n) return bad(key, v, "a number of microseconds from 1 to 1000000");
+        c.idle_tick_ns = *n * 1000;
+    } else {
+        return std::nullopt;
+    }
+    return Result<void>{};
+}
+
+// source_fcs and the addresses of synthesized Ethernet headers.
+Outcome set_source_key(Config& c, std::string_view key, std::string_view v) {
+    if (key == "source_fcs") {
+        if (v == "auto") c.source_fcs.reset();
+        else if (v == "0") c.source_fcs = 0;
+        else if (v == "4") c.source_fcs = 4;
         else return bad(key, v, "auto, 0 or 4");
     } else if (key == "synth_dst_mac") {
         auto mac = net::parse_mac(v);
         if (!mac) return bad(key, v, "a MAC address like 02:00:00:00:00:02");
-        synth_dst_mac = *mac;
+        c.synth_dst_mac = *mac;
     } else if (key == "synth_src_mac") {
         auto mac = net::parse_mac(v);
         if (!mac || !net::is_unicast(*mac))
             return bad(key, v, "a unicast MAC address like 02:00:00:00:00:01");
-        synth_src_mac = *mac;
-    } else if (key == "engine_cpus") {
-        std::vector<int> cpus; // "none" or "": every thread where the scheduler puts it
-        for (std::string_view rest = v == "none" ? std::string_view{} : v; !rest.empty();) {
-            const auto comma = rest.find(',');
-            auto n = parse_uint<int>(rest.substr(0, comma), 0, CPU_SETSIZE - 1);
-            if (!n) return bad(key, v, fmt::format("CPU numbers from 0 to {}, comma-separated, like 1 or 1,3", CPU_SETSIZE - 1));
-            cpus.push_back(*n);
-            if (comma == std::string_view::npos) break;
-            rest = rest.substr(comma + 1);
-            if (rest.empty()) return bad(key, v, "CPU numbers, comma-separated, like 1 or 1,3");
-        }
-        engine_cpus = std::move(cpus);
-    } else if (key == "idle_tick_us") {
-        auto n = parse_uint<std::uint64_t>(v, 1, 1'000'000);
-        if (!n) return bad(key, v, "a number of microseconds from 1 to 1000000");
-        idle_tick_ns = *n * 1000;
-    } else if (key == "log_level") {
-        if (v != "trace" && v != "debug" && v != "info" && v != "warn" && v != "error" && v != "off")
-            return bad(key, v, "trace, debug, info, warn, error or off");
-        log_level = std::string(v);
-    } else if (bool* sw = cap_switch(caps, key)) {
+        c.synth_src_mac = *mac;
+    } else {
+        return std::nullopt;
+    }
+    return Result<void>{};
+}
+
+// caps.*: the switches and the numbers.
+Outcome set_caps_key(device::Capabilities& caps, std::string_view key, std::string_view v) {
+    if (bool* sw = cap_switch(caps, key)) {
         auto b = parse_bool(v);
         if (!b) return bad(key, v, "on or off");
         *sw = *b;
@@ -290,18 +349,28 @@ Result<void> Config::set(std::string_view key, std::string_view v) {
         if (v == "64") caps.pad_align = 64;
         else if (v == "128") caps.pad_align = 128;
         else return bad(key, v, "64 or 128");
-    } else if (key == "caps.max_wr") {
-        auto n = parse_uint<std::uint32_t>(v, 1, 1u << 20);
-        if (!n) return bad(key, v, "a number from 1 to 1048576");
-        caps.max_wr = *n;
-    } else if (key == "caps.max_sge") {
-        auto n = parse_uint<std::uint32_t>(v, 1, 64);
-        if (!n) return bad(key, v, "a number from 1 to 64");
-        caps.max_sge = *n;
-    } else { // in keys() but not parsed here: tests/sim/test_config.cpp catches it
-        return make_error(EINVAL, fmt::format("configuration: key '{}' (value '{}') has no parser", key, v));
+    } else if (key == "caps.max_wr" || key == "caps.max_sge") {
+        const bool wr = key == "caps.max_wr";
+        auto n = parse_uint<std::uint32_t>(v, 1, wr ? 1u << 20 : 64);
+        if (!n) return bad(key, v, wr ? "a number from 1 to 1048576" : "a number from 1 to 64");
+        (wr ? caps.max_wr : caps.max_sge) = *n;
+    } else {
+        return std::nullopt;
     }
-    return {};
+    return Result<void>{};
+}
+
+} // namespace
+
+Result<void> Config::set(std::string_view key, std::string_view v) {
+    if (find_key(key) == nullptr)
+        return make_error(EINVAL, fmt::format("configuration: unknown key '{}' (value '{}'; "
+                                              "the keys: rdmasim config --reference)", key, v));
+    for (auto* family : {set_layout_key, set_run_key, set_engine_key, set_source_key})
+        if (auto r = family(*this, key, v)) return std::move(*r);
+    if (auto r = set_caps_key(caps, key, v)) return std::move(*r);
+    // In keys() but not parsed here: tests/sim/test_config.cpp catches it.
+    return make_error(EINVAL, fmt::format("configuration: key '{}' (value '{}') has no parser", key, v));
 }
 
 Result<void> Config::apply_environment() {

@@ -118,36 +118,51 @@ Result<void> Config::check_files() const {
     return {};
 }
 
-Result<void> Config::validate() const {
-    std::vector<std::string> source_of(devices); // the key that gave device i its source
-    auto claim = [&](std::uint32_t i, std::string what) -> Result<void> {
-        if (!source_of[i].empty())
+namespace {
+
+// Which key gave each device its source: a second one is an error.
+class SourceClaims {
+public:
+    explicit SourceClaims(std::uint32_t devices) : source_of_(devices) {}
+    Result<void> claim(std::uint32_t i, std::string what) {
+        if (!source_of_[i].empty())
             return make_error(EINVAL, fmt::format("configuration: device {} has two sources, {} and {}; "
-                                                  "a port receives from one", i, source_of[i], what));
-        source_of[i] = std::move(what);
+                                                  "a port receives from one", i, source_of_[i], what));
+        source_of_[i] = std::move(what);
         return {};
-    };
-    for (const auto& [name, member] : device_keys()) {
-        const auto& slots = this->*member;
+    }
+
+private:
+    std::vector<std::string> source_of_; // the key that gave device i its source
+};
+
+// The per-device keys: for devices that exist, one source each.
+Result<void> check_device_keys(const Config& c, SourceClaims& claims) {
+    for (const auto& [name, member] : Config::device_keys()) {
+        const auto& slots = c.*member;
         for (std::size_t i = 0; i < slots.size(); ++i) {
             if (slots[i].empty()) continue;
             const std::string key = i == 0 ? std::string(name) : fmt::format("{}.{}", name, i);
-            if (i >= devices)
+            if (i >= c.devices)
                 return make_error(EINVAL, fmt::format("configuration: {}.{} = '{}' names device {} but devices = {}",
-                                                      name, i, slots[i], i, devices));
+                                                      name, i, slots[i], i, c.devices));
             if (name != "tx_capture")
-                if (auto r = claim(static_cast<std::uint32_t>(i), fmt::format("{} = '{}'", key, slots[i])); !r)
+                if (auto r = claims.claim(static_cast<std::uint32_t>(i), fmt::format("{} = '{}'", key, slots[i])); !r)
                     return r;
         }
     }
-    // Port settings: for devices that exist; no address twice in one process.
-    for (std::size_t i = 0; i < ports.size(); ++i) {
-        const PortSettings& p = ports[i];
-        if (i >= devices && (p.mac || p.ip || p.ip6 || p.mtu))
+    return {};
+}
+
+// Port settings: for devices that exist; no address twice in one process.
+Result<void> check_ports(const Config& c) {
+    for (std::size_t i = 0; i < c.ports.size(); ++i) {
+        const PortSettings& p = c.ports[i];
+        if (i >= c.devices && (p.mac || p.ip || p.ip6 || p.mtu))
             return make_error(EINVAL, fmt::format("configuration: mac.{0}, ip.{0}, ip6.{0} or mtu.{0} set for device {0} "
-                                                  "but devices = {1}", i, devices));
+                                                  "but devices = {1}", i, c.devices));
         for (std::size_t j = 0; j < i; ++j) {
-            const PortSettings& q = ports[j];
+            const PortSettings& q = c.ports[j];
             if (p.mac && q.mac && *p.mac == *q.mac)
                 return make_error(EINVAL, fmt::format("configuration: devices {} and {} have the same mac {}", j, i,
                                                       net::to_string(*p.mac)));
@@ -156,35 +171,53 @@ Result<void> Config::validate() const {
                                                       net::to_string(*p.ip)));
         }
     }
-    if (!engine_cpus.empty()) {
-        if (engine != EngineKind::thread)
-            return make_error(EINVAL, "configuration: engine_cpus places the thread engine's threads; "
-                                      "engine = inline (or deterministic = on) has none");
-        if (engine_cpus.size() > devices)
-            return make_error(EINVAL, fmt::format("configuration: engine_cpus lists {} CPUs for {} device(s)",
-                                                  engine_cpus.size(), devices));
-        cpu_set_t allowed;
-        CPU_ZERO(&allowed);
-        if (sched_getaffinity(0, sizeof allowed, &allowed) == 0) {
-            for (const int cpu : engine_cpus) {
-                if (CPU_ISSET(cpu, &allowed)) continue;
-                std::string list;
-                for (int c = 0; c < CPU_SETSIZE; ++c)
-                    if (CPU_ISSET(c, &allowed)) list += fmt::format("{}{}", list.empty() ? "" : ",", c);
-                return make_error(EINVAL, fmt::format("configuration: engine_cpus: this process may not run on "
-                                                      "CPU {} (it may on {})", cpu, list));
-            }
-        }
+    return {};
+}
+
+// engine_cpus: thread engines only, one CPU per device at most, CPUs this process may use.
+Result<void> check_engine_cpus(const Config& c) {
+    if (c.engine_cpus.empty()) return {};
+    if (c.engine != EngineKind::thread)
+        return make_error(EINVAL, "configuration: engine_cpus places the thread engine's threads; "
+                                  "engine = inline (or deterministic = on) has none");
+    if (c.engine_cpus.size() > c.devices)
+        return make_error(EINVAL, fmt::format("configuration: engine_cpus lists {} CPUs for {} device(s)",
+                                              c.engine_cpus.size(), c.devices));
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return {};
+    for (const int cpu : c.engine_cpus) {
+        if (CPU_ISSET(cpu, &allowed)) continue;
+        std::string list;
+        for (int n = 0; n < CPU_SETSIZE; ++n)
+            if (CPU_ISSET(n, &allowed)) list += fmt::format("{}{}", list.empty() ? "" : ",", n);
+        return make_error(EINVAL, fmt::format("configuration: engine_cpus: this process may not run on "
+                                              "CPU {} (it may on {})", cpu, list));
     }
-    for (const auto& [a, b] : links) {
+    return {};
+}
+
+// Links: between devices that exist, each end's only source.
+Result<void> check_links(const Config& c, SourceClaims& claims) {
+    for (const auto& [a, b] : c.links) {
         for (const std::uint32_t i : {a, b}) {
-            if (i >= devices)
+            if (i >= c.devices)
                 return make_error(EINVAL, fmt::format("configuration: link rdmasim{}:rdmasim{} names device {} but devices = {}",
-                                                      a, b, i, devices));
-            if (auto r = claim(i, fmt::format("link rdmasim{}:rdmasim{}", a, b)); !r) return r;
+                                                      a, b, i, c.devices));
+            if (auto r = claims.claim(i, fmt::format("link rdmasim{}:rdmasim{}", a, b)); !r) return r;
         }
     }
     return {};
+}
+
+} // namespace
+
+Result<void> Config::validate() const {
+    SourceClaims claims(devices);
+    if (auto r = check_device_keys(*this, claims); !r) return r;
+    if (auto r = check_ports(*this); !r) return r;
+    if (auto r = check_engine_cpus(*this); !r) return r;
+    return check_links(*this, claims);
 }
 
 } // namespace rdmasim::sim

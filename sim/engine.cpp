@@ -1,5 +1,6 @@
 #include "sim/engine.hpp"
 
+#include "sim/fault_stage.hpp"
 #include "sim/inline_engine.hpp"
 #include "sim/thread_engine.hpp"
 
@@ -7,6 +8,10 @@ namespace rdmasim::sim {
 
 Engine::Engine(device::Device& dev, std::unique_ptr<net::FrameSource> source, const Config& config)
     : dev_(dev), source_(std::move(source)), config_(config) {}
+
+std::string Engine::describe_source() const {
+    return faults_ ? source_->describe() + faults_->describe_suffix() : source_->describe();
+}
 
 std::unique_ptr<Engine> make_engine(device::Device& dev, std::unique_ptr<net::FrameSource> source,
                                     const Config& config) {

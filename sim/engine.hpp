@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 
 #include "device/objects.hpp"
 #include "net/frame_source.hpp"
@@ -21,6 +22,8 @@
 #include "sim/timeline.hpp"
 
 namespace rdmasim::sim {
+
+class FaultStage; // sim/fault_stage.hpp
 
 class Engine : public device::EngineHooks {
 public:
@@ -39,7 +42,14 @@ public:
     // Waits until idle() or the timeout; the inline engine pumps instead of waiting.
     virtual bool wait_idle(std::chrono::milliseconds timeout) = 0;
     [[nodiscard]] bool started() const noexcept { return started_.load(std::memory_order_acquire); }
+    // The source as opened (a tool's wrapper around it included), without the fault stage.
     [[nodiscard]] const net::FrameSource& source() const noexcept { return *source_; }
+    // The source's description, and the fault stage's when there is one
+    // ("pcap file F (EN10MB, fcs 0 bytes) with 2 frame faults").
+    [[nodiscard]] std::string describe_source() const;
+    // The stage each burst runs the source's frames through (sim/burst.hpp),
+    // or nullptr. Set it before start(); it must outlive the engine's work.
+    void set_fault_stage(FaultStage* faults) noexcept { faults_ = faults; }
     // How late paced frames entered the port: the thread engine with a speed
     // set records every frame; otherwise it stays empty.
     [[nodiscard]] const PacingStats& pacing_stats() const noexcept { return pacing_stats_; }
@@ -59,6 +69,7 @@ public:
 protected:
     device::Device& dev_;
     std::unique_ptr<net::FrameSource> source_;
+    FaultStage* faults_ = nullptr;
     Config config_;
     std::uint32_t device_index_ = 0;
     std::atomic<bool> started_{false};

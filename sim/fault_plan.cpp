@@ -212,77 +212,107 @@ private:
 
     // One key=value on `spec`; the error's message is the reason only.
     static Result<void> set(FaultSpec& s, std::string_view key, std::string_view v, int& triggers) {
-        auto need = [](bool ok, std::string_view what) -> Result<void> {
-            if (ok) return {};
-            return make_error(EINVAL, std::string(what));
-        };
+        if (key == "p" || key == "every" || key == "nth" || key == "after") {
+            ++triggers;
+            return set_trigger(s.when, key, v);
+        }
+        if (key == "device" || key == "wq" || key == "qp" || key == "dir" || key == "port")
+            return set_target(s, key, v);
+        if (key == "status") return set_status(s, v);
+        if (key == "errno") return set_errno(s, v);
+        return set_shape(s, key, v);
+    }
+
+    static Error reason(std::string_view what) { return make_error(EINVAL, std::string(what)); }
+
+    // p=, every=, nth=, after=: when the fault fires.
+    static Result<void> set_trigger(FaultTrigger& when, std::string_view key, std::string_view v) {
         if (key == "p") {
             std::string text(v);
             char* end = nullptr;
             const double p = std::strtod(text.c_str(), &end);
             if (text.empty() || end != text.c_str() + text.size() || !(p > 0) || p > 1)
-                return need(false, "p must be a probability in (0, 1], like p=0.01");
-            s.when.p = p;
-            ++triggers;
-        } else if (key == "every" || key == "nth" || key == "after") {
-            auto n = parse_uint<std::uint64_t>(v, key == "after" ? 0 : 1, UINT64_MAX);
-            if (!n) return need(false, fmt::format("{} must be a whole number{}", key, key == "after" ? "" : " from 1"));
-            (key == "every" ? s.when.every : key == "nth" ? s.when.nth : s.when.after) = *n;
-            ++triggers;
-        } else if (key == "device" || key == "wq" || key == "qp") {
-            auto n = parse_uint<std::uint32_t>(v, 0, key == "device" ? 15 : UINT32_MAX);
-            if (!n) return need(false, fmt::format("{} must be a number{}", key, key == "device" ? " 0..15" : ""));
-            (key == "device" ? s.device : key == "wq" ? s.wq : s.qp) = *n;
-        } else if (key == "dir") {
+                return reason("p must be a probability in (0, 1], like p=0.01");
+            when.p = p;
+            return {};
+        }
+        auto n = parse_uint<std::uint64_t>(v, key == "after" ? 0 : 1, UINT64_MAX);
+        if (!n) return reason(fmt::format("{} must be a whole number{}", key, key == "after" ? "" : " from 1"));
+        (key == "every" ? when.every : key == "nth" ? when.nth : when.after) = *n;
+        return {};
+    }
+
+    // device=, wq=, qp=, dir=, port=: where it fires.
+    static Result<void> set_target(FaultSpec& s, std::string_view key, std::string_view v) {
+        if (key == "dir") {
             if (v == "rx") s.dir = Direction::rx;
             else if (v == "tx") s.dir = Direction::tx;
             else if (v == "both") s.dir = Direction::both;
-            else return need(false, "dir must be rx, tx or both");
-        } else if (key == "filter") {
-            if (v.empty()) return need(false, "filter must be a BPF expression");
+            else return reason("dir must be rx, tx or both");
+            return {};
+        }
+        if (key == "port") {
+            if (v != "1") return reason("port must be 1: the device has one port");
+            return {};
+        }
+        auto n = parse_uint<std::uint32_t>(v, 0, key == "device" ? 15 : UINT32_MAX);
+        if (!n) return reason(fmt::format("{} must be a number{}", key, key == "device" ? " 0..15" : ""));
+        (key == "device" ? s.device : key == "wq" ? s.wq : s.qp) = *n;
+        return {};
+    }
+
+    // filter=, bytes=, len=, window=, us=, frames=: what it does to a frame.
+    static Result<void> set_shape(FaultSpec& s, std::string_view key, std::string_view v) {
+        if (key == "filter") {
+            if (v.empty()) return reason("filter must be a BPF expression");
             s.filter = std::string(v);
         } else if (key == "bytes") {
             auto n = parse_uint<std::uint32_t>(v, 1, 64);
-            if (!n) return need(false, "bytes must be 1..64");
+            if (!n) return reason("bytes must be 1..64");
             s.bytes = *n;
         } else if (key == "len") {
             auto n = parse_uint<std::uint32_t>(v, 0, 65535);
-            if (!n) return need(false, "len must be 0..65535");
+            if (!n) return reason("len must be 0..65535");
             s.len = *n;
         } else if (key == "window") {
             auto n = parse_uint<std::uint32_t>(v, 2, 256);
-            if (!n) return need(false, "window must be 2..256");
+            if (!n) return reason("window must be 2..256");
             s.window = *n;
         } else if (key == "us") {
             auto n = parse_uint<std::uint64_t>(v, 1, 60'000'000);
-            if (!n) return need(false, "us must be 1..60000000 microseconds");
+            if (!n) return reason("us must be 1..60000000 microseconds");
             s.delay_ns = *n * 1000;
         } else if (key == "frames") {
             auto n = parse_uint<std::uint32_t>(v, 1, 1u << 30);
-            if (!n) return need(false, "frames must be a number from 1");
+            if (!n) return reason("frames must be a number from 1");
             s.frames = *n;
-        } else if (key == "port") {
-            if (v != "1") return need(false, "port must be 1: the device has one port");
-        } else if (key == "status") {
-            const std::string_view name = v.starts_with("IBV_WC_") ? v.substr(7) : v;
-            for (const StatusName& st : kStatuses)
-                if (st.name == name) s.status = st.value;
-            if (s.status == 0)
-                return need(false, "status must be LOC_LEN_ERR, LOC_PROT_ERR or GENERAL_ERR "
-                                   "(with or without IBV_WC_)");
-        } else if (key == "errno") {
-            for (const ErrnoName& e : kErrnos)
-                if (e.name == v) s.err = e.value;
-            if (s.err == 0) {
-                auto n = parse_uint<int>(v, 1, 4095);
-                if (!n) {
-                    std::string list;
-                    for (const ErrnoName& e : kErrnos) list += (list.empty() ? "" : ", ") + std::string(e.name);
-                    return need(false, fmt::format("errno must be a number or one of {}", list));
-                }
-                s.err = *n;
-            }
         }
+        return {};
+    }
+
+    // status=: the error completion of cqe-error.
+    static Result<void> set_status(FaultSpec& s, std::string_view v) {
+        const std::string_view name = v.starts_with("IBV_WC_") ? v.substr(7) : v;
+        for (const StatusName& st : kStatuses)
+            if (st.name == name) s.status = st.value;
+        if (s.status == 0)
+            return reason("status must be LOC_LEN_ERR, LOC_PROT_ERR or GENERAL_ERR "
+                          "(with or without IBV_WC_)");
+        return {};
+    }
+
+    // errno=: a name or a number, what verb-fail's call returns.
+    static Result<void> set_errno(FaultSpec& s, std::string_view v) {
+        for (const ErrnoName& e : kErrnos)
+            if (e.name == v) s.err = e.value;
+        if (s.err != 0) return {};
+        auto n = parse_uint<int>(v, 1, 4095);
+        if (!n) {
+            std::string list;
+            for (const ErrnoName& e : kErrnos) list += (list.empty() ? "" : ", ") + std::string(e.name);
+            return reason(fmt::format("errno must be a number or one of {}", list));
+        }
+        s.err = *n;
         return {};
     }
 

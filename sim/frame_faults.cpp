@@ -79,19 +79,92 @@ bool FrameFaults::fires(Active& a, const net::Frame& f) noexcept {
     return n == t.after + 1;
 }
 
+void FrameFaults::count_fired(const FaultSpec& spec) {
+    ++injected_[static_cast<std::size_t>(spec.kind)];
+    if (trace_)
+        trace_->fault(device_, fault_kind_name(spec.kind), frames_,
+                      !is_frame_fault(spec.kind) ? ""
+                      : side_ == Direction::tx   ? "\"dir\":\"tx\""
+                                                 : "\"dir\":\"rx\"");
+}
+
+void FrameFaults::corrupt_fcs(Owned& cur) {
+    // A frame that carries its FCS gets a wrong one; one that does
+    // not gets a wrong one appended: either way the MAC sees a bad CRC.
+    net::Frame& f = cur.frame;
+    if (f.fcs_len == 0 && !f.truncated()) {
+        std::uint8_t fcs[4];
+        net::write_fcs({cur.bytes.data(), f.len}, fcs);
+        cur.bytes.insert(cur.bytes.end(), fcs, fcs + 4);
+        f.len += 4;
+        f.wire_len += 4;
+        f.fcs_len = 4;
+    }
+    if (f.fcs_len == 4) cur.bytes[f.len - 1] ^= 0xff;
+}
+
+void FrameFaults::change(Active& a, Owned& cur, unsigned& copies) {
+    net::Frame& f = cur.frame;
+    switch (a.spec.kind) {
+    case FaultKind::drop:
+        f.lost = true; // counted by the owner: the port (rx), the FaultySink (tx)
+        break;
+    case FaultKind::corrupt_fcs:
+        corrupt_fcs(cur);
+        break;
+    case FaultKind::flip: {
+        const std::size_t n = f.payload().size();
+        for (std::uint32_t i = 0; n != 0 && i < a.spec.bytes; ++i)
+            cur.bytes[a.rng.below(n)] ^= static_cast<std::uint8_t>(1u << a.rng.below(8));
+        break;
+    }
+    case FaultKind::truncate:
+        // Cut on the wire: the tail, FCS included, never arrives.
+        if (f.len > a.spec.len) {
+            cur.bytes.resize(a.spec.len);
+            f.len = f.wire_len = a.spec.len;
+            f.fcs_len = 0;
+        }
+        break;
+    case FaultKind::duplicate:
+        ++copies;
+        break;
+    case FaultKind::reorder:
+        cur.release_after = frames_ + 1 + a.rng.below(a.spec.window - 1);
+        break;
+    case FaultKind::delay:
+        f.ts_ns += a.spec.delay_ns;
+        cur.by_time = true;
+        break;
+    default:
+        break;
+    }
+}
+
+void FrameFaults::queue(Owned cur, unsigned copies) {
+    for (unsigned i = 1; i < copies; ++i) {
+        Owned dup = cur;
+        dup.release_after = 0;
+        dup.by_time = false;
+        ready_.push_back(std::move(dup));
+    }
+    if (cur.release_after != 0 || cur.by_time) held_.push_back(std::move(cur));
+    else ready_.push_back(std::move(cur));
+}
+
 bool FrameFaults::apply(const net::Frame& in) {
     Owned cur;
-    bool owned = false; // the frame is copied when the first fault fires
+    bool owned = false; // the frame is copied when the first fault that changes it fires
     unsigned copies = 1;
+    const auto own = [&] {
+        if (owned) return;
+        cur = copy(in);
+        owned = true;
+    };
     for (Active& a : faults_) {
         if (owned) cur.frame.data = cur.bytes.data();
         if (!fires(a, owned ? cur.frame : in)) continue;
-        ++injected_[static_cast<std::size_t>(a.spec.kind)];
-        if (trace_)
-            trace_->fault(device_, fault_kind_name(a.spec.kind), frames_,
-                          !is_frame_fault(a.spec.kind)  ? ""
-                          : side_ == Direction::tx ? "\"dir\":\"tx\""
-                                                   : "\"dir\":\"rx\"");
+        count_fired(a.spec);
         if (!is_frame_fault(a.spec.kind)) {
             const Effect e = hook_ ? hook_(a.spec) : Effect::none;
             if (e == Effect::none) continue;
@@ -101,74 +174,16 @@ bool FrameFaults::apply(const net::Frame& in) {
                 ready_.push_back(std::move(cur));
                 return true;
             }
-            if (!owned) {
-                cur = copy(in);
-                owned = true;
-            }
+            own();
             cur.frame.lost = true;
             break; // nothing else happens to a frame that is gone
         }
-        if (!owned) {
-            cur = copy(in);
-            owned = true;
-        }
-        net::Frame& f = cur.frame;
-        switch (a.spec.kind) {
-        case FaultKind::drop:
-            f.lost = true; // counted by the owner: the port (rx), the FaultySink (tx)
-            break;
-        case FaultKind::corrupt_fcs: {
-            // A frame that carries its FCS gets a wrong one; one that does
-            // not gets a wrong one appended: either way the MAC sees a bad CRC.
-            if (f.fcs_len == 0 && !f.truncated()) {
-                std::uint8_t fcs[4];
-                net::write_fcs({cur.bytes.data(), f.len}, fcs);
-                cur.bytes.insert(cur.bytes.end(), fcs, fcs + 4);
-                f.len += 4;
-                f.wire_len += 4;
-                f.fcs_len = 4;
-            }
-            if (f.fcs_len == 4) cur.bytes[f.len - 1] ^= 0xff;
-            break;
-        }
-        case FaultKind::flip: {
-            const std::size_t n = f.payload().size();
-            for (std::uint32_t i = 0; n != 0 && i < a.spec.bytes; ++i)
-                cur.bytes[a.rng.below(n)] ^= static_cast<std::uint8_t>(1u << a.rng.below(8));
-            break;
-        }
-        case FaultKind::truncate:
-            // Cut on the wire: the tail, FCS included, never arrives.
-            if (f.len > a.spec.len) {
-                cur.bytes.resize(a.spec.len);
-                f.len = f.wire_len = a.spec.len;
-                f.fcs_len = 0;
-            }
-            break;
-        case FaultKind::duplicate:
-            ++copies;
-            break;
-        case FaultKind::reorder:
-            cur.release_after = frames_ + 1 + a.rng.below(a.spec.window - 1);
-            break;
-        case FaultKind::delay:
-            f.ts_ns += a.spec.delay_ns;
-            cur.by_time = true;
-            break;
-        default:
-            break;
-        }
-        if (f.lost) break; // nothing else happens to a frame that is gone
+        own();
+        change(a, cur, copies);
+        if (cur.frame.lost) break; // nothing else happens to a frame that is gone
     }
     if (!owned) return false;
-    for (unsigned i = 1; i < copies; ++i) {
-        Owned dup = cur;
-        dup.release_after = 0;
-        dup.by_time = false;
-        ready_.push_back(std::move(dup));
-    }
-    if (cur.release_after != 0 || cur.by_time) held_.push_back(std::move(cur));
-    else ready_.push_back(std::move(cur));
+    queue(std::move(cur), copies);
     return true;
 }
 

@@ -2,7 +2,7 @@
 // where the frames come from or go: frames are offered one at a time and
 // taken back out, dropped (marked lost), corrupted, flipped, truncated,
 // duplicated, held back behind later frames (reorder) or moved later in time
-// (delay). FaultySource runs one on the way into a port, FaultySink one on
+// (delay). FaultStage runs one on the way into a port, FaultySink one on
 // the way out.
 //
 // Every decision comes from one generator per fault, seeded from the plan's
@@ -101,6 +101,13 @@ private:
     // Applies every fault to one frame and queues the results; false when
     // none changed it (nothing queued, nothing copied).
     bool apply(const net::Frame& f);
+    // apply()'s steps: counts and traces a fault that fired; does a frame
+    // fault's work on `cur`, the frame's copy (a duplicate adds to `copies`);
+    // queues `cur` and its duplicates.
+    void count_fired(const FaultSpec& spec);
+    void change(Active& a, Owned& cur, unsigned& copies);
+    static void corrupt_fcs(Owned& cur);
+    void queue(Owned cur, unsigned copies);
     enum class Release { delayed, reordered, all };
     // Moves held frames that are due into ready_: delayed ones whose time
     // has come, reordered ones whose frames have passed, or all (the end).

@@ -47,7 +47,7 @@ void InlineEngine::burst_done(const BurstResult& r) noexcept {
 void InlineEngine::pump() noexcept {
     if (!started_.load(std::memory_order_acquire)) return;
     count_step();
-    (void)run_burst(dev_, *source_, pending_, config_.burst, *this);
+    (void)run_burst(dev_, *source_, pending_, config_.burst, *this, faults_);
 }
 
 bool InlineEngine::wait_idle(std::chrono::milliseconds) {

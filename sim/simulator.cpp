@@ -18,26 +18,39 @@
 #include "sim/device_io.hpp"
 #include "sim/device_stats.hpp"
 #include "sim/faulty_sink.hpp"
-#include "sim/faulty_source.hpp"
+#include "sim/fault_stage.hpp"
 #include "sim/verb_faults.hpp"
 #include "sim/logging.hpp"
 
 namespace rdmasim::sim {
 
-Result<std::unique_ptr<Simulator>> Simulator::create(const Config& config, const SourceWrap& wrap) {
-    if (auto r = config.validate(); !r) return r.error();
-    std::vector<std::unique_ptr<net::FrameSource>> sources(config.devices);
-    std::vector<std::vector<std::shared_ptr<net::FrameSink>>> sinks(config.devices);
+DeviceSlot::DeviceSlot() = default;
+DeviceSlot::DeviceSlot(DeviceSlot&&) noexcept = default;
+DeviceSlot& DeviceSlot::operator=(DeviceSlot&&) noexcept = default;
+DeviceSlot::~DeviceSlot() = default;
+
+namespace {
+
+// Each device's source (through `wrap` when given) and sinks, as the
+// configuration opens them.
+Result<void> open_io(const Config& config, const Simulator::SourceWrap& wrap,
+                     std::vector<std::unique_ptr<net::FrameSource>>& sources,
+                     std::vector<std::vector<std::shared_ptr<net::FrameSink>>>& sinks) {
     for (std::uint32_t i = 0; i < config.devices; ++i) {
         auto io = open_device_io(config, i);
-        if (!io) return io.error(); // what was opened for devices before i closes here
+        if (!io) return io.error(); // what was opened for devices before i closes with the caller's lists
         sources[i] = std::move(io.value().source);
         if (wrap) sources[i] = wrap(i, std::move(sources[i]));
         sinks[i] = std::move(io.value().sinks);
     }
-    // Links (sim/README.md, "Links"): each direction is a channel, the sink of
-    // one device's port and the source of the other's (validate() made sure
-    // a linked device has no other source).
+    return {};
+}
+
+// Links (sim/README.md, "Links"): each direction is a channel, the sink of
+// one device's port and the source of the other's (validate() made sure
+// a linked device has no other source).
+Result<void> open_links(const Config& config, std::vector<std::unique_ptr<net::FrameSource>>& sources,
+                        std::vector<std::vector<std::shared_ptr<net::FrameSink>>>& sinks) {
     for (const auto& [a, b] : config.links) {
         for (const auto& [from, to] : {std::pair{a, b}, std::pair{b, a}}) {
             auto ch = net::LinkChannel::open(fmt::format("link rdmasim{} -> rdmasim{}", from, to));
@@ -47,54 +60,13 @@ Result<std::unique_ptr<Simulator>> Simulator::create(const Config& config, const
             sources[to] = std::move(ch.value());
         }
     }
-    auto sim = build(config, std::move(sources));
-    if (!sim) return sim;
-    Simulator& s = *sim.value();
-    // Transmit-side faults (sim/README.md, "Fault injection"): one FaultySink
-    // in front of all of a device's sinks, so every sink gets the same frames.
-    for (std::uint32_t i = 0; i < config.devices; ++i) {
-        if (sinks[i].empty() || !FaultySink::wanted(config.fault_plan, i)) continue;
-        auto faulty = FaultySink::wrap(std::move(sinks[i]), config.fault_plan, i, s.trace_.get());
-        if (!faulty) return faulty.error();
-        s.faulty_sinks_[i] = faulty.value().get();
-        sinks[i] = {std::shared_ptr<net::FrameSink>(std::move(faulty.value()))};
-    }
-    for (std::uint32_t i = 0; i < config.devices; ++i) {
-        std::lock_guard lock(s.devices_[i]->port.mutex());
-        for (auto& sink : sinks[i]) s.devices_[i]->port.attach_sink(*sink);
-    }
-    for (std::uint32_t i = 0; i < config.devices; ++i)
-        for (auto& sink : sinks[i]) s.sinks_[i].push_back(std::move(sink));
-    // Only now: with `start now` an engine may send (an ARP reply, a link's
-    // frame) at once, and a sink attached later would miss it.
-    s.start_engines();
-    return sim;
+    return {};
 }
 
-Result<std::unique_ptr<Simulator>> Simulator::create(
-    const Config& config, std::vector<std::unique_ptr<net::FrameSource>> sources) {
-    auto sim = build(config, std::move(sources));
-    if (sim) sim.value()->start_engines();
-    return sim;
-}
-
-void Simulator::start_engines() {
-    for (auto& engine : engines_) engine->start();
-}
-
-Result<std::unique_ptr<Simulator>> Simulator::build(
-    const Config& config, std::vector<std::unique_ptr<net::FrameSource>> sources) {
-    if (auto r = config.validate(); !r) return r.error();
-    std::unique_ptr<Simulator> sim(new Simulator);
-    sim->config_ = config;
-    if (!config.trace.empty()) {
-        auto trace = Trace::open(config.trace);
-        if (!trace) return trace.error();
-        sim->trace_ = std::move(trace.value());
-    }
-    // Addresses (sim/README.md, "Addresses"): derived ones avoid the
-    // configured ones, but a configured MAC may equal another device's
-    // derived one after it moved.
+// Addresses (sim/README.md, "Addresses"): derived ones avoid the configured
+// ones, but a configured MAC may equal another device's derived one after it
+// moved.
+Result<std::vector<device::DeviceIdentity>> device_identities(const Config& config) {
     std::vector<device::DeviceIdentity> ids;
     for (std::uint32_t i = 0; i < config.devices; ++i) {
         ids.push_back(device_identity(config, i));
@@ -107,49 +79,120 @@ Result<std::unique_ptr<Simulator>> Simulator::build(
                                                       "set ip.N for each", j, i, net::to_string(ids[i].ipv4)));
         }
     }
-    sources.resize(config.devices);
-    for (std::uint32_t i = 0; i < config.devices; ++i) {
-        auto dev = device::make_device(ids[i], config.caps);
-        if (!sources[i]) {
-            auto empty = std::make_unique<net::MemorySource>();
-            empty->close();
-            sources[i] = std::move(empty);
-        }
-        const FaultySource* faulty = nullptr;
-        // Only a plan with faults for this device wraps its source (no plan, no cost).
-        if (FaultySource::wanted(config.fault_plan, i)) {
-            auto wrapped = FaultySource::wrap(std::move(sources[i]), config.fault_plan, i, dev.get(),
-                                              sim->trace_.get());
-            if (!wrapped) return wrapped.error();
-            faulty = wrapped.value().get();
-            sources[i] = std::move(wrapped.value());
-        }
-        sim->faulty_.push_back(faulty);
-        sim->faulty_sinks_.push_back(nullptr);
-        auto verb_faults = std::make_unique<VerbFaults>(config.fault_plan, i, sim->trace_.get());
-        if (sim->trace_) dev->trace = sim->trace_->hook(i);
-        if (verb_faults->empty()) verb_faults.reset();
-        dev->verb_faults.store(verb_faults.get());
-        sim->verb_faults_.push_back(std::move(verb_faults));
-        auto engine = make_engine(*dev, std::move(sources[i]), config);
-        engine->set_device_index(i);
-        dev->hooks = engine.get();
-        if (!config.report.empty()) {
-            sim->timelines_.push_back(std::make_unique<Timeline>(dev->port));
-            engine->set_timeline(sim->timelines_.back().get());
-        }
-        sim->devices_.push_back(std::move(dev));
-        sim->engines_.push_back(std::move(engine));
+    return ids;
+}
+
+// A source that never has a frame: a device without one still loops its sends back.
+std::unique_ptr<net::FrameSource> empty_source() {
+    auto empty = std::make_unique<net::MemorySource>();
+    empty->close();
+    return empty;
+}
+
+} // namespace
+
+Result<std::unique_ptr<Simulator>> Simulator::create(const Config& config, const SourceWrap& wrap) {
+    if (auto r = config.validate(); !r) return r.error();
+    std::vector<std::unique_ptr<net::FrameSource>> sources(config.devices);
+    SinkLists sinks(config.devices);
+    if (auto r = open_io(config, wrap, sources, sinks); !r) return r.error();
+    if (auto r = open_links(config, sources, sinks); !r) return r.error();
+    auto sim = build(config, std::move(sources));
+    if (!sim) return sim;
+    if (auto r = sim.value()->attach_sinks(std::move(sinks)); !r) return r.error();
+    // Only now: with `start now` an engine may send (an ARP reply, a link's
+    // frame) at once, and a sink attached later would miss it.
+    sim.value()->start_engines();
+    return sim;
+}
+
+Result<std::unique_ptr<Simulator>> Simulator::create(
+    const Config& config, std::vector<std::unique_ptr<net::FrameSource>> sources) {
+    if (auto r = config.validate(); !r) return r.error();
+    auto sim = build(config, std::move(sources));
+    if (sim) sim.value()->start_engines();
+    return sim;
+}
+
+void Simulator::start_engines() {
+    for (auto& slot : slots_) slot.engine->start();
+}
+
+Result<void> Simulator::attach_sinks(SinkLists sinks) {
+    // Transmit-side faults (sim/README.md, "Fault injection"): one FaultySink
+    // in front of all of a device's sinks, so every sink gets the same frames.
+    std::vector<FaultySink*> faulty(sinks.size(), nullptr);
+    for (std::uint32_t i = 0; i < sinks.size(); ++i) {
+        if (sinks[i].empty() || !FaultySink::wanted(config_.fault_plan, i)) continue;
+        auto wrapped = FaultySink::wrap(std::move(sinks[i]), config_.fault_plan, i, trace_.get());
+        if (!wrapped) return wrapped.error();
+        faulty[i] = wrapped.value().get();
+        sinks[i] = {std::shared_ptr<net::FrameSink>(std::move(wrapped.value()))};
     }
-    sim->sinks_.resize(config.devices);
+    for (std::uint32_t i = 0; i < sinks.size(); ++i) {
+        DeviceSlot& slot = slots_[i];
+        slot.faulty_sink = faulty[i];
+        std::lock_guard lock(slot.device->port.mutex());
+        for (auto& sink : sinks[i]) slot.device->port.attach_sink(*sink);
+    }
+    for (std::uint32_t i = 0; i < sinks.size(); ++i)
+        for (auto& sink : sinks[i]) slots_[i].sinks.push_back(std::move(sink));
+    return {};
+}
+
+Result<DeviceSlot> Simulator::make_slot(std::uint32_t i, const device::DeviceIdentity& identity,
+                                        std::unique_ptr<net::FrameSource> source) {
+    DeviceSlot slot;
+    slot.device = device::make_device(identity, config_.caps);
+    device::Device& dev = *slot.device;
+    if (!source) source = empty_source();
+    // Only a plan with faults for this device gets a stage (no plan, no cost).
+    if (FaultStage::wanted(config_.fault_plan, i)) {
+        auto stage = FaultStage::make(config_.fault_plan, i, &dev, trace_.get());
+        if (!stage) return stage.error();
+        slot.faults = std::move(stage.value());
+    }
+    slot.verb_faults = std::make_unique<VerbFaults>(config_.fault_plan, i, trace_.get());
+    if (trace_) dev.trace = trace_->hook(i);
+    if (slot.verb_faults->empty()) slot.verb_faults.reset();
+    dev.verb_faults.store(slot.verb_faults.get());
+    slot.engine = make_engine(dev, std::move(source), config_);
+    slot.engine->set_device_index(i);
+    slot.engine->set_fault_stage(slot.faults.get());
+    dev.hooks = slot.engine.get();
+    if (!config_.report.empty()) {
+        slot.timeline = std::make_unique<Timeline>(dev.port);
+        slot.engine->set_timeline(slot.timeline.get());
+    }
+    return slot;
+}
+
+Result<std::unique_ptr<Simulator>> Simulator::build(
+    const Config& config, std::vector<std::unique_ptr<net::FrameSource>> sources) {
+    std::unique_ptr<Simulator> sim(new Simulator);
+    sim->config_ = config;
+    if (!config.trace.empty()) {
+        auto trace = Trace::open(config.trace);
+        if (!trace) return trace.error();
+        sim->trace_ = std::move(trace.value());
+    }
+    auto ids = device_identities(config);
+    if (!ids) return ids.error();
+    sources.resize(config.devices);
+    sim->slots_.reserve(config.devices);
+    for (std::uint32_t i = 0; i < config.devices; ++i) {
+        auto slot = sim->make_slot(i, ids.value()[i], std::move(sources[i]));
+        if (!slot) return slot.error();
+        sim->slots_.push_back(std::move(slot.value()));
+    }
     if (!config.stats.empty()) // sim/README.md, "Statistics"
-        for (auto& dev : sim->devices_) {
-            auto& stats = sim->stats_.emplace_back(std::make_unique<DeviceStats>());
-            dev->stats = stats.get();
-            std::lock_guard lock(dev->port.mutex());
-            dev->port.attach_sink(*stats);
+        for (DeviceSlot& slot : sim->slots_) {
+            slot.stats = std::make_unique<DeviceStats>();
+            slot.device->stats = slot.stats.get();
+            std::lock_guard lock(slot.device->port.mutex());
+            slot.device->port.attach_sink(*slot.stats);
         }
-    for (auto& dev : sim->devices_) device::register_device(dev.get());
+    for (DeviceSlot& slot : sim->slots_) device::register_device(slot.device.get());
     return sim;
 }
 
@@ -178,9 +221,9 @@ void report_losses(std::size_t index, const net::FrameSource& source) {
 } // namespace
 
 void Simulator::report_losses() const {
-    for (std::size_t i = 0; i < engines_.size(); ++i) {
-        sim::report_losses(i, engines_[i]->source());
-        const datapath::Port& port = devices_[i]->port;
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+        sim::report_losses(i, slots_[i].engine->source());
+        const datapath::Port& port = slots_[i].device->port;
         if (const auto n = port.neighbours().counters().arp_address_conflicts.get(); n != 0)
             log().warn("rdmasim{}: {} ARP frame(s) from another MAC claimed this port's address {}: "
                        "give each host its own `ip` (and `mac`)",
@@ -189,67 +232,76 @@ void Simulator::report_losses() const {
 }
 
 Simulator::~Simulator() {
-    for (auto& engine : engines_) engine->stop();
-    for (std::size_t i = 0; i < sinks_.size(); ++i) {
-        std::lock_guard lock(devices_[i]->port.mutex());
-        if (faulty_sinks_[i]) faulty_sinks_[i]->flush(); // what it holds back still goes out
-        for (auto& sink : sinks_[i]) devices_[i]->port.detach_sink(*sink);
-        if (i < stats_.size()) devices_[i]->port.detach_sink(*stats_[i]);
+    for (DeviceSlot& slot : slots_) slot.engine->stop();
+    for (DeviceSlot& slot : slots_) {
+        datapath::Port& port = slot.device->port;
+        std::lock_guard lock(port.mutex());
+        if (slot.faulty_sink) slot.faulty_sink->flush(); // what it holds back still goes out
+        for (auto& sink : slot.sinks) port.detach_sink(*sink);
+        if (slot.stats) port.detach_sink(*slot.stats);
     }
-    for (auto& dev : devices_) {
-        device::unregister_device(dev.get());
-        dev->hooks = nullptr;
-        dev->verb_faults.store(nullptr);
-        dev->trace = nullptr;
-        dev->stats = nullptr;
+    for (DeviceSlot& slot : slots_) {
+        device::Device& dev = *slot.device;
+        device::unregister_device(&dev);
+        dev.hooks = nullptr;
+        dev.verb_faults.store(nullptr);
+        dev.trace = nullptr;
+        dev.stats = nullptr;
+    }
+    // Every device's sinks before any engine: a link's sink on one device
+    // is the channel another device's engine owns.
+    for (DeviceSlot& slot : slots_) {
+        slot.faulty_sink = nullptr;
+        slot.sinks.clear();
     }
 }
 
 const datapath::RxCounters& Simulator::port_counters(std::size_t i) const noexcept {
-    return devices_[i]->port.counters();
+    return slots_[i].device->port.counters();
 }
 
 const datapath::RxCounters* Simulator::queue_counters(std::size_t i,
                                                       std::uint32_t qpn) const noexcept {
-    const datapath::Port& port = devices_[i]->port;
+    const datapath::Port& port = slots_[i].device->port;
     std::lock_guard lock(port.mutex());
     const datapath::RxQueue* q = port.find_queue(qpn);
     return q ? &q->counters() : nullptr;
 }
 
 FaultCounts Simulator::faults_injected(std::size_t i) const {
+    const DeviceSlot& slot = slots_[i];
     FaultCounts counts(static_cast<std::size_t>(FaultKind::verb_fail) + 1, 0);
-    if (faulty_[i]) counts = faulty_[i]->injected();
-    if (faulty_sinks_[i]) {
-        std::lock_guard lock(devices_[i]->port.mutex()); // sends fire them under it
-        const FaultCounts& tx = faulty_sinks_[i]->injected();
+    if (slot.faults) counts = slot.faults->injected();
+    if (slot.faulty_sink) {
+        std::lock_guard lock(slot.device->port.mutex()); // sends fire them under it
+        const FaultCounts& tx = slot.faulty_sink->injected();
         for (std::size_t k = 0; k < counts.size(); ++k) counts[k] += tx[k];
     }
-    if (verb_faults_[i]) counts[static_cast<std::size_t>(FaultKind::verb_fail)] = verb_faults_[i]->injected();
+    if (slot.verb_faults) counts[static_cast<std::size_t>(FaultKind::verb_fail)] = slot.verb_faults->injected();
     return counts;
 }
 
 const TxFaultCounters* Simulator::tx_fault_counters(std::size_t i) const noexcept {
-    return faulty_sinks_[i] ? &faulty_sinks_[i]->counters() : nullptr;
+    return slots_[i].faulty_sink ? &slots_[i].faulty_sink->counters() : nullptr;
 }
 
 std::vector<std::uint64_t> Simulator::verb_fails(std::size_t i) const {
-    if (verb_faults_[i]) return verb_faults_[i]->injected_by_verb();
+    if (slots_[i].verb_faults) return slots_[i].verb_faults->injected_by_verb();
     return std::vector<std::uint64_t>(device::kVerbNames.size(), 0);
 }
 
 bool Simulator::idle() const noexcept {
-    for (const auto& e : engines_)
-        if (!e->idle()) return false;
+    for (const DeviceSlot& slot : slots_)
+        if (!slot.engine->idle()) return false;
     return true;
 }
 
 bool Simulator::wait_idle(std::chrono::milliseconds timeout) {
     const auto until = std::chrono::steady_clock::now() + timeout;
-    for (auto& e : engines_) {
+    for (DeviceSlot& slot : slots_) {
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
             until - std::chrono::steady_clock::now());
-        if (!e->wait_idle(left.count() > 0 ? left : std::chrono::milliseconds(0))) return false;
+        if (!slot.engine->wait_idle(left.count() > 0 ? left : std::chrono::milliseconds(0))) return false;
     }
     return true;
 }

@@ -14,8 +14,8 @@
 #include "net/result.hpp"
 #include "sim/config.hpp"
 #include "sim/engine.hpp"
+#include "sim/fault_stage.hpp"
 #include "sim/faulty_sink.hpp"
-#include "sim/faulty_source.hpp"
 #include "sim/timeline.hpp"
 #include "sim/trace.hpp"
 #include "sim/verb_faults.hpp"
@@ -23,6 +23,26 @@
 namespace rdmasim::sim {
 
 class DeviceStats; // sim/device_stats.hpp
+
+// Everything the Simulator keeps for one device. Members go in reverse
+// order: the engine before the stages, statistics and timeline it uses, the
+// device last.
+struct DeviceSlot {
+    DeviceSlot();
+    DeviceSlot(DeviceSlot&&) noexcept;
+    DeviceSlot& operator=(DeviceSlot&&) noexcept;
+    ~DeviceSlot();
+
+    std::unique_ptr<device::Device> device;
+    std::unique_ptr<Timeline> timeline;      // with a report
+    std::unique_ptr<FaultStage> faults;      // receive-side faults of the plan, else null
+    std::unique_ptr<VerbFaults> verb_faults; // with verb-fail items, else null
+    std::unique_ptr<DeviceStats> stats;      // with --stats: the port's first sink
+    std::unique_ptr<Engine> engine;
+    // What the port sends to, attached to it; detached before the device goes.
+    std::vector<std::shared_ptr<net::FrameSink>> sinks;
+    FaultySink* faulty_sink = nullptr; // with transmit-side faults: sinks' only one, else null
+};
 
 class Simulator {
 public:
@@ -42,9 +62,9 @@ public:
     Simulator(const Simulator&) = delete;
     Simulator& operator=(const Simulator&) = delete;
 
-    [[nodiscard]] std::size_t device_count() const noexcept { return devices_.size(); }
-    [[nodiscard]] device::Device& device(std::size_t i) noexcept { return *devices_[i]; }
-    [[nodiscard]] Engine& engine(std::size_t i) noexcept { return *engines_[i]; }
+    [[nodiscard]] std::size_t device_count() const noexcept { return slots_.size(); }
+    [[nodiscard]] device::Device& device(std::size_t i) noexcept { return *slots_[i].device; }
+    [[nodiscard]] Engine& engine(std::size_t i) noexcept { return *slots_[i].engine; }
     [[nodiscard]] const Config& config() const noexcept { return config_; }
 
     // Counters of device i's port: frames offered, delivered, drops by reason.
@@ -68,12 +88,12 @@ public:
     // Device i's destroyed queues and sent frames (sim/device_stats.hpp), or
     // nullptr without the `stats` key.
     [[nodiscard]] const DeviceStats* device_stats(std::size_t i) const noexcept {
-        return i < stats_.size() ? stats_[i].get() : nullptr;
+        return i < slots_.size() ? slots_[i].stats.get() : nullptr;
     }
     // What device i's port sends to, besides the DeviceStats (empty for the
     // explicit-sources create()).
     [[nodiscard]] const std::vector<std::shared_ptr<net::FrameSink>>& sinks(std::size_t i) const noexcept {
-        return sinks_[i];
+        return slots_[i].sinks;
     }
     // Logs what wires and links lost (frames a peer refused, a full link
     // queue) as warnings, or their counts at info level. Call it while the
@@ -83,7 +103,7 @@ public:
     // Device i's counters over time, sampled when the configuration has a
     // `report` (sim/timeline.hpp), else nullptr.
     [[nodiscard]] Timeline* timeline(std::size_t i) noexcept {
-        return i < timelines_.size() ? timelines_[i].get() : nullptr;
+        return i < slots_.size() ? slots_[i].timeline.get() : nullptr;
     }
 
     // Every engine idle: all sources exhausted, nothing held.
@@ -91,24 +111,23 @@ public:
     bool wait_idle(std::chrono::milliseconds timeout);
 
 private:
+    using SinkLists = std::vector<std::vector<std::shared_ptr<net::FrameSink>>>; // per device
     // create()'s work but for starting the engines (the caller attaches
-    // its sinks first, then start_engines()).
+    // its sinks first, then start_engines()), on a validated configuration.
     static Result<std::unique_ptr<Simulator>> build(
         const Config& config, std::vector<std::unique_ptr<net::FrameSource>> sources);
+    // Device `index`'s slot: its device, fault stages, engine and timeline.
+    Result<DeviceSlot> make_slot(std::uint32_t index, const device::DeviceIdentity& identity,
+                                 std::unique_ptr<net::FrameSource> source);
+    // Each device's sinks, behind a FaultySink where the plan has transmit
+    // faults, attached to its port and kept in its slot.
+    Result<void> attach_sinks(SinkLists sinks);
     void start_engines();
 
     Simulator() = default;
     Config config_;
-    std::vector<std::unique_ptr<device::Device>> devices_;
-    std::vector<std::unique_ptr<Timeline>> timelines_; // with a report; outlive the engines
-    std::vector<std::unique_ptr<Engine>> engines_;
-    std::vector<const FaultySource*> faulty_; // per device, null without frame faults
-    std::vector<FaultySink*> faulty_sinks_;   // per device, null without tx faults (owned by sinks_)
-    std::vector<std::unique_ptr<VerbFaults>> verb_faults_; // per device, null without verb-fail
-    std::unique_ptr<Trace> trace_;                         // with --trace
-    // Attached to devices_[i]'s port; detached before the devices go.
-    std::vector<std::vector<std::shared_ptr<net::FrameSink>>> sinks_;
-    std::vector<std::unique_ptr<DeviceStats>> stats_; // per device with --stats, attached first
+    std::unique_ptr<Trace> trace_; // with --trace; outlives the slots
+    std::vector<DeviceSlot> slots_;
 };
 
 } // namespace rdmasim::sim

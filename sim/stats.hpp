@@ -3,11 +3,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "datapath/arp_wait.hpp"
 #include "datapath/counters.hpp"
 #include "datapath/neighbours.hpp"
+#include "datapath/roce_port.hpp"
 #include "datapath/rx_queue.hpp"
 #include "device/caps.hpp"
-#include "sim/faulty_source.hpp"
+#include "sim/frame_faults.hpp"
 #include "sim/pacing_stats.hpp"
 
 namespace rdmasim::sim {

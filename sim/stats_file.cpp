@@ -45,10 +45,11 @@ nlohmann::json config_json(const Config& c) {
     };
 }
 
-nlohmann::json source_json(const net::FrameSource& s) {
+nlohmann::json source_json(const Engine& engine) {
+    const net::FrameSource& s = engine.source();
     const net::SourceCounters& c = s.counters();
     return {
-        {"description", s.describe()},
+        {"description", engine.describe_source()},
         {"frames", c.frames},
         {"bytes", c.bytes},
         {"truncated_records", c.truncated_records},
@@ -105,7 +106,7 @@ nlohmann::json device_json(Simulator& sim, std::size_t i) {
     // The engines and the program's verbs count under the port lock: one
     // consistent picture per device.
     std::lock_guard lock(dev.port.mutex());
-    out["source"] = source_json(sim.engine(i).source());
+    out["source"] = source_json(sim.engine(i));
     out["port"] = counters_json(dev.port.counters());
     out["port"]["held"] = dev.port.held_frames();
     out["port"]["arp"] = arp_json(dev.port.neighbours().counters());

@@ -63,7 +63,7 @@ void ThreadEngine::start() {
         source_fd_->assign(fd, ec);
         if (ec) {
             log().warn("{}: cannot wait on its descriptor {} ({}): polling it every {} us",
-                       source_->describe(), fd, ec.message(), kPollInterval.count());
+                       describe_source(), fd, ec.message(), kPollInterval.count());
             source_fd_.reset();
         }
     }
@@ -153,7 +153,7 @@ void ThreadEngine::wait_for_source() {
             if (ec == boost::asio::error::operation_aborted) return;
             if (ec) { // e.g. a descriptor epoll cannot watch: poll instead
                 log().warn("{}: waiting on its descriptor failed ({}): polling it every {} us",
-                           source_->describe(), ec.message(), kPollInterval.count());
+                           describe_source(), ec.message(), kPollInterval.count());
                 (void)source_fd_->release();
                 source_fd_.reset();
             }
@@ -220,7 +220,7 @@ void ThreadEngine::step() {
         count_step();
         next_due_ = Clock::time_point::max();
         if (config_.speed <= 0) burst_start_ = Clock::now();
-        r = run_burst(dev_, *source_, pending_, config_.burst, *this);
+        r = run_burst(dev_, *source_, pending_, config_.burst, *this, faults_);
         idle_cv_.notify_all();
         due_soon = r.pending && next_due_ - Clock::now() <= kSpinAhead;
         if (i + 1 == kBurstsPerStep) break;

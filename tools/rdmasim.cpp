@@ -26,15 +26,10 @@ static bool split_sets(const std::vector<std::string>& sets,
     return true;
 }
 
-int main(int argc, char** argv) {
-    CLI::App app{"rdmasim: a software-emulated RDMA HCA with a work-queue receive datapath"};
-    app.require_subcommand(1);
-    app.set_version_flag("--version", "rdmasim " RDMASIM_VERSION);
-    std::string log_level = "warn";
-    app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")
-        ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
+namespace {
 
-    rdmasim::tools::ReplayOptions ro;
+// `replay` and its options, into `ro`.
+CLI::App* add_replay(CLI::App& app, rdmasim::tools::ReplayOptions& ro) {
     auto* replay = app.add_subcommand(
         "replay", "Replay a capture into an emulated device and receive it on WQs with RSS");
     replay->add_option("file", ro.file, "pcap or pcapng file (default: the bundled sample)");
@@ -66,13 +61,17 @@ int main(int argc, char** argv) {
     replay->add_option("--stats", ro.stats, "write every counter to FILE as JSON at the end (rdmasim stats FILE)");
 
     replay->add_option("--report", ro.report, "write an HTML report (charts over time, configuration) to FILE");
+    return replay;
+}
 
-    // run / env share the source options; each becomes an RDMASIM_* setting.
-    rdmasim::tools::RunOptions run_opts;
-    std::string pcap, devices, engine, speed, start, faults, trace, stats, report, iface, pcap_live, filter, wire, tx_capture, link;
+// The source options `run` and `env` share; each becomes an RDMASIM_* setting.
+struct SourceFlags {
+    std::string pcap, devices, engine, speed, start, faults, trace, stats, report, iface, pcap_live, filter, wire,
+        tx_capture, link;
     std::vector<std::string> sets;
     bool deterministic = false, promisc = false;
-    auto add_source_options = [&](CLI::App* sub) {
+
+    void add_to(CLI::App* sub) {
         sub->add_option("--pcap", pcap, "capture replayed into rdmasim0");
         sub->add_option("--iface", iface, "live interface for rdmasim0 (AF_PACKET ring; CAP_NET_RAW)");
         sub->add_option("--pcap-live", pcap_live, "live interface for rdmasim0 through libpcap");
@@ -92,27 +91,81 @@ int main(int argc, char** argv) {
         sub->add_option("--report", report, "write an HTML report of rdmasim0 to FILE at exit (RDMASIM_REPORT)");
         sub->add_option("--set", sets, "any configuration key, as KEY=VALUE (repeatable)")
             ->allow_extra_args(false); // one KEY=VALUE each: `--set k=v -- cmd -x` keeps -x for cmd
-    };
+    }
+
+    // The settings, in the order later ones override earlier ones; false
+    // (and a message) for a --set without KEY=.
+    bool settings(std::vector<std::pair<std::string, std::string>>& s) const {
+        const std::pair<const char*, const std::string*> named[] = {
+            {"pcap", &pcap}, {"devices", &devices}, {"iface", &iface}, {"pcap_live", &pcap_live},
+            {"filter", &filter}};
+        for (const auto& [key, value] : named)
+            if (!value->empty()) s.emplace_back(key, *value);
+        if (promisc) s.emplace_back("promisc", "on");
+        const std::pair<const char*, const std::string*> more[] = {
+            {"wire", &wire}, {"tx_capture", &tx_capture}, {"link", &link}};
+        for (const auto& [key, value] : more)
+            if (!value->empty()) s.emplace_back(key, *value);
+        if (deterministic) s.emplace_back("engine", "inline");
+        const std::pair<const char*, const std::string*> rest[] = {
+            {"engine", &engine}, {"speed", &speed},   {"start", &start},
+            {"faults", &faults}, {"trace", &trace},   {"report", &report}, {"stats", &stats}};
+        for (const auto& [key, value] : rest)
+            if (!value->empty()) s.emplace_back(key, *value);
+        return split_sets(sets, s);
+    }
+};
+
+// `config`: --reference, or --check with its --set values.
+struct ConfigFlags {
+    bool reference = false, check = false;
+    std::vector<std::string> sets;
+
+    CLI::App* add_to(CLI::App& app) {
+        auto* config = app.add_subcommand("config", "The configuration: every key and its spellings, or a check");
+        auto* what = config->add_option_group("action", "one of");
+        what->add_flag("--reference", reference, "print the Markdown table of every key (README.md)");
+        auto* check_flag = what->add_flag(
+            "--check", check, "validate RDMASIM_CONFIG, the RDMASIM_* variables and the --set values");
+        what->require_option(1);
+        config->add_option("--set", sets, "a configuration key, as KEY=VALUE (repeatable)")->needs(check_flag);
+        return config;
+    }
+
+    [[nodiscard]] int run() const {
+        if (reference) return rdmasim::tools::print_config_reference();
+        std::vector<std::pair<std::string, std::string>> settings;
+        if (!split_sets(sets, settings)) return rdmasim::tools::kExitUsage;
+        return rdmasim::tools::check_config(settings);
+    }
+};
+
+} // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"rdmasim: a software-emulated RDMA HCA with a work-queue receive datapath"};
+    app.require_subcommand(1);
+    app.set_version_flag("--version", "rdmasim " RDMASIM_VERSION);
+    std::string log_level = "warn";
+    app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")
+        ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
+
+    rdmasim::tools::ReplayOptions ro;
+    auto* replay = add_replay(app, ro);
+    rdmasim::tools::RunOptions run_opts;
+    SourceFlags source;
     auto* run = app.add_subcommand("run", "Run an unmodified verbs program against emulated devices");
-    add_source_options(run);
+    source.add_to(run);
     run->add_option("command", run_opts.command, "the program and its arguments (after --)")->required();
     auto* env = app.add_subcommand("env", "Print the environment `run` would set, as shell exports");
-    add_source_options(env);
+    source.add_to(env);
 
     rdmasim::tools::StatsOptions so;
     auto* stats_cmd = app.add_subcommand("stats", "Print a --stats file as tables");
     stats_cmd->add_option("file", so.file, "the JSON document --stats wrote")->required();
     stats_cmd->add_flag("--json", so.json, "print the document itself, once checked");
-
-    auto* config = app.add_subcommand("config", "The configuration: every key and its spellings, or a check");
-    bool config_reference = false, config_check = false;
-    std::vector<std::string> config_sets;
-    auto* config_what = config->add_option_group("action", "one of");
-    config_what->add_flag("--reference", config_reference, "print the Markdown table of every key (README.md)");
-    auto* check_flag = config_what->add_flag(
-        "--check", config_check, "validate RDMASIM_CONFIG, the RDMASIM_* variables and the --set values");
-    config_what->require_option(1);
-    config->add_option("--set", config_sets, "a configuration key, as KEY=VALUE (repeatable)")->needs(check_flag);
+    ConfigFlags config_flags;
+    auto* config = config_flags.add_to(app);
 
     try { // every command-line error is a usage error (tools/exit_codes.hpp); --help is 0
         app.parse(argc, argv);
@@ -120,32 +173,9 @@ int main(int argc, char** argv) {
         return app.exit(e) == 0 ? rdmasim::tools::kExitOk : rdmasim::tools::kExitUsage;
     }
     if (stats_cmd->parsed()) return rdmasim::tools::run_stats(so);
-    if (config->parsed()) {
-        if (config_reference) return rdmasim::tools::print_config_reference();
-        std::vector<std::pair<std::string, std::string>> settings;
-        if (!split_sets(config_sets, settings)) return rdmasim::tools::kExitUsage;
-        return rdmasim::tools::check_config(settings);
-    }
+    if (config->parsed()) return config_flags.run();
     if (run->parsed() || env->parsed()) {
-        auto& s = run_opts.settings;
-        if (!pcap.empty()) s.emplace_back("pcap", pcap);
-        if (!devices.empty()) s.emplace_back("devices", devices);
-        if (!iface.empty()) s.emplace_back("iface", iface);
-        if (!pcap_live.empty()) s.emplace_back("pcap_live", pcap_live);
-        if (!filter.empty()) s.emplace_back("filter", filter);
-        if (promisc) s.emplace_back("promisc", "on");
-        if (!wire.empty()) s.emplace_back("wire", wire);
-        if (!tx_capture.empty()) s.emplace_back("tx_capture", tx_capture);
-        if (!link.empty()) s.emplace_back("link", link);
-        if (deterministic) s.emplace_back("engine", "inline");
-        if (!engine.empty()) s.emplace_back("engine", engine);
-        if (!speed.empty()) s.emplace_back("speed", speed);
-        if (!start.empty()) s.emplace_back("start", start);
-        if (!faults.empty()) s.emplace_back("faults", faults);
-        if (!trace.empty()) s.emplace_back("trace", trace);
-        if (!report.empty()) s.emplace_back("report", report);
-        if (!stats.empty()) s.emplace_back("stats", stats);
-        if (!split_sets(sets, s)) return rdmasim::tools::kExitUsage;
+        if (!source.settings(run_opts.settings)) return rdmasim::tools::kExitUsage;
         return run->parsed() ? rdmasim::tools::run_command(run_opts)
                              : rdmasim::tools::print_environment(run_opts);
     }

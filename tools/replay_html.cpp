@@ -25,7 +25,7 @@ Result<void> write_replay_html(const std::string& path, const ReplayReport& repo
     const ReplayOptions& o = report.options;
     sim::HtmlReport r;
     r.title = fmt::format("rdmasim replay {}",
-                          o.file.empty() && report.source ? report.source->describe() : o.file);
+                          o.file.empty() && report.source ? report.source_description : o.file);
     r.clock = sim::report_clock(config);
     r.config = sim::report_config(config);
     r.config.emplace_back("WQs", std::to_string(o.wqs));

@@ -39,7 +39,7 @@ bool stop_worth_reporting(const ReplayReport& r) {
 void print_table(const ReplayReport& r) {
     const ReplayOptions& o = r.options;
     const std::string from =
-        o.file.empty() && r.source != nullptr ? r.source->describe() : o.file;
+        o.file.empty() && r.source != nullptr ? r.source_description : o.file;
     std::printf("replay %s: %u WQs x %u WQEs of %u bytes, flags %s, %s engine\n", from.c_str(),
                 o.wqs, o.ring, o.buf, flag_list(o.flags).c_str(), o.engine.c_str());
     std::printf("\n  %-4s %-8s %10s %12s %8s\n", "WQ", "wq_num", "delivered", "bytes", "drops");
@@ -59,11 +59,11 @@ void print_table(const ReplayReport& r) {
         if (live_source(o))
             std::printf("  source: %s: %llu frames, %llu truncated, %llu records skipped, %llu "
                         "dropped by the kernel\n",
-                        r.source->describe().c_str(), ull(c.frames), ull(c.truncated_records),
+                        r.source_description.c_str(), ull(c.frames), ull(c.truncated_records),
                         ull(c.skipped_records), ull(c.kernel_drops));
         else
             std::printf("  source: %s: %llu headers synthesized, %llu records skipped\n",
-                        r.source->describe().c_str(), ull(c.synthesized_headers),
+                        r.source_description.c_str(), ull(c.synthesized_headers),
                         ull(c.skipped_records));
     }
     if (stop_worth_reporting(r))
@@ -113,7 +113,7 @@ nlohmann::json report_json(const ReplayReport& r) {
     out["port"] = sim::counters_json(r.port);
     if (source_worth_reporting(r)) {
         const net::SourceCounters& c = r.source->counters();
-        out["source"] = {{"description", r.source->describe()},
+        out["source"] = {{"description", r.source_description},
                          {"synthesized_headers", c.synthesized_headers},
                          {"skipped_records", c.skipped_records}};
         if (live_source(r.options)) {

@@ -3,13 +3,14 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <nlohmann/json.hpp>
 #include <vector>
 
 #include "datapath/counters.hpp"
 #include "net/frame_source.hpp"
-#include "sim/faulty_source.hpp"
+#include "sim/frame_faults.hpp"
 #include "sim/pacing_stats.hpp"
 #include "tools/replay.hpp"
 
@@ -28,6 +29,7 @@ struct ReplayReport {
     std::uint64_t completions = 0;            // polled, successful or not
     std::uint64_t error_completions = 0;      // polled with a status other than IBV_WC_SUCCESS
     const net::FrameSource* source = nullptr; // the capture's, for what it made or skipped
+    std::string source_description = {};      // the source's, with the fault stage's (Engine::describe_source)
     std::string_view stopped_by = {};         // "end", "count", "duration", "signal"
     const sim::FaultCounts* faults = nullptr; // with a fault plan: what it injected
     const sim::PacingStats* pacing = nullptr; // a paced replay's lateness, else nullptr

@@ -86,19 +86,26 @@ std::string config_text(const json& c) {
     return out;
 }
 
-std::string device_text(const json& d) {
-    std::string out = fmt::format("\n{}\n", d.at("name").get<std::string>());
-    const json& src = d.at("source");
-    out += fmt::format("  source: {}: {} frames, {} bytes, {} truncated, {} dropped by the kernel{}\n",
+// The source line: what it read and skipped.
+std::string source_text(const json& src) {
+    return fmt::format("  source: {}: {} frames, {} bytes, {} truncated, {} dropped by the kernel{}\n",
                        src.at("description").get<std::string>(), num(src.at("frames")), num(src.at("bytes")),
                        num(src.at("truncated_records")), num(src.at("kernel_drops")),
                        src.at("failure").get<std::string>().empty()
                            ? ""
                            : fmt::format("; failed: {}", src.at("failure").get<std::string>()));
+}
 
+std::uint64_t total(const json& counts) {
+    std::uint64_t sum = 0;
+    for (const auto& [name, n] : counts.items()) sum += n.get<std::uint64_t>();
+    return sum;
+}
+
+// The port's counters, its addresses, ARP and wire counts, and its drops by reason.
+std::string port_text(const json& d) {
     const json& port = d.at("port");
-    std::uint64_t dropped = 0;
-    for (const auto& [name, n] : port.at("drops").items()) dropped += n.get<std::uint64_t>();
+    const std::uint64_t dropped = total(port.at("drops"));
     Table counters({"port counter", "value"});
     counters.add({"offered", num(port.at("frames"))});
     counters.add({"delivered", num(port.at("delivered"))});
@@ -107,8 +114,7 @@ std::string device_text(const json& d) {
     for (const char* k : {"bytes", "delivered_bytes", "fcs_bad", "flushed_wqes", "flush_cq_overflow",
                           "delay_drop_waits", "sniffer_copies"})
         counters.add({k, num(port.at(k))});
-    out += '\n';
-    out += counters.text("  ");
+    std::string out = "\n" + counters.text("  ");
     // Files written before the port had addresses lack these two.
     if (d.contains("addresses")) {
         const json& a = d.at("addresses");
@@ -123,12 +129,15 @@ std::string device_text(const json& d) {
         if (n.get<std::uint64_t>() != 0) drops.add({name, num(n)});
     out += '\n';
     out += dropped != 0 ? drops.text("  ") : std::string("  drops: none\n");
+    return out;
+}
 
+// The queues, alive and destroyed, and why each dropped what it did.
+std::string queues_text(const json& d) {
     Table queues({"queue", "kind", "index", "state", "frames", "delivered", "dropped", "held", "flushed"}, 4);
     std::string reasons;
     for (const json& q : d.at("queues")) {
-        std::uint64_t qdrops = 0;
-        for (const auto& [name, n] : q.at("drops").items()) qdrops += n.get<std::uint64_t>();
+        const std::uint64_t qdrops = total(q.at("drops"));
         const std::string qpn = fmt::format("{:#x}", q.at("qp_num").get<std::uint32_t>());
         queues.add({qpn, q.at("kind").get<std::string>(), q.at("index").is_null() ? "-" : num(q.at("index")),
                     q.at("destroyed").get<bool>() ? "destroyed" : "alive", num(q.at("frames")),
@@ -136,7 +145,7 @@ std::string device_text(const json& d) {
                     num(q.at("flushed_wqes"))});
         if (qdrops != 0) reasons += fmt::format("    {}: {}\n", qpn, non_zero(q.at("drops")));
     }
-    out += '\n';
+    std::string out = "\n";
     out += d.at("queues").empty() ? std::string("  queues: none\n") : queues.text("  ");
     if (!reasons.empty()) {
         out += "  queue drops:\n";
@@ -144,10 +153,14 @@ std::string device_text(const json& d) {
     }
     if (const auto lost = d.at("queues_unrecorded").get<std::uint64_t>(); lost != 0)
         out += fmt::format("  ({} destroyed queue(s) not recorded: out of memory)\n", lost);
+    return out;
+}
 
+// What was sent, the faults and failed verbs, the pacing.
+std::string send_text(const json& d) {
     const json& send = d.at("send");
-    out += fmt::format("\n  sent: {} frames, {} bytes, {} not sent\n", num(send.at("frames")),
-                       num(send.at("bytes")), num(send.at("not_sent")));
+    std::string out = fmt::format("\n  sent: {} frames, {} bytes, {} not sent\n", num(send.at("frames")),
+                                  num(send.at("bytes")), num(send.at("not_sent")));
     out += fmt::format("  faults injected: {}\n", non_zero(d.at("faults")));
     out += fmt::format("  verbs failed: {}\n", non_zero(d.at("verb_fails")));
     if (d.contains("pacing")) {
@@ -158,6 +171,15 @@ std::string device_text(const json& d) {
                            p.at("schedule_s").get<double>(), p.at("p50_us").get<double>(),
                            p.at("p99_us").get<double>(), p.at("max_us").get<double>());
     }
+    return out;
+}
+
+std::string device_text(const json& d) {
+    std::string out = fmt::format("\n{}\n", d.at("name").get<std::string>());
+    out += source_text(d.at("source"));
+    out += port_text(d);
+    out += queues_text(d);
+    out += send_text(d);
     return out;
 }
 

@@ -13,7 +13,8 @@
 
 #include "net/memory_source.hpp"
 #include "sim/faulty_sink.hpp"
-#include "sim/faulty_source.hpp"
+#include "sim/burst.hpp"
+#include "sim/fault_stage.hpp"
 #include "support/golden_frames.hpp"
 
 using namespace rdmasim;
@@ -104,10 +105,10 @@ TEST_CASE("FaultySink: only dir=tx and dir=both frame faults, on their device", 
     // ... and the receive side takes dir=both but not dir=tx.
     auto plan = sim::FaultPlan::parse("drop:p=0.5,dir=tx");
     REQUIRE(plan);
-    CHECK_FALSE(sim::FaultySource::wanted(plan.value(), 0));
+    CHECK_FALSE(sim::FaultStage::wanted(plan.value(), 0));
     plan = sim::FaultPlan::parse("drop:p=0.5,dir=both");
     REQUIRE(plan);
-    CHECK(sim::FaultySource::wanted(plan.value(), 0));
+    CHECK(sim::FaultStage::wanted(plan.value(), 0));
 }
 
 TEST_CASE("FaultySink: drop:every=3,dir=tx never sends every third frame, and counts it",
@@ -237,11 +238,11 @@ TEST_CASE("dir=both: each side has its own stream; the receive side's is the dir
         auto src = std::make_unique<net::MemorySource>();
         for (unsigned i = 0; i < n; ++i) src->push(numbered(i % 256), i * 1000ull);
         src->close();
-        auto s = sim::FaultySource::wrap(std::move(src), plan.value(), 0);
+        auto s = sim::FaultStage::make(plan.value(), 0);
         REQUIRE(s);
         std::vector<bool> lost;
         net::Frame f;
-        while (s.value()->next(f)) lost.push_back(f.lost);
+        while (sim::pull_through(*src, *s.value(), f)) lost.push_back(f.lost);
         return lost;
     };
     // The transmit side: which of n frames it loses.

@@ -1,5 +1,5 @@
 // Frame faults on the receive side (sim/README.md, "Fault injection"): the
-// FaultySource alone, frame by frame, and through a device's port, where
+// FaultStage alone, frame by frame (sim::pull_through), and through a device's port, where
 // every frame keeps its account: offered = delivered + drops, duplicates
 // counted as offered, a lost frame as fault_drops.
 #include <catch2/catch.hpp>
@@ -16,7 +16,8 @@
 #include "net/crc32.hpp"
 #include "net/memory_source.hpp"
 #include "sim/config.hpp"
-#include "sim/faulty_source.hpp"
+#include "sim/burst.hpp"
+#include "sim/fault_stage.hpp"
 #include "sim/simulator.hpp"
 #include "support/golden_frames.hpp"
 #include "support/sim_fixture.hpp"
@@ -51,14 +52,14 @@ std::vector<Out> run(const std::string& plan_text, std::unique_ptr<net::FrameSou
                      sim::FaultCounts* injected = nullptr) {
     auto plan = sim::FaultPlan::parse(plan_text);
     REQUIRE(plan);
-    auto wrapped = sim::FaultySource::wrap(std::move(src), plan.value(), 0);
-    REQUIRE(wrapped);
+    auto stage = sim::FaultStage::make(plan.value(), 0);
+    REQUIRE(stage);
     std::vector<Out> out;
     net::Frame f;
-    while (wrapped.value()->next(f))
+    while (sim::pull_through(*src, *stage.value(), f))
         out.push_back({Buf(f.data, f.data + f.len), f.ts_ns, f.fcs_len, f.lost});
-    CHECK(wrapped.value()->exhausted());
-    if (injected) *injected = wrapped.value()->injected();
+    CHECK((src->exhausted() && stage.value()->empty()));
+    if (injected) *injected = stage.value()->injected();
     return out;
 }
 
@@ -159,7 +160,7 @@ TEST_CASE("a filter narrows a fault to the frames it matches", "[sim][faults]") 
     for (std::size_t i = 0; i < out.size(); ++i) CHECK(out[i].lost == (i % 2 == 1));
     auto plan = sim::FaultPlan::parse("drop:every=1,filter=tcp port nope");
     REQUIRE(plan);
-    auto bad = sim::FaultySource::wrap(numbered(1), plan.value(), 0);
+    auto bad = sim::FaultStage::make(plan.value(), 0);
     REQUIRE_FALSE(bad);
     CHECK_THAT(bad.error().message, Catch::Contains("column 1") && Catch::Contains("tcp port nope"));
 }

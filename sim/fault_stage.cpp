@@ -1,4 +1,4 @@
-#include "sim/faulty_source.hpp"
+#include "sim/fault_stage.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -7,8 +7,6 @@
 #include "device/device.hpp"
 
 namespace rdmasim::sim {
-
-FaultySource::~FaultySource() = default;
 
 namespace {
 
@@ -20,40 +18,35 @@ bool injected_here(const FaultSpec& f, std::uint32_t index) {
 
 } // namespace
 
-bool FaultySource::wanted(const FaultPlan& plan, std::uint32_t index) {
+bool FaultStage::wanted(const FaultPlan& plan, std::uint32_t index) {
     return std::any_of(plan.faults.begin(), plan.faults.end(),
                        [index](const FaultSpec& f) { return injected_here(f, index); });
 }
 
-Result<std::unique_ptr<FaultySource>> FaultySource::wrap(std::unique_ptr<net::FrameSource> inner,
-                                                         const FaultPlan& plan, std::uint32_t index,
-                                                         device::Device* dev, Trace* trace) {
-    std::unique_ptr<FaultySource> s(new FaultySource(std::move(inner)));
-    s->dev_ = dev;
-    FaultySource* self = s.get();
-    s->faults_ = std::make_unique<FrameFaults>(index, Direction::rx, trace,
-                                               [self](const FaultSpec& spec) { return self->fire(spec); });
+FaultStage::FaultStage(std::uint32_t index, device::Device* dev, Trace* trace)
+    : dev_(dev), faults_(index, Direction::rx, trace, [this](const FaultSpec& spec) { return fire(spec); }) {}
+
+FaultStage::~FaultStage() = default;
+
+Result<std::unique_ptr<FaultStage>> FaultStage::make(const FaultPlan& plan, std::uint32_t index,
+                                                     device::Device* dev, Trace* trace) {
+    std::unique_ptr<FaultStage> s(new FaultStage(index, dev, trace));
     for (std::size_t i = 0; i < plan.faults.size(); ++i) {
         const FaultSpec& spec = plan.faults[i];
         if (!injected_here(spec, index)) continue;
         if (!is_frame_fault(spec.kind) && dev == nullptr)
             return make_error(EINVAL, fmt::format("fault plan, column {}: {} needs a device",
                                                   spec.column, fault_kind_name(spec.kind)));
-        if (auto r = s->faults_->add(plan, i); !r) return r.error();
+        if (auto r = s->faults_.add(plan, i); !r) return r.error();
     }
     return s;
 }
 
-bool FaultySource::exhausted() const noexcept { return faults_->empty() && inner_->exhausted(); }
-
-std::string FaultySource::describe() const {
-    return inner_->describe() + fmt::format(" with {} frame fault{}", faults_->size(),
-                                            faults_->size() == 1 ? "" : "s");
+std::string FaultStage::describe_suffix() const {
+    return fmt::format(" with {} frame fault{}", faults_.size(), faults_.size() == 1 ? "" : "s");
 }
 
-const net::SourceCounters& FaultySource::counters() const noexcept { return inner_->counters(); }
-
-FrameFaults::Effect FaultySource::fire(const FaultSpec& spec) {
+FrameFaults::Effect FaultStage::fire(const FaultSpec& spec) {
     // Each acts before this frame enters the port; a target that is gone is passed over.
     const device::RxTarget target{spec.wq, spec.qp};
     switch (spec.kind) {
@@ -86,37 +79,26 @@ FrameFaults::Effect FaultySource::fire(const FaultSpec& spec) {
     }
 }
 
-bool FaultySource::gone() {
+bool FaultStage::gone() {
     if (dead_) return true;
     if (down_left_ == 0) return false;
     if (--down_left_ == 0) device::set_port_up(*dev_, true);
     return true;
 }
 
-bool FaultySource::next(net::Frame& out) noexcept {
-    try {
-        for (;;) {
-            if (faults_->pop(out)) return true;
-            net::Frame f;
-            if (!inner_->next(f)) {
-                if (!faults_->holding() || !inner_->exhausted()) {
-                    if (down_left_ != 0 && inner_->exhausted()) { // nothing more to miss
-                        down_left_ = 0;
-                        if (!dead_) device::set_port_up(*dev_, true);
-                    }
-                    return false;
-                }
-                faults_->flush();
-                continue;
-            }
-            if (!faults_->offer(f, gone())) {
-                out = f; // untouched, nothing waiting: handed over as borrowed
-                return true;
-            }
-        }
-    } catch (const std::bad_alloc&) {
-        return false; // copies could not be made: the frame is not handed over
+bool FaultStage::offer(const net::Frame& f) { return faults_.offer(f, gone()); }
+
+bool FaultStage::source_dry(bool source_exhausted) {
+    if (!source_exhausted) return false;
+    if (faults_.holding()) {
+        faults_.flush();
+        return true;
     }
+    if (down_left_ != 0) { // nothing more to miss
+        down_left_ = 0;
+        if (!dead_) device::set_port_up(*dev_, true);
+    }
+    return false;
 }
 
 } // namespace rdmasim::sim
