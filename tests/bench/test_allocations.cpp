@@ -17,6 +17,7 @@
 #include "sim/config.hpp"
 #include "sim/simulator.hpp"
 #include "tests/bench/bench_receiver.h"
+#include "tests/support/raw_qp.hpp"
 #include "tests/support/synthetic_source.hpp"
 
 namespace {
@@ -120,23 +121,8 @@ TEST_CASE("ibv_post_send on a raw QP allocates nothing per frame", "[alloc]") {
     REQUIRE(pd != nullptr);
     ibv_cq* cq = ibv_create_cq(dev.ctx, 64, nullptr, nullptr, 0);
     REQUIRE(cq != nullptr);
-    ibv_qp_init_attr_ex a{};
-    a.qp_type = IBV_QPT_RAW_PACKET;
-    a.comp_mask = IBV_QP_INIT_ATTR_PD;
-    a.pd = pd;
-    a.send_cq = a.recv_cq = cq;
-    a.cap.max_send_wr = a.cap.max_recv_wr = 16;
-    a.cap.max_send_sge = a.cap.max_recv_sge = 1;
-    ibv_qp* qp = ibv_create_qp_ex(dev.ctx, &a);
-    REQUIRE(qp != nullptr);
-    ibv_qp_attr m{};
-    m.qp_state = IBV_QPS_INIT;
-    m.port_num = 1;
-    REQUIRE(ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_PORT) == 0);
-    m.qp_state = IBV_QPS_RTR;
-    REQUIRE(ibv_modify_qp(qp, &m, IBV_QP_STATE) == 0);
-    m.qp_state = IBV_QPS_RTS;
-    REQUIRE(ibv_modify_qp(qp, &m, IBV_QP_STATE) == 0);
+    ibv_qp* qp = rdmasim::test::make_raw_qp(pd, cq, cq); // 16 WQEs each way
+    rdmasim::test::raw_qp_to_rts(qp);
 
     // A 64-byte IPv4/UDP frame to a MAC no flow matches: it leaves the port, no sink takes it.
     std::uint8_t frame[64] = {0x02, 0x00, 0x00, 0x00, 0x00, 0x09, 0x02, 0x00, 0x00, 0x00, 0x00, 0x01,

@@ -17,19 +17,9 @@ using datapath::SendWr;
 using datapath::Sge;
 using test::Faults;
 using test::RocePair;
+using test::rdma_wr;
 
 namespace {
-
-SendWr op_to(std::uint64_t id, SendOp op, const void* remote, std::uint32_t rkey,
-             std::uint64_t bytes = 0) {
-    SendWr w;
-    w.wr_id = id;
-    w.op = op;
-    w.remote_addr = reinterpret_cast<std::uint64_t>(remote);
-    w.rkey = rkey;
-    w.compare_add = bytes; // ATOMIC_WRITE: the 8 bytes, in memory order
-    return w;
-}
 
 std::uint64_t bytes_of(const char (&s)[9]) {
     std::uint64_t v;
@@ -44,7 +34,7 @@ TEST_CASE("atomic write: one packet out, an empty READ RESPONSE ONLY back, IBV_W
     RocePair pr;
     alignas(8) std::uint8_t dst[24] = {};
     const std::uint32_t rkey = pr.b.reg(dst, sizeof dst);
-    REQUIRE(pr.a.qp->post_send(op_to(9, SendOp::atomic_write, dst + 8, rkey, bytes_of("atomic!!")),
+    REQUIRE(pr.a.qp->post_send(rdma_wr(9, SendOp::atomic_write, dst + 8, rkey, bytes_of("atomic!!")),
                                {}, pr.now) == 0);
     pr.run_idle();
     CHECK(std::memcmp(dst + 8, "atomic!!", 8) == 0);
@@ -62,10 +52,10 @@ TEST_CASE("atomic write: one packet out, an empty READ RESPONSE ONLY back, IBV_W
 
     // Not on UC, not with SGEs, not inline.
     Sge s{reinterpret_cast<std::uint64_t>(dst), 8, 0};
-    CHECK(pr.a.qp->post_send(op_to(10, SendOp::atomic_write, dst, rkey), test::one_sge(s), pr.now) ==
+    CHECK(pr.a.qp->post_send(rdma_wr(10, SendOp::atomic_write, dst, rkey), test::one_sge(s), pr.now) ==
           EINVAL);
     RocePair uc(datapath::QpTransport::uc);
-    CHECK(uc.a.qp->post_send(op_to(1, SendOp::atomic_write, dst, rkey), {}, uc.now) == EINVAL);
+    CHECK(uc.a.qp->post_send(rdma_wr(1, SendOp::atomic_write, dst, rkey), {}, uc.now) == EINVAL);
 }
 
 TEST_CASE("atomic write: duplicates are answered, not executed again (lossy channel)",
@@ -84,10 +74,10 @@ TEST_CASE("atomic write: duplicates are answered, not executed again (lossy chan
         Sge s{reinterpret_cast<std::uint64_t>(second), 8, pr.a.reg(second, 8)};
         std::uint64_t id = 0;
         for (int k = 0; k < 4; ++k) {
-            REQUIRE(pr.a.qp->post_send(op_to(++id, SendOp::atomic_write, dst + 8 * k, rkey,
+            REQUIRE(pr.a.qp->post_send(rdma_wr(++id, SendOp::atomic_write, dst + 8 * k, rkey,
                                              bytes_of("first...")),
                                        {}, pr.now) == 0);
-            REQUIRE(pr.a.qp->post_send(op_to(++id, SendOp::write, dst + 8 * k, rkey),
+            REQUIRE(pr.a.qp->post_send(rdma_wr(++id, SendOp::write, dst + 8 * k, rkey),
                                        test::one_sge(s), pr.now) == 0);
         }
         pr.run_until([&] { return pr.a.send_cqes.size() == 8; });
@@ -110,7 +100,7 @@ TEST_CASE("atomic write: no remote write access is a remote access error; misali
     SECTION("MR without remote write") {
         RocePair pr;
         const std::uint32_t rkey = pr.b.reg(dst, sizeof dst, true, false, true);
-        REQUIRE(pr.a.qp->post_send(op_to(1, SendOp::atomic_write, dst, rkey, 1), {}, pr.now) == 0);
+        REQUIRE(pr.a.qp->post_send(rdma_wr(1, SendOp::atomic_write, dst, rkey, 1), {}, pr.now) == 0);
         pr.run_idle();
         REQUIRE(pr.a.send_cqes.size() == 1);
         CHECK(pr.a.send_cqes[0].status == IBV_WC_REM_ACCESS_ERR);
@@ -120,7 +110,7 @@ TEST_CASE("atomic write: no remote write access is a remote access error; misali
         RocePair pr(datapath::QpTransport::rc, {}, {},
                     [](auto&, auto& b) { b.access = IBV_ACCESS_REMOTE_READ; });
         const std::uint32_t rkey = pr.b.reg(dst, sizeof dst);
-        REQUIRE(pr.a.qp->post_send(op_to(1, SendOp::atomic_write, dst, rkey, 1), {}, pr.now) == 0);
+        REQUIRE(pr.a.qp->post_send(rdma_wr(1, SendOp::atomic_write, dst, rkey, 1), {}, pr.now) == 0);
         pr.run_idle();
         REQUIRE(pr.a.send_cqes.size() == 1);
         CHECK(pr.a.send_cqes[0].status == IBV_WC_REM_ACCESS_ERR);
@@ -128,7 +118,7 @@ TEST_CASE("atomic write: no remote write access is a remote access error; misali
     SECTION("an address not 8-byte aligned") {
         RocePair pr;
         const std::uint32_t rkey = pr.b.reg(dst, sizeof dst);
-        REQUIRE(pr.a.qp->post_send(op_to(1, SendOp::atomic_write, dst + 4, rkey, 1), {}, pr.now) == 0);
+        REQUIRE(pr.a.qp->post_send(rdma_wr(1, SendOp::atomic_write, dst + 4, rkey, 1), {}, pr.now) == 0);
         pr.run_idle();
         REQUIRE(pr.a.send_cqes.size() == 1);
         CHECK(pr.a.send_cqes[0].status == IBV_WC_REM_INV_REQ_ERR);

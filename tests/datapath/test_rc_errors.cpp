@@ -21,14 +21,7 @@ using datapath::Sge;
 using datapath::TransportEvent;
 using datapath::TransportState;
 using test::RocePair;
-
-namespace {
-SendWr send_wr(std::uint64_t id) {
-    SendWr w;
-    w.wr_id = id;
-    return w;
-}
-} // namespace
+using test::send_wr;
 
 TEST_CASE("rc errors: the ACK timeout is 4.096 us * 2^timeout and the requester gives up with "
           "RETRY_EXC_ERR after retry_cnt retries",

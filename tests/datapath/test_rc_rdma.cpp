@@ -19,17 +19,9 @@ using datapath::Sge;
 using datapath::TransportEvent;
 using datapath::TransportState;
 using test::RocePair;
+using test::rdma_wr;
 
 namespace {
-
-SendWr rdma(std::uint64_t id, SendOp op, const void* remote, std::uint32_t rkey) {
-    SendWr w;
-    w.wr_id = id;
-    w.op = op;
-    w.remote_addr = reinterpret_cast<std::uint64_t>(remote);
-    w.rkey = rkey;
-    return w;
-}
 
 void fill(std::vector<std::uint8_t>& v, std::uint8_t seed) {
     for (std::size_t i = 0; i < v.size(); ++i)
@@ -46,7 +38,7 @@ TEST_CASE("rc rdma: WRITE of 5000 bytes lands at the remote address; WRITE with 
     fill(src, 1);
     Sge s{reinterpret_cast<std::uint64_t>(src.data()), 5000, pr.a.reg(src.data(), src.size())};
     const std::uint32_t rkey = pr.b.reg(dst.data(), dst.size());
-    REQUIRE(pr.a.qp->post_send(rdma(1, SendOp::write, dst.data() + 100, rkey), test::one_sge(s),
+    REQUIRE(pr.a.qp->post_send(rdma_wr(1, SendOp::write, dst.data() + 100, rkey), test::one_sge(s),
                                pr.now) == 0);
     pr.run_idle();
     CHECK(std::memcmp(dst.data() + 100, src.data(), 5000) == 0);
@@ -62,7 +54,7 @@ TEST_CASE("rc rdma: WRITE of 5000 bytes lands at the remote address; WRITE with 
 
     std::uint8_t rb[16];
     pr.b.post_recv(9, rb, sizeof rb, pr.b.reg(rb, sizeof rb));
-    SendWr w = rdma(2, SendOp::write_imm, dst.data(), rkey);
+    SendWr w = rdma_wr(2, SendOp::write_imm, dst.data(), rkey);
     w.imm = 0xcafe;
     s.length = 700;
     REQUIRE(pr.a.qp->post_send(w, test::one_sge(s), pr.now) == 0);
@@ -95,7 +87,7 @@ TEST_CASE("rc rdma: READ of 10,000 bytes comes back in responses scattered over 
         std::fill(local.begin(), local.end(), 0);
         Sge sg[2] = {{reinterpret_cast<std::uint64_t>(local.data()), 3000, lkey},
                      {reinterpret_cast<std::uint64_t>(local.data() + 4000), 7000, lkey}};
-        REQUIRE(pr.a.qp->post_send(rdma(round, SendOp::read, remote.data(), rkey), sg, pr.now) ==
+        REQUIRE(pr.a.qp->post_send(rdma_wr(round, SendOp::read, remote.data(), rkey), sg, pr.now) ==
                 0);
         pr.run_until([&] { return pr.a.send_cqes.size() == static_cast<std::size_t>(round + 1); });
         REQUIRE(pr.a.send_cqes.size() == static_cast<std::size_t>(round + 1));
@@ -129,7 +121,7 @@ TEST_CASE("rc rdma: compare-and-swap and fetch-and-add return the original value
     const std::uint32_t lkey = pr.a.reg(result, sizeof result);
     // 50 fetch-and-adds of 3, then a failing and a succeeding compare-and-swap.
     for (int i = 0; i < 50; ++i) {
-        SendWr w = rdma(i, SendOp::fetch_add, &target, rkey);
+        SendWr w = rdma_wr(i, SendOp::fetch_add, &target, rkey);
         w.compare_add = 3;
         Sge s{reinterpret_cast<std::uint64_t>(&result[i]), 8, lkey};
         REQUIRE(pr.a.qp->post_send(w, test::one_sge(s), pr.now) == 0);
@@ -143,10 +135,10 @@ TEST_CASE("rc rdma: compare-and-swap and fetch-and-add return the original value
         CHECK(pr.a.send_cqes[i].byte_len == 8);
         CHECK(result[i] == 10 + 3u * i);
     }
-    SendWr miss = rdma(100, SendOp::cmp_swp, &target, rkey);
+    SendWr miss = rdma_wr(100, SendOp::cmp_swp, &target, rkey);
     miss.compare_add = 1;
     miss.swap = 999;
-    SendWr hit = rdma(101, SendOp::cmp_swp, &target, rkey);
+    SendWr hit = rdma_wr(101, SendOp::cmp_swp, &target, rkey);
     hit.compare_add = 160;
     hit.swap = 7;
     Sge s1{reinterpret_cast<std::uint64_t>(&result[50]), 8, lkey};
@@ -170,7 +162,7 @@ TEST_CASE("rc rdma: a WRITE to an MR without remote write access: REM_ACCESS_ERR
     const std::uint32_t ro = pr.b.reg(dst.data(), 64, true, false, false); // remote read only
     std::uint8_t rb[64];
     pr.b.post_recv(1, rb, 64, pr.b.reg(rb, 64));
-    REQUIRE(pr.a.qp->post_send(rdma(1, SendOp::write, dst.data(), ro), test::one_sge(s), pr.now) ==
+    REQUIRE(pr.a.qp->post_send(rdma_wr(1, SendOp::write, dst.data(), ro), test::one_sge(s), pr.now) ==
             0);
     SendWr after;
     after.wr_id = 2;
@@ -210,7 +202,7 @@ TEST_CASE("rc rdma: READ with a bad rkey, and a READ out of the MR's bounds, fai
     const std::uint32_t key = variant == 0 ? rkey + 1 : rkey; // 0: wrong key
     const std::uint32_t len_ok = variant == 1 ? 512 : 256;    // 1: past the end
     s.length = len_ok;
-    REQUIRE(pr.a.qp->post_send(rdma(1, SendOp::read, remote.data(), key), test::one_sge(s),
+    REQUIRE(pr.a.qp->post_send(rdma_wr(1, SendOp::read, remote.data(), key), test::one_sge(s),
                                pr.now) == 0);
     pr.run_idle();
     REQUIRE(pr.a.send_cqes.size() == 1);

@@ -21,15 +21,9 @@ using datapath::SendOp;
 using datapath::SendWr;
 using datapath::Sge;
 using test::RocePair;
+using test::send_wr;
 
 namespace {
-
-SendWr send_wr(std::uint64_t id, SendOp op = SendOp::send) {
-    SendWr w;
-    w.wr_id = id;
-    w.op = op;
-    return w;
-}
 
 std::uint8_t pattern(std::uint32_t msg, std::uint32_t j) {
     return static_cast<std::uint8_t>(msg * 31 + j * 7 + 3);

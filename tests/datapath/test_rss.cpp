@@ -10,6 +10,7 @@
 
 #include "datapath/rss.hpp"
 #include "datapath/toeplitz.hpp"
+#include "support/ms_rss_vectors.hpp"
 
 using namespace rdmasim;
 using datapath::Toeplitz;
@@ -17,6 +18,8 @@ using datapath::Toeplitz;
 namespace {
 
 using datapath::kMicrosoftRssKey;
+using test::kV4Rows;
+using test::V4Row;
 
 constexpr std::uint64_t kIpv4 = IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4;
 constexpr std::uint64_t kIpv6 = IBV_RX_HASH_SRC_IPV6 | IBV_RX_HASH_DST_IPV6;
@@ -87,20 +90,6 @@ FrameDesc v4(std::array<std::uint8_t, 4> src, std::array<std::uint8_t, 4> dst, s
     d.dst_port = dport;
     return d;
 }
-
-struct V4Row {
-    std::array<std::uint8_t, 4> src, dst;
-    std::uint16_t src_port, dst_port;
-    std::uint32_t ip_hash, ip_tcp_hash;
-};
-
-const V4Row kV4Rows[] = {
-    {{66, 9, 149, 187}, {161, 142, 100, 80}, 2794, 1766, 0x323e8fc2, 0x51ccc178},
-    {{199, 92, 111, 2}, {65, 69, 140, 83}, 14230, 4739, 0xd718262a, 0xc626b0ea},
-    {{24, 19, 198, 95}, {12, 22, 207, 184}, 12898, 38024, 0xd2d0a5de, 0x5c2b394a},
-    {{38, 27, 205, 30}, {209, 142, 163, 6}, 48228, 2217, 0x82989176, 0xafc7327f},
-    {{153, 39, 163, 191}, {202, 188, 127, 2}, 44251, 1303, 0x5d1809c5, 0x10e828a2},
-};
 
 // 3ffe:2501:200:1fff::7:2794 -> 3ffe:2501:200:3::1:1766
 FrameDesc v6_row0() {

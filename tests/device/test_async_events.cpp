@@ -6,9 +6,7 @@
 // ib_uverbs_release_uevent), so a program never reads a freed object.
 #include <catch2/catch.hpp>
 
-#include <fcntl.h>
 #include <infiniband/verbs.h>
-#include <poll.h>
 
 #include <cerrno>
 #include <cstdint>
@@ -18,40 +16,18 @@
 #include "device/wq.hpp"
 #include "tests/device/thread_helpers.hpp"
 #include "tests/device/verbs_helpers.hpp"
+#include "tests/support/verbs_events.hpp"
 
 using namespace rdmasim;
 using namespace rdmasim::test;
 
 namespace {
 
-bool readable(int fd) {
-    pollfd p{fd, POLLIN, 0};
-    return ::poll(&p, 1, 0) == 1 && (p.revents & POLLIN) != 0;
-}
-
-void set_nonblocking(int fd) {
-    const int flags = ::fcntl(fd, F_GETFL);
-    REQUIRE(flags >= 0);
-    REQUIRE(::fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0);
-}
-
 // Overflows `cq` (capacity + 1 frames into a WQ completing on it), then
 // removes the WQ and its steering: IBV_EVENT_CQ_ERR for `cq` is queued and
 // nothing else uses the CQ.
 void overflow(SimFixture& fx, ibv_cq* cq) {
-    const auto capacity = static_cast<std::uint32_t>(cq->cqe);
-    ibv_wq* wq = make_wq(fx.pd, cq, capacity + 1);
-    REQUIRE(set_wq_state(wq, IBV_WQS_RDY) == 0);
-    MrBuffer buf(fx.pd, capacity + 1);
-    for (std::uint32_t i = 0; i <= capacity; ++i)
-        REQUIRE(post_wq(wq, i, buf.sge(i)) == 0);
-    {
-        Steering steer(fx.pd, {wq});
-        for (std::uint32_t i = 0; i <= capacity; ++i)
-            fx.offer(eth_frame(kDstMac, kSrcMac, 0x88b5));
-        fx.pump_all();
-    }
-    REQUIRE(ibv_destroy_wq(wq) == 0);
+    complete_through_wq(fx, cq, static_cast<std::uint32_t>(cq->cqe) + 1);
     REQUIRE(drops(fx, datapath::Drop::cq_overflow) >= 1);
 }
 
@@ -72,22 +48,6 @@ void check_no_event(ibv_context* ctx) {
     CHECK(rc == -1);
     CHECK(errno == EAGAIN);
     if (rc == 0) ibv_ack_async_event(&ev);
-}
-
-ibv_qp* make_raw_qp(ibv_pd* pd, ibv_cq* cq) {
-    ibv_qp_init_attr_ex a{};
-    a.qp_type = IBV_QPT_RAW_PACKET;
-    a.comp_mask = IBV_QP_INIT_ATTR_PD;
-    a.pd = pd;
-    a.send_cq = cq;
-    a.recv_cq = cq;
-    a.cap.max_recv_wr = 4;
-    a.cap.max_send_wr = 4;
-    a.cap.max_recv_sge = 1;
-    a.cap.max_send_sge = 1;
-    ibv_qp* qp = ibv_create_qp_ex(pd->context, &a);
-    REQUIRE(qp != nullptr);
-    return qp;
 }
 
 // What the hardware would raise on a QP: the emulator has no fault that
@@ -212,14 +172,14 @@ TEST_CASE("a QP event: an unread one goes with its QP, a read one holds ibv_dest
     ibv_cq* cq = make_cq(fx.ctx);
 
     SECTION("unread: dropped") {
-        ibv_qp* qp = make_raw_qp(fx.pd, cq);
+        ibv_qp* qp = make_raw_qp(fx.pd, cq, cq, {.send_wr = 4, .recv_wr = 4});
         raise_qp_fatal(qp);
         REQUIRE(readable(fx.ctx->async_fd));
         CHECK(ibv_destroy_qp(qp) == 0);
         check_no_event(fx.ctx);
     }
     SECTION("read: destroy waits for the ack") {
-        ibv_qp* qp = make_raw_qp(fx.pd, cq);
+        ibv_qp* qp = make_raw_qp(fx.pd, cq, cq, {.send_wr = 4, .recv_wr = 4});
         raise_qp_fatal(qp);
         ibv_async_event ev = next_event(fx.ctx);
         REQUIRE(ev.event_type == IBV_EVENT_QP_FATAL);

@@ -5,9 +5,7 @@
 // leaves the channel (ib_uverbs_release_ucq), and the channel's fd says so.
 #include <catch2/catch.hpp>
 
-#include <fcntl.h>
 #include <infiniband/verbs.h>
-#include <poll.h>
 
 #include <cerrno>
 #include <cstdint>
@@ -15,37 +13,18 @@
 
 #include "tests/device/thread_helpers.hpp"
 #include "tests/device/verbs_helpers.hpp"
+#include "tests/support/verbs_events.hpp"
 
 using namespace rdmasim;
 using namespace rdmasim::test;
 
 namespace {
 
-bool readable(int fd) {
-    pollfd p{fd, POLLIN, 0};
-    return ::poll(&p, 1, 0) == 1 && (p.revents & POLLIN) != 0;
-}
-
-void set_nonblocking(int fd) {
-    const int flags = ::fcntl(fd, F_GETFL);
-    REQUIRE(flags >= 0);
-    REQUIRE(::fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0);
-}
-
 // Arms `cq` and completes one frame on it through a WQ that is then removed:
 // one completion event for `cq` is on its channel, one completion in `cq`.
 void fire(SimFixture& fx, ibv_cq* cq) {
     REQUIRE(ibv_req_notify_cq(cq, 0) == 0);
-    ibv_wq* wq = make_wq(fx.pd, cq, 1);
-    REQUIRE(set_wq_state(wq, IBV_WQS_RDY) == 0);
-    MrBuffer buf(fx.pd, 1);
-    REQUIRE(post_wq(wq, 1, buf.sge(0)) == 0);
-    {
-        Steering steer(fx.pd, {wq});
-        fx.offer(eth_frame(kDstMac, kSrcMac, 0x88b5));
-        fx.pump_all();
-    }
-    REQUIRE(ibv_destroy_wq(wq) == 0);
+    complete_through_wq(fx, cq, 1);
 }
 
 // Nothing is left on the channel: its fd does not poll readable and a

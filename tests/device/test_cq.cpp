@@ -2,23 +2,18 @@
 #include <catch2/catch.hpp>
 
 #include <infiniband/verbs.h>
-#include <poll.h>
 
 #include <cerrno>
 #include <cstring>
 #include <vector>
 
 #include "tests/device/verbs_helpers.hpp"
+#include "tests/support/verbs_events.hpp"
 
 using namespace rdmasim;
 using namespace rdmasim::test;
 
 namespace {
-
-bool readable(int fd) {
-    pollfd p{fd, POLLIN, 0};
-    return ::poll(&p, 1, 0) == 1 && (p.revents & POLLIN) != 0;
-}
 
 ibv_cq_init_attr_ex cq_ex_attr(std::uint64_t wc_flags, std::uint32_t cqe = 16) {
     ibv_cq_init_attr_ex a{};

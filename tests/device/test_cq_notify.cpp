@@ -38,20 +38,6 @@ bool event_within(ibv_comp_channel* ch, int ms) {
     return ::poll(&p, 1, ms) == 1 && (p.revents & POLLIN) != 0;
 }
 
-// One signaled send on a raw-packet QP in RTS: it completes, and the
-// device is serviced, before this returns.
-int send_one(ibv_qp* qp, Frame& frame, std::uint64_t wr_id) {
-    ibv_sge sge{reinterpret_cast<std::uintptr_t>(frame.data()), static_cast<std::uint32_t>(frame.size()), 0};
-    ibv_send_wr wr{};
-    wr.wr_id = wr_id;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.opcode = IBV_WR_SEND;
-    wr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
-    ibv_send_wr* bad = nullptr;
-    return ibv_post_send(qp, &wr, &bad);
-}
-
 // One CQ on a completion channel, and a raw-packet QP in RTS sending into it.
 struct Rig {
     explicit Rig(SimFixture& fx, bool with_channel = true) {
@@ -62,27 +48,8 @@ struct Rig {
         }
         cq = ibv_create_cq(fx.ctx, kCqDepth, nullptr, ch, 0);
         REQUIRE(cq != nullptr);
-        ibv_qp_init_attr_ex a{};
-        a.qp_type = IBV_QPT_RAW_PACKET;
-        a.comp_mask = IBV_QP_INIT_ATTR_PD;
-        a.pd = fx.pd;
-        a.send_cq = cq;
-        a.recv_cq = cq;
-        a.cap.max_send_wr = kCqDepth;
-        a.cap.max_recv_wr = 1;
-        a.cap.max_send_sge = 1;
-        a.cap.max_recv_sge = 1;
-        a.cap.max_inline_data = 64;
-        qp = ibv_create_qp_ex(fx.ctx, &a);
-        REQUIRE(qp != nullptr);
-        ibv_qp_attr m{};
-        m.qp_state = IBV_QPS_INIT;
-        m.port_num = 1;
-        REQUIRE(ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_PORT) == 0);
-        m.qp_state = IBV_QPS_RTR;
-        REQUIRE(ibv_modify_qp(qp, &m, IBV_QP_STATE) == 0);
-        m.qp_state = IBV_QPS_RTS;
-        REQUIRE(ibv_modify_qp(qp, &m, IBV_QP_STATE) == 0);
+        qp = make_raw_qp(fx.pd, cq, cq, {.send_wr = kCqDepth, .recv_wr = 1, .max_inline = 64});
+        raw_qp_to_rts(qp);
         frame = eth_frame(kDstMac, kSrcMac, 0x88b5);
     }
     ~Rig() {
@@ -93,8 +60,11 @@ struct Rig {
     Rig(const Rig&) = delete;
     Rig& operator=(const Rig&) = delete;
 
-    // One signaled send: its completion is in the CQ when this returns.
-    int complete(std::uint64_t wr_id) { return send_one(qp, frame, wr_id); }
+    // One signaled send on the QP in RTS: it completes, and the device is
+    // serviced, before this returns (its completion is in the CQ).
+    int complete(std::uint64_t wr_id) {
+        return post_inline_send(qp, frame.data(), static_cast<std::uint32_t>(frame.size()), wr_id);
+    }
     // ibv_get_cq_event + ibv_ack_cq_events; false when none is there.
     bool take_event() {
         ibv_cq* ev_cq = nullptr;

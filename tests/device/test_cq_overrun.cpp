@@ -3,25 +3,19 @@
 // flushes, with and without IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN.
 #include <catch2/catch.hpp>
 
-#include <fcntl.h>
 #include <infiniband/verbs.h>
-#include <poll.h>
 
 #include <cerrno>
 #include <cstdint>
 #include <vector>
 
 #include "tests/device/verbs_helpers.hpp"
+#include "tests/support/verbs_events.hpp"
 
 using namespace rdmasim;
 using namespace rdmasim::test;
 
 namespace {
-
-bool readable(int fd) {
-    pollfd p{fd, POLLIN, 0};
-    return ::poll(&p, 1, 0) == 1 && (p.revents & POLLIN) != 0;
-}
 
 ibv_cq* make_cq_ex(ibv_context* ctx, std::uint32_t cqe, bool ignore_overrun) {
     ibv_cq_init_attr_ex a{};

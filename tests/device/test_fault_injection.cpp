@@ -6,17 +6,16 @@
 // frames from the device's source, so the inline engine makes them exact.
 #include <catch2/catch.hpp>
 
-#include <fcntl.h>
 #include <infiniband/verbs.h>
 
 #include <cerrno>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "support/golden_frames.hpp"
 #include "tests/device/verbs_helpers.hpp"
+#include "tests/support/verbs_events.hpp"
 
 using namespace rdmasim;
 using namespace rdmasim::test;
@@ -26,16 +25,6 @@ namespace golden = rdmasim::test::golden;
 namespace {
 
 using Settings = std::vector<std::pair<std::string, std::string>>;
-
-// The next queued async event, without blocking; nullopt when none.
-std::optional<ibv_async_event> next_event(ibv_context* ctx) {
-    const int fl = ::fcntl(ctx->async_fd, F_GETFL);
-    REQUIRE(::fcntl(ctx->async_fd, F_SETFL, fl | O_NONBLOCK) == 0);
-    ibv_async_event ev{};
-    if (ibv_get_async_event(ctx, &ev) != 0) return std::nullopt;
-    ibv_ack_async_event(&ev);
-    return ev;
-}
 
 ibv_port_state port_state(ibv_context* ctx) {
     ibv_port_attr a{};
@@ -68,11 +57,11 @@ TEST_CASE("wq-fatal:wq=1,after=2: the second WQ created goes to ERR after two fr
         CHECK(wq->state == IBV_WQS_ERR);
         CHECK(drops(fx, Drop::wq_not_ready) == 2);
         CHECK(fx.balanced());
-        const auto ev = next_event(fx.ctx);
+        const auto ev = next_async_event(fx.ctx);
         REQUIRE(ev.has_value());
         CHECK(ev->event_type == IBV_EVENT_WQ_FATAL);
         CHECK(ev->element.wq == wq);
-        CHECK_FALSE(next_event(fx.ctx).has_value());
+        CHECK_FALSE(next_async_event(fx.ctx).has_value());
         const auto injected = fx.simulator().faults_injected(0);
         CHECK(injected[static_cast<std::size_t>(sim::FaultKind::wq_fatal)] == 1);
     }
@@ -96,13 +85,13 @@ TEST_CASE("port-down:after=1,frames=2: two frames are missed, the port goes down
         fx.pump(); // frame 1: delivered
         fx.pump(); // frame 2: the port goes down, the frame is missed
         CHECK(port_state(fx.ctx) == IBV_PORT_DOWN);
-        auto ev = next_event(fx.ctx);
+        auto ev = next_async_event(fx.ctx);
         REQUIRE(ev.has_value());
         CHECK(ev->event_type == IBV_EVENT_PORT_ERR);
         CHECK(ev->element.port_num == 1);
         fx.pump_all(); // frame 3 missed, the port comes up; frame 4 delivered
         CHECK(port_state(fx.ctx) == IBV_PORT_ACTIVE);
-        ev = next_event(fx.ctx);
+        ev = next_async_event(fx.ctx);
         REQUIRE(ev.has_value());
         CHECK(ev->event_type == IBV_EVENT_PORT_ACTIVE);
         CHECK(ev->element.port_num == 1);
@@ -140,7 +129,7 @@ TEST_CASE("cq-overrun:wq=0,after=1: IBV_EVENT_CQ_ERR names the WQ's CQ; a CQ tha
             Steering steering(fx.pd, {wq});
             for (int i = 0; i < 3; ++i) fx.offer(golden::concat(golden::kUntagged), i * 1000ull);
             fx.pump_all();
-            const auto ev = next_event(fx.ctx);
+            const auto ev = next_async_event(fx.ctx);
             if (ignore) {
                 CHECK_FALSE(ev.has_value());
             } else {
@@ -171,7 +160,7 @@ TEST_CASE("device-fatal:after=2: IBV_EVENT_DEVICE_FATAL, later frames lost, verb
         CHECK(drain(cq).size() == 2);
         CHECK(drops(fx, Drop::fault_injected) == 3);
         CHECK(fx.balanced());
-        const auto ev = next_event(fx.ctx);
+        const auto ev = next_async_event(fx.ctx);
         REQUIRE(ev.has_value());
         CHECK(ev->event_type == IBV_EVENT_DEVICE_FATAL);
         ibv_port_attr pa{};

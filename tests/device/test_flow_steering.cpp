@@ -272,18 +272,7 @@ TEST_CASE("an unknown flow spec type is EOPNOTSUPP", "[device][flow]") {
 TEST_CASE("a QP with a flow rule cannot be destroyed", "[device][flow]") {
     SimFixture fx;
     ibv_cq* cq = make_cq(fx.ctx);
-    ibv_qp_init_attr_ex a{};
-    a.qp_type = IBV_QPT_RAW_PACKET;
-    a.comp_mask = IBV_QP_INIT_ATTR_PD;
-    a.pd = fx.pd;
-    a.send_cq = cq;
-    a.recv_cq = cq;
-    a.cap.max_send_wr = 4;
-    a.cap.max_recv_wr = 4;
-    a.cap.max_send_sge = 1;
-    a.cap.max_recv_sge = 1;
-    ibv_qp* qp = ibv_create_qp_ex(fx.ctx, &a);
-    REQUIRE(qp != nullptr);
+    ibv_qp* qp = make_raw_qp(fx.pd, cq, cq, {.send_wr = 4, .recv_wr = 4});
     ibv_flow* flow = make_flow(qp, eth_flow(&kDstMac));
     CHECK(ibv_destroy_qp(qp) == EBUSY);
     CHECK(ibv_destroy_cq(cq) == EBUSY);

@@ -7,7 +7,6 @@
 // completion. A length error does not stop the queue.
 #include <catch2/catch.hpp>
 
-#include <fcntl.h>
 #include <infiniband/verbs.h>
 
 #include <cerrno>
@@ -17,6 +16,7 @@
 
 #include "support/golden_frames.hpp"
 #include "tests/device/verbs_helpers.hpp"
+#include "tests/support/verbs_events.hpp"
 
 using namespace rdmasim;
 using namespace rdmasim::test;
@@ -26,62 +26,6 @@ namespace golden = rdmasim::test::golden;
 namespace {
 
 constexpr std::uint64_t kMs = 1'000'000;
-
-// What a program reads from a CQ, in order: (wr_id, status) pairs.
-struct Seen {
-    std::uint64_t wr_id;
-    int status;
-    bool operator==(const Seen&) const = default;
-};
-
-std::vector<Seen> seen(ibv_cq* cq) {
-    std::vector<Seen> out;
-    for (const ibv_wc& wc : drain(cq))
-        out.push_back({wc.wr_id, wc.status});
-    return out;
-}
-
-std::string show(const std::vector<Seen>& v) {
-    std::string s;
-    for (const Seen& e : v)
-        s += "(" + std::to_string(e.wr_id) + ", " +
-             ibv_wc_status_str(static_cast<ibv_wc_status>(e.status)) + ") ";
-    return s;
-}
-
-// No async event is queued on the context.
-bool no_async_event(ibv_context* ctx) {
-    const int fl = ::fcntl(ctx->async_fd, F_GETFL);
-    REQUIRE(::fcntl(ctx->async_fd, F_SETFL, fl | O_NONBLOCK) == 0);
-    ibv_async_event ev{};
-    errno = 0;
-    const int rc = ibv_get_async_event(ctx, &ev);
-    if (rc == 0) ibv_ack_async_event(&ev);
-    return rc == -1 && errno == EAGAIN;
-}
-
-// A WQ in RDY behind an RSS QP and a catch-all flow, with its own CQ.
-struct Wq {
-    explicit Wq(ibv_pd* pd, std::uint32_t create_flags = 0) {
-        cq = make_cq(pd->context, 64);
-        ibv_wq_init_attr a = wq_init_attr(pd, cq, 16, 1, create_flags);
-        wq = ibv_create_wq(pd->context, &a);
-        REQUIRE(wq != nullptr);
-        REQUIRE(set_wq_state(wq, IBV_WQS_RDY) == 0);
-        steering = std::make_unique<Steering>(pd, std::vector<ibv_wq*>{wq});
-    }
-    ~Wq() {
-        steering.reset();
-        CHECK(ibv_destroy_wq(wq) == 0);
-        CHECK(ibv_destroy_cq(cq) == 0);
-    }
-    Wq(const Wq&) = delete;
-    Wq& operator=(const Wq&) = delete;
-
-    ibv_cq* cq = nullptr;
-    ibv_wq* wq = nullptr;
-    std::unique_ptr<Steering> steering;
-};
 
 // Memory registered without IBV_ACCESS_LOCAL_WRITE: a receive may not write it.
 struct ReadOnlyMr {
@@ -128,7 +72,7 @@ TEST_CASE("a protection error completes its WQE, moves the WQ to ERR and flushes
             const std::uint64_t prot0 = drops(fx, Drop::protection_error);
             const std::uint64_t flushed0 = fx.port().flushed_wqes.get();
             const std::uint64_t not_ready0 = drops(fx, Drop::wq_not_ready);
-            Wq q(fx.pd);
+            SteeredWq q(fx.pd);
             REQUIRE(post_wq(q.wq, 1, k.sge) == 0);
             REQUIRE(post_wq(q.wq, 2, buf.sge(1)) == 0);
             REQUIRE(post_wq(q.wq, 3, buf.sge(2)) == 0);
@@ -161,7 +105,7 @@ TEST_CASE("after a protection error the WQ recovers through RESET and RDY",
           "[device][receive][protection]") {
     SimFixture fx;
     MrBuffer buf(fx.pd, 4);
-    Wq q(fx.pd);
+    SteeredWq q(fx.pd);
     ibv_sge bad = buf.sge(0);
     bad.lkey += 1;
     REQUIRE(post_wq(q.wq, 1, buf.sge(0)) == 0);
@@ -192,7 +136,7 @@ TEST_CASE("after a protection error the WQ recovers through RESET and RDY",
 TEST_CASE("a length error does not stop the WQ", "[device][receive][protection]") {
     SimFixture fx;
     MrBuffer buf(fx.pd, 4);
-    Wq q(fx.pd);
+    SteeredWq q(fx.pd);
     ibv_sge short_sge = buf.sge(0);
     short_sge.length = 20;
     REQUIRE(post_wq(q.wq, 1, short_sge) == 0);
@@ -210,7 +154,7 @@ TEST_CASE("a protection error met by a held frame discards the frames held behin
           "[device][receive][protection]") {
     SimFixture fx;
     MrBuffer buf(fx.pd, 4);
-    Wq q(fx.pd, IBV_WQ_FLAGS_DELAY_DROP);
+    SteeredWq q(fx.pd, IBV_WQ_FLAGS_DELAY_DROP);
     fx.offer(golden::concat(golden::kUntagged), 0);
     fx.offer(golden::concat(golden::kTcpGood), kMs);
     fx.pump();
@@ -292,7 +236,7 @@ TEST_CASE("a protection error found while another WQ changes state stops only th
           "[device][receive][protection]") {
     SimFixture fx;
     MrBuffer buf(fx.pd, 4);
-    Wq held(fx.pd, IBV_WQ_FLAGS_DELAY_DROP);
+    SteeredWq held(fx.pd, IBV_WQ_FLAGS_DELAY_DROP);
     fx.offer(golden::concat(golden::kUntagged), 0);
     fx.pump();
     REQUIRE(fx.port().delay_drop_waits.get() == 1);

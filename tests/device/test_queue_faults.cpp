@@ -9,20 +9,19 @@
 // engine makes it exact, and the same plan gives the same run twice.
 #include <catch2/catch.hpp>
 
-#include <fcntl.h>
 #include <infiniband/verbs.h>
 #include <unistd.h>
 
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
-#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "support/golden_frames.hpp"
 #include "tests/device/verbs_helpers.hpp"
+#include "tests/support/verbs_events.hpp"
 
 // rdma-core's sysfs reader (infiniband/driver.h), which the drop-in library exports.
 extern "C" int ibv_read_sysfs_file(const char* dir, const char* file, char* buf, size_t size);
@@ -37,34 +36,6 @@ namespace {
 
 // The first object numbered on a fresh device (WQs and QPs share the numbers).
 constexpr std::uint32_t kFirstQpn = 0x100;
-
-std::optional<ibv_async_event> next_event(ibv_context* ctx) {
-    const int fl = ::fcntl(ctx->async_fd, F_GETFL);
-    REQUIRE(::fcntl(ctx->async_fd, F_SETFL, fl | O_NONBLOCK) == 0);
-    ibv_async_event ev{};
-    if (ibv_get_async_event(ctx, &ev) != 0) return std::nullopt;
-    ibv_ack_async_event(&ev);
-    return ev;
-}
-
-struct Seen {
-    std::uint64_t wr_id;
-    int status;
-    bool operator==(const Seen&) const = default;
-};
-
-std::vector<Seen> seen(ibv_cq* cq) {
-    std::vector<Seen> out;
-    for (const ibv_wc& wc : drain(cq)) out.push_back({wc.wr_id, wc.status});
-    return out;
-}
-
-std::string show(const std::vector<Seen>& v) {
-    std::ostringstream s;
-    for (const Seen& e : v)
-        s << "(" << e.wr_id << ", " << ibv_wc_status_str(static_cast<ibv_wc_status>(e.status)) << ") ";
-    return s.str();
-}
 
 std::uint64_t queue_drops(SimFixture& fx, std::uint32_t qpn, Drop d) {
     const datapath::RxCounters* c = fx.simulator().queue_counters(0, qpn);
@@ -83,29 +54,6 @@ std::string hw_out_of_buffer(ibv_context* ctx) {
                                 sizeof buf) > 0);
     return buf;
 }
-
-// A WQ in RDY (created with `flags`) behind an RSS QP and a catch-all flow.
-struct SteeredWq {
-    SteeredWq(ibv_pd* pd, std::uint32_t flags = 0) {
-        cq = make_cq(pd->context, 64);
-        ibv_wq_init_attr a = wq_init_attr(pd, cq, 16, 1, flags);
-        wq = ibv_create_wq(pd->context, &a);
-        REQUIRE(wq != nullptr);
-        REQUIRE(set_wq_state(wq, IBV_WQS_RDY) == 0);
-        steering = std::make_unique<Steering>(pd, std::vector<ibv_wq*>{wq});
-    }
-    ~SteeredWq() {
-        steering.reset();
-        CHECK(ibv_destroy_wq(wq) == 0);
-        CHECK(ibv_destroy_cq(cq) == 0);
-    }
-    SteeredWq(const SteeredWq&) = delete;
-    SteeredWq& operator=(const SteeredWq&) = delete;
-
-    ibv_cq* cq = nullptr;
-    ibv_wq* wq = nullptr;
-    std::unique_ptr<Steering> steering;
-};
 
 // A raw-packet QP in RTS taking every frame (a catch-all flow): qp_num kFirstQpn on a fresh device.
 struct SteeredQp {
@@ -150,7 +98,7 @@ TEST_CASE("out-of-buffer: a burst of frames finds the ring empty; dropped and co
         CHECK(fx.port().flushed_wqes.get() == 0);
         CHECK(q.wq->state == IBV_WQS_RDY);
         CHECK(injected(fx, FaultKind::out_of_buffer) == 1);
-        CHECK_FALSE(next_event(fx.ctx).has_value());
+        CHECK_FALSE(next_async_event(fx.ctx).has_value());
         // The WQEs the burst did not take are still posted: the next frames take them.
         offer_frames(fx, 3);
         fx.pump_all();
@@ -225,7 +173,7 @@ TEST_CASE("cqe-error: the frame's completion carries the status, the WQ goes to 
         CHECK(drops(fx, Drop::wq_not_ready) == 2); // frames 3 and 4
         CHECK(fx.port().flushed_wqes.get() == 4);
         CHECK(injected(fx, FaultKind::cqe_error) == 1);
-        CHECK_FALSE(next_event(fx.ctx).has_value()); // reported in the completion only
+        CHECK_FALSE(next_async_event(fx.ctx).has_value()); // reported in the completion only
         // Posted now: flushed at once, until the program takes the WQ through RESET.
         REQUIRE(post_wq(q.wq, 9, buf.sge(0)) == 0);
         CHECK(seen(q.cq) == std::vector<Seen>{{9, IBV_WC_WR_FLUSH_ERR}});
@@ -298,11 +246,11 @@ TEST_CASE("wq-fatal:qp=: a raw QP's receive queue goes to ERR, IBV_EVENT_QP_FATA
                                   {2, IBV_WC_WR_FLUSH_ERR},
                                   {3, IBV_WC_WR_FLUSH_ERR}});
     CHECK(drops(fx, Drop::wq_not_ready) == 2);
-    const auto ev = next_event(fx.ctx);
+    const auto ev = next_async_event(fx.ctx);
     REQUIRE(ev.has_value());
     CHECK(ev->event_type == IBV_EVENT_QP_FATAL);
     CHECK(ev->element.qp == q.raw.qp);
-    CHECK_FALSE(next_event(fx.ctx).has_value());
+    CHECK_FALSE(next_async_event(fx.ctx).has_value());
     CHECK(q.raw.qp->state == IBV_QPS_RTS); // the RQ failed; the QP's state is the program's
     REQUIRE(post_qp(q.raw.qp, 9, buf.sge(0)) == 0);
     CHECK(seen(q.raw.cq) == std::vector<Seen>{{9, IBV_WC_WR_FLUSH_ERR}});
@@ -316,7 +264,7 @@ TEST_CASE("qp= targets: cq-overrun, out-of-buffer and cqe-error on a raw QP", "[
         SteeredQp q(fx.pd);
         offer_frames(fx, 2);
         fx.pump_all();
-        const auto ev = next_event(fx.ctx);
+        const auto ev = next_async_event(fx.ctx);
         REQUIRE(ev.has_value());
         CHECK(ev->event_type == IBV_EVENT_CQ_ERR);
         CHECK(ev->element.cq == q.raw.cq);
@@ -346,7 +294,7 @@ TEST_CASE("qp= targets: cq-overrun, out-of-buffer and cqe-error on a raw QP", "[
                                                    {2, IBV_WC_WR_FLUSH_ERR}});
         CHECK(drops(fx, Drop::cqe_error) == 1);
         CHECK(drops(fx, Drop::wq_not_ready) == 1);
-        CHECK_FALSE(next_event(fx.ctx).has_value());
+        CHECK_FALSE(next_async_event(fx.ctx).has_value());
         CHECK(fx.balanced());
     }
     SECTION("a qp= naming no raw QP fires (counted) and touches nothing") {
@@ -358,7 +306,7 @@ TEST_CASE("qp= targets: cq-overrun, out-of-buffer and cqe-error on a raw QP", "[
         fx.pump_all();
         CHECK(seen(q.raw.cq) == std::vector<Seen>{{0, IBV_WC_SUCCESS}});
         CHECK(injected(fx, FaultKind::wq_fatal) == 1);
-        CHECK_FALSE(next_event(fx.ctx).has_value());
+        CHECK_FALSE(next_async_event(fx.ctx).has_value());
     }
 }
 

@@ -21,15 +21,16 @@ using namespace rdmasim::test;
 
 namespace {
 
-struct Seen {
+// A completion with the queue it names: (wr_id, status, qp_num).
+struct SeenOn {
     std::uint64_t wr_id;
     ibv_wc_status status;
     std::uint32_t qp_num;
-    bool operator==(const Seen&) const = default;
+    bool operator==(const SeenOn&) const = default;
 };
 
-std::vector<Seen> seen(const std::vector<ibv_wc>& wcs) {
-    std::vector<Seen> out;
+std::vector<SeenOn> seen_on(const std::vector<ibv_wc>& wcs) {
+    std::vector<SeenOn> out;
     for (const ibv_wc& wc : wcs)
         out.push_back({wc.wr_id, wc.status, wc.qp_num});
     return out;
@@ -51,35 +52,13 @@ void move(ibv_qp* qp, std::initializer_list<ibv_qp_state> states) {
         REQUIRE(set_qp_state(qp, s) == 0);
 }
 
-ibv_qp* make_raw_qp(ibv_pd* pd, ibv_cq* recv_cq, ibv_cq* send_cq) {
-    ibv_qp_init_attr_ex a{};
-    a.qp_type = IBV_QPT_RAW_PACKET;
-    a.comp_mask = IBV_QP_INIT_ATTR_PD;
-    a.pd = pd;
-    a.send_cq = send_cq;
-    a.recv_cq = recv_cq;
-    a.cap.max_recv_wr = 8;
-    a.cap.max_send_wr = 8;
-    a.cap.max_recv_sge = 1;
-    a.cap.max_send_sge = 1;
-    a.cap.max_inline_data = 128;
-    ibv_qp* qp = ibv_create_qp_ex(pd->context, &a);
-    REQUIRE(qp != nullptr);
-    return qp;
-}
+// A raw-packet QP in RESET: 8 WQEs each way, 128 bytes inline.
+constexpr RawQpCaps kRawCaps{.send_wr = 8, .recv_wr = 8, .max_inline = 128};
 
 // Sends one signaled frame to `dst` (inline); it loops back to the port's flows.
 void send_to(ibv_qp* qp, const Mac& dst, std::uint64_t wr_id) {
     Frame f = eth_frame(dst, kSrcMac, 0x88b5);
-    ibv_sge sge{reinterpret_cast<std::uint64_t>(f.data()), static_cast<std::uint32_t>(f.size()), 0};
-    ibv_send_wr wr{};
-    wr.wr_id = wr_id;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.opcode = IBV_WR_SEND;
-    wr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
-    ibv_send_wr* bad = nullptr;
-    REQUIRE(ibv_post_send(qp, &wr, &bad) == 0);
+    REQUIRE(post_inline_send(qp, f.data(), static_cast<std::uint32_t>(f.size()), wr_id) == 0);
 }
 
 constexpr Mac kMacOne = {0x02, 0x00, 0x00, 0x00, 0x01, 0x01};
@@ -110,11 +89,11 @@ TEST_CASE("RDY -> ERR -> RESET -> RDY: the WQ's flushed completions are gone, an
     {
         Steering steer(fx.pd, {a});
         fx.offer(eth_frame(kDstMac, kSrcMac, 0x88b5));
-        const std::vector<Seen> want = {{201, IBV_WC_WR_FLUSH_ERR, b->wq_num},
+        const std::vector<SeenOn> want = {{201, IBV_WC_WR_FLUSH_ERR, b->wq_num},
                                         {202, IBV_WC_WR_FLUSH_ERR, b->wq_num},
                                         {203, IBV_WC_WR_FLUSH_ERR, b->wq_num},
                                         {104, IBV_WC_SUCCESS, a->wq_num}};
-        CHECK(seen(drain(cq)) == want);
+        CHECK(seen_on(drain(cq)) == want);
         CHECK(fx.balanced());
     }
     REQUIRE(ibv_destroy_wq(a) == 0);
@@ -144,9 +123,9 @@ TEST_CASE("RDY -> RESET -> RDY: frames the WQ delivered before the restart are n
         move(a, {IBV_WQS_RESET, IBV_WQS_RDY});
         REQUIRE(post_wq(a, 103, buf.sge(3)) == 0);
         fx.offer(eth_frame(kDstMac, kSrcMac, 0x88b5));
-        const std::vector<Seen> want = {{201, IBV_WC_WR_FLUSH_ERR, b->wq_num},
+        const std::vector<SeenOn> want = {{201, IBV_WC_WR_FLUSH_ERR, b->wq_num},
                                         {103, IBV_WC_SUCCESS, a->wq_num}};
-        CHECK(seen(drain(cq)) == want);
+        CHECK(seen_on(drain(cq)) == want);
         CHECK(fx.port().delivered.get() == 3); // the frames were delivered all the same
         CHECK(fx.balanced());
     }
@@ -171,9 +150,9 @@ TEST_CASE("ibv_destroy_wq takes the WQ's completions out of its CQ, and only tho
     move(a, {IBV_WQS_ERR});
     REQUIRE(post_wq(b, 202, buf.sge(3)) == 0);
     REQUIRE(ibv_destroy_wq(a) == 0);
-    const std::vector<Seen> want = {{201, IBV_WC_WR_FLUSH_ERR, b->wq_num},
+    const std::vector<SeenOn> want = {{201, IBV_WC_WR_FLUSH_ERR, b->wq_num},
                                     {202, IBV_WC_WR_FLUSH_ERR, b->wq_num}};
-    CHECK(seen(drain(cq)) == want);
+    CHECK(seen_on(drain(cq)) == want);
     REQUIRE(ibv_destroy_wq(b) == 0);
     REQUIRE(ibv_destroy_cq(cq) == 0);
 }
@@ -184,8 +163,8 @@ TEST_CASE("a raw QP moved to RESET, or destroyed, leaves none of its completions
     SimFixture fx;
     ibv_cq* rcq = make_cq(fx.ctx, 16);
     ibv_cq* scq = make_cq(fx.ctx, 16);
-    ibv_qp* one = make_raw_qp(fx.pd, rcq, scq);
-    ibv_qp* two = make_raw_qp(fx.pd, rcq, scq);
+    ibv_qp* one = make_raw_qp(fx.pd, rcq, scq, kRawCaps);
+    ibv_qp* two = make_raw_qp(fx.pd, rcq, scq, kRawCaps);
     move(one, {IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS});
     move(two, {IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS});
     ibv_flow* to_one = make_flow(one, eth_flow(&kMacOne));
@@ -206,23 +185,23 @@ TEST_CASE("a raw QP moved to RESET, or destroyed, leaves none of its completions
         REQUIRE(post_qp(one, 12, buf.sge(2)) == 0);
         send_to(two, kMacOne, 902);
         send_to(one, kMacTwo, 802); // nothing posted on two: rx_out_of_buffer
-        const std::vector<Seen> want_recv = {{21, IBV_WC_SUCCESS, two->qp_num},
+        const std::vector<SeenOn> want_recv = {{21, IBV_WC_SUCCESS, two->qp_num},
                                              {12, IBV_WC_SUCCESS, one->qp_num}};
-        const std::vector<Seen> want_send = {{901, IBV_WC_SUCCESS, two->qp_num},
+        const std::vector<SeenOn> want_send = {{901, IBV_WC_SUCCESS, two->qp_num},
                                              {902, IBV_WC_SUCCESS, two->qp_num},
                                              {802, IBV_WC_SUCCESS, one->qp_num}};
-        CHECK(seen(drain(rcq)) == want_recv);
-        CHECK(seen(drain(scq)) == want_send);
+        CHECK(seen_on(drain(rcq)) == want_recv);
+        CHECK(seen_on(drain(scq)) == want_send);
         CHECK(ibv_destroy_flow(to_one) == 0);
     }
     SECTION("destroy") {
         CHECK(ibv_destroy_flow(to_one) == 0);
         REQUIRE(ibv_destroy_qp(one) == 0);
         one = nullptr;
-        const std::vector<Seen> want_recv = {{21, IBV_WC_SUCCESS, two->qp_num}};
-        const std::vector<Seen> want_send = {{901, IBV_WC_SUCCESS, two->qp_num}};
-        CHECK(seen(drain(rcq)) == want_recv);
-        CHECK(seen(drain(scq)) == want_send);
+        const std::vector<SeenOn> want_recv = {{21, IBV_WC_SUCCESS, two->qp_num}};
+        const std::vector<SeenOn> want_send = {{901, IBV_WC_SUCCESS, two->qp_num}};
+        CHECK(seen_on(drain(rcq)) == want_recv);
+        CHECK(seen_on(drain(scq)) == want_send);
     }
     CHECK(fx.balanced());
     CHECK(ibv_destroy_flow(to_two) == 0);

@@ -1,9 +1,11 @@
 // Small helpers the device tests share: frames built byte by byte, a
 // registered buffer, and the verbs calls every test repeats (create a CQ or a
-// WQ, move it to RDY, post one receive, drain a CQ). They call verbs exactly
-// as a program does. The pieces a receive set-up is made of (the RSS key, the
-// catch-all flow attribute, RSS QP and WQ attributes and state, a context and PD) come
-// from tests/support/receive_rig.hpp.
+// WQ, move it to RDY, post one receive, a steered WQ, frames through a WQ of
+// their own). They call verbs exactly as a program does. The pieces a receive
+// set-up is made of (the RSS key, the catch-all flow attribute, RSS QP and WQ
+// attributes and state, a context and PD) come from
+// tests/support/receive_rig.hpp; reading a CQ (drain, seen) from
+// tests/support/completions.hpp; raw-packet QPs from tests/support/raw_qp.hpp.
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -13,11 +15,14 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "datapath/counters.hpp"
+#include "tests/support/completions.hpp"
+#include "tests/support/raw_qp.hpp"
 #include "tests/support/receive_rig.hpp"
 #include "tests/support/sim_fixture.hpp"
 
@@ -241,19 +246,6 @@ inline int post_qp(ibv_qp* qp, std::uint64_t wr_id, ibv_sge sge) {
     return ibv_post_recv(qp, &wr, &bad);
 }
 
-// Every completion currently in `cq` (polling pumps the inline engine).
-inline std::vector<ibv_wc> drain(ibv_cq* cq) {
-    std::vector<ibv_wc> out;
-    ibv_wc wc[16];
-    for (;;) {
-        const int n = ibv_poll_cq(cq, 16, wc);
-        REQUIRE(n >= 0);
-        if (n == 0) break;
-        out.insert(out.end(), wc, wc + n);
-    }
-    return out;
-}
-
 // Steers every frame to the ready `wq` (an RSS QP of `pd`), offers `f` with a
 // WQE (wr_id 7) on an MR of `mr_pd`, and checks that it arrives on `cq` as it
 // was sent: the whole frame, unchanged (no tag stripped, no FCS).
@@ -279,30 +271,9 @@ class RawQp {
 public:
     explicit RawQp(ibv_pd* pd, std::uint32_t depth = 16, std::uint32_t create_flags = 0) {
         cq = make_cq(pd->context, 64);
-        ibv_qp_init_attr_ex a{};
-        a.qp_type = IBV_QPT_RAW_PACKET;
-        a.comp_mask = IBV_QP_INIT_ATTR_PD;
-        a.pd = pd;
-        a.send_cq = cq;
-        a.recv_cq = cq;
-        a.cap.max_send_wr = depth;
-        a.cap.max_recv_wr = depth;
-        a.cap.max_send_sge = 1;
-        a.cap.max_recv_sge = 1;
-        if (create_flags != 0) {
-            a.comp_mask |= IBV_QP_INIT_ATTR_CREATE_FLAGS;
-            a.create_flags = create_flags;
-        }
-        qp = ibv_create_qp_ex(pd->context, &a);
-        REQUIRE(qp != nullptr);
-        ibv_qp_attr m{};
-        m.qp_state = IBV_QPS_INIT;
-        m.port_num = 1;
-        REQUIRE(ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_PORT) == 0);
-        m.qp_state = IBV_QPS_RTR;
-        REQUIRE(ibv_modify_qp(qp, &m, IBV_QP_STATE) == 0);
-        m.qp_state = IBV_QPS_RTS;
-        REQUIRE(ibv_modify_qp(qp, &m, IBV_QP_STATE) == 0);
+        qp = make_raw_qp(pd, cq, cq,
+                         {.send_wr = depth, .recv_wr = depth, .create_flags = create_flags});
+        raw_qp_to_rts(qp);
         REQUIRE(qp->state == IBV_QPS_RTS);
     }
     ~RawQp() {
@@ -318,6 +289,49 @@ public:
 
 inline std::uint64_t drops(SimFixture& fx, datapath::Drop d) {
     return fx.port().drops[static_cast<std::size_t>(d)].get();
+}
+
+// A WQ in RDY (created with `create_flags`) behind an RSS QP and a catch-all
+// flow, with a CQ of its own (64 entries); the WQ takes 16 WQEs of one SGE.
+struct SteeredWq {
+    explicit SteeredWq(ibv_pd* pd, std::uint32_t create_flags = 0) {
+        cq = make_cq(pd->context, 64);
+        ibv_wq_init_attr a = wq_init_attr(pd, cq, 16, 1, create_flags);
+        wq = ibv_create_wq(pd->context, &a);
+        REQUIRE(wq != nullptr);
+        REQUIRE(set_wq_state(wq, IBV_WQS_RDY) == 0);
+        steering = std::make_unique<Steering>(pd, std::vector<ibv_wq*>{wq});
+    }
+    ~SteeredWq() {
+        steering.reset();
+        CHECK(ibv_destroy_wq(wq) == 0);
+        CHECK(ibv_destroy_cq(cq) == 0);
+    }
+    SteeredWq(const SteeredWq&) = delete;
+    SteeredWq& operator=(const SteeredWq&) = delete;
+
+    ibv_cq* cq = nullptr;
+    ibv_wq* wq = nullptr;
+    std::unique_ptr<Steering> steering;
+};
+
+// Completes `frames` frames on `cq` through a WQ of their own (one WQE each,
+// wr_id 0, 1, ...; steered to by a catch-all flow), then removes the WQ and
+// its steering: what they left on `cq` (completions, an overrun) stays, and
+// nothing else uses the CQ.
+inline void complete_through_wq(SimFixture& fx, ibv_cq* cq, std::uint32_t frames) {
+    ibv_wq* wq = make_wq(fx.pd, cq, frames);
+    REQUIRE(set_wq_state(wq, IBV_WQS_RDY) == 0);
+    MrBuffer buf(fx.pd, frames);
+    for (std::uint32_t i = 0; i < frames; ++i)
+        REQUIRE(post_wq(wq, i, buf.sge(i)) == 0);
+    {
+        Steering steer(fx.pd, {wq});
+        for (std::uint32_t i = 0; i < frames; ++i)
+            fx.offer(eth_frame(kDstMac, kSrcMac, 0x88b5));
+        fx.pump_all();
+    }
+    REQUIRE(ibv_destroy_wq(wq) == 0);
 }
 
 } // namespace rdmasim::test

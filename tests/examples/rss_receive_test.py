@@ -74,6 +74,48 @@ def build_capture(rng):
     return frames
 
 
+def check_dump(frames, dump):
+    """Every frame as the receiver must have received it (its --dump file: one
+    line of key=value a completion): the bytes with the tag stripped and the
+    FCS appended, the TCI, the FCS verdict, the WQ Toeplitz picks; and RSS
+    spread over two WQs at least. Prints each failure (the first five frames
+    in full); returns (checks, failures). tools/wire_test.py uses it too."""
+    with open(dump) as f:
+        lines = [dict(kv.split("=", 1) for kv in line.split()) for line in f]
+    failures = 0
+    if len(lines) != len(frames):
+        print(f"FAIL: {len(lines)} completions for {len(frames)} frames")
+        failures += 1
+    per_wq = [0] * WQS
+    for i, (pkt, got) in enumerate(zip(frames, lines)):
+        wire = bytes(pkt)
+        tci, stripped = 0, wire
+        if Dot1Q in pkt and wire[12:14] == b"\x81\x00":
+            tci = struct.unpack(">H", wire[14:16])[0]
+            stripped = wire[:12] + wire[16:]
+        want = stripped + struct.pack("<I", zlib.crc32(wire) & 0xFFFFFFFF)
+        want_wq = expected_wq(pkt)
+        per_wq[want_wq] += 1
+        problems = []
+        if got.get("data") != want.hex():
+            problems.append("bytes differ")
+        if int(got.get("tci", -1)) != tci:
+            problems.append(f"tci {got.get('tci')} != {tci}")
+        if got.get("fcs") != "ok":
+            problems.append("the receiver says FCS bad")
+        if int(got.get("wq", -1)) != want_wq:
+            problems.append(f"wq {got.get('wq')} != Toeplitz {want_wq}")
+        if problems:
+            failures += 1
+            if failures <= 5:
+                print(f"FAIL frame {i}: {', '.join(problems)}\n  want {want.hex()[:96]}\n  got  {got.get('data', '')[:96]}")
+    print(f"frames per WQ: {per_wq}")
+    if sum(1 for n in per_wq if n) < 2:
+        print("FAIL: RSS did not spread the frames")
+        failures += 1
+    return len(frames), failures
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__)
@@ -81,8 +123,6 @@ def main():
     rdmasim, example = sys.argv[1], sys.argv[2]
     rng = random.Random(4242)
     frames = build_capture(rng)
-    failures = 0
-    checks = 0
     with tempfile.TemporaryDirectory() as tmp:
         pcap = os.path.join(tmp, "in.pcap")
         dump = os.path.join(tmp, "dump.txt")
@@ -96,40 +136,7 @@ def main():
             print(f"FAIL: {' '.join(cmd)} exited {proc.returncode}")
             print("0 passed, 1 failed")
             return 1
-        with open(dump) as f:
-            lines = [dict(kv.split("=", 1) for kv in line.split()) for line in f]
-    if len(lines) != len(frames):
-        print(f"FAIL: {len(lines)} completions for {len(frames)} frames")
-        failures += 1
-    per_wq = [0] * WQS
-    for i, (pkt, got) in enumerate(zip(frames, lines)):
-        wire = bytes(pkt)
-        tci = 0
-        stripped = wire
-        if Dot1Q in pkt and wire[12:14] == b"\x81\x00":
-            tci = struct.unpack(">H", wire[14:16])[0]
-            stripped = wire[:12] + wire[16:]
-        want = stripped + struct.pack("<I", zlib.crc32(wire) & 0xFFFFFFFF)
-        want_wq = expected_wq(pkt)
-        per_wq[want_wq] += 1
-        problems = []
-        if got.get("data") != want.hex():
-            problems.append("bytes differ")
-        if int(got.get("tci", -1)) != tci:
-            problems.append(f"tci {got.get('tci')} != {tci}")
-        if got.get("fcs") != "ok":
-            problems.append("example says FCS bad")
-        if int(got.get("wq", -1)) != want_wq:
-            problems.append(f"wq {got.get('wq')} != Toeplitz {want_wq}")
-        checks += 1
-        if problems:
-            failures += 1
-            if failures <= 5:
-                print(f"FAIL frame {i}: {', '.join(problems)}\n  want {want.hex()[:96]}\n  got  {got.get('data', '')[:96]}")
-    print(f"frames per WQ (predicted and received): {per_wq}")
-    if sum(1 for n in per_wq if n) < 2:
-        print("FAIL: RSS did not spread the frames")
-        failures += 1
+        checks, failures = check_dump(frames, dump)
     print(f"{checks - failures} passed, {failures} failed")
     return 1 if failures else 0
 

@@ -1,6 +1,7 @@
 // What the wire, link and tx-capture tests share: a program's context on a
-// device named by its index, and frames sent on a raw-packet QP as a
-// program sends them (ibv_post_send, signaled, the completion awaited).
+// device named by its index, numbered frames, and frames sent on a
+// raw-packet QP as a program sends them (ibv_post_send, signaled, the
+// completion awaited).
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -76,6 +77,21 @@ private:
     MrBuffer buf_;
     std::uint64_t sent_ = 0;
 };
+
+// Ethernet to kDstMac, type 0x88b5, `payload` bytes of 0x5a with the number
+// `i` in the first two: frames a test can tell apart on the other side.
+inline std::vector<std::uint8_t> numbered_frame(unsigned i, std::size_t payload = 46) {
+    std::vector<std::uint8_t> f(14 + payload, 0x5a);
+    for (std::size_t k = 0; k < 6; ++k) {
+        f[k] = kDstMac[k];
+        f[6 + k] = kSrcMac[k];
+    }
+    f[12] = 0x88;
+    f[13] = 0xb5;
+    f[14] = static_cast<std::uint8_t>(i >> 8);
+    f[15] = static_cast<std::uint8_t>(i);
+    return f;
+}
 
 // Polls `rig` (and reposts) until `n` completions arrived or `timeout` passed.
 inline std::vector<std::vector<std::uint8_t>> receive(ReceiveRig& rig, std::size_t n,

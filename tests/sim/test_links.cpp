@@ -27,19 +27,7 @@ std::unique_ptr<sim::Simulator> linked(sim::EngineKind engine) {
     return std::move(s.value());
 }
 
-// Ethernet to kDstMac, type 0x88b5, the number `i` in the first two payload bytes.
-std::vector<std::uint8_t> numbered_frame(unsigned i, std::size_t payload) {
-    std::vector<std::uint8_t> f(14 + payload, 0x5a);
-    for (std::size_t k = 0; k < 6; ++k) {
-        f[k] = test::kDstMac[k];
-        f[6 + k] = test::kSrcMac[k];
-    }
-    f[12] = 0x88;
-    f[13] = 0xb5;
-    f[14] = static_cast<std::uint8_t>(i >> 8);
-    f[15] = static_cast<std::uint8_t>(i);
-    return f;
-}
+using test::numbered_frame;
 
 const net::LinkChannel& link_into(sim::Simulator& s, std::size_t device) {
     const auto* ch = dynamic_cast<const net::LinkChannel*>(&s.engine(device).source());

@@ -30,19 +30,7 @@ namespace {
 constexpr std::uint64_t kSeed = 42;
 constexpr unsigned kFrames = 300;
 
-// Ethernet to kDstMac, type 0x88b5, the number `i` in the first two payload bytes.
-std::vector<std::uint8_t> numbered_frame(unsigned i) {
-    std::vector<std::uint8_t> f(14 + 46, 0x5a);
-    for (std::size_t k = 0; k < 6; ++k) {
-        f[k] = test::kDstMac[k];
-        f[6 + k] = test::kSrcMac[k];
-    }
-    f[12] = 0x88;
-    f[13] = 0xb5;
-    f[14] = static_cast<std::uint8_t>(i >> 8);
-    f[15] = static_cast<std::uint8_t>(i);
-    return f;
-}
+using test::numbered_frame;
 
 // The frames drop:p=0.1 keeps, from the stream the transmit side of the
 // plan's item 0 draws from: one draw per frame sent.

@@ -240,4 +240,23 @@ inline std::span<const datapath::Sge> one_sge(datapath::Sge& s) {
     return {&s, 1};
 }
 
+// A work request `op` (SEND by default) with id `id`, no remote address.
+inline datapath::SendWr send_wr(std::uint64_t id, datapath::SendOp op = datapath::SendOp::send) {
+    datapath::SendWr w;
+    w.wr_id = id;
+    w.op = op;
+    return w;
+}
+
+// An RDMA or atomic work request at `remote` under `rkey`; `compare_add`:
+// the atomics' operand (ATOMIC_WRITE: the 8 bytes, in memory order).
+inline datapath::SendWr rdma_wr(std::uint64_t id, datapath::SendOp op, const void* remote,
+                                std::uint32_t rkey, std::uint64_t compare_add = 0) {
+    datapath::SendWr w = send_wr(id, op);
+    w.remote_addr = reinterpret_cast<std::uint64_t>(remote);
+    w.rkey = rkey;
+    w.compare_add = compare_add;
+    return w;
+}
+
 } // namespace rdmasim::test

@@ -18,18 +18,16 @@ import queue
 import shutil
 import signal
 import stat
-import struct
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import zlib
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
-from rss_receive_test import WQS, build_capture, expected_wq  # noqa: E402
+from rss_receive_test import WQS, build_capture, check_dump  # noqa: E402
 
-from scapy.all import Dot1Q, rdpcap, wrpcap  # noqa: E402
+from scapy.all import rdpcap, wrpcap  # noqa: E402
 
 import random  # noqa: E402
 
@@ -98,44 +96,6 @@ class Program:
 
 def mode_of(path):
     return stat.S_IMODE(os.stat(path).st_mode)
-
-
-def check_dump(frames, dump):
-    """Every frame as rss_receive must have received it; returns (checks, failures)."""
-    with open(dump) as f:
-        lines = [dict(kv.split("=", 1) for kv in line.split()) for line in f]
-    failures = 0
-    if len(lines) != len(frames):
-        print(f"FAIL: {len(lines)} completions for {len(frames)} frames")
-        failures += 1
-    per_wq = [0] * WQS
-    for i, (pkt, got) in enumerate(zip(frames, lines)):
-        wire = bytes(pkt)
-        tci, stripped = 0, wire
-        if Dot1Q in pkt and wire[12:14] == b"\x81\x00":
-            tci = struct.unpack(">H", wire[14:16])[0]
-            stripped = wire[:12] + wire[16:]
-        want = stripped + struct.pack("<I", zlib.crc32(wire) & 0xFFFFFFFF)
-        want_wq = expected_wq(pkt)
-        per_wq[want_wq] += 1
-        problems = []
-        if got.get("data") != want.hex():
-            problems.append("bytes differ")
-        if int(got.get("tci", -1)) != tci:
-            problems.append(f"tci {got.get('tci')} != {tci}")
-        if got.get("fcs") != "ok":
-            problems.append("the receiver says FCS bad")
-        if int(got.get("wq", -1)) != want_wq:
-            problems.append(f"wq {got.get('wq')} != Toeplitz {want_wq}")
-        if problems:
-            failures += 1
-            if failures <= 5:
-                print(f"FAIL frame {i}: {', '.join(problems)}")
-    print(f"frames per WQ: {per_wq}")
-    if sum(1 for n in per_wq if n) < 2:
-        print("FAIL: RSS did not spread the frames")
-        failures += 1
-    return len(frames), failures
 
 
 def two_programs(rdmasim, raw_send, rss_receive, url, tmp, frames, pcap, sockets, gap_us):
