@@ -6,7 +6,7 @@
 #include "datapath/arp_wait.hpp"
 #include "datapath/counters.hpp"
 #include "datapath/neighbours.hpp"
-#include "datapath/roce_port.hpp"
+#include "datapath/roce/port.hpp"
 #include "datapath/rx_queue.hpp"
 #include "device/caps.hpp"
 #include "sim/frame_faults.hpp"
