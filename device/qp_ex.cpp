@@ -95,7 +95,7 @@ void wr_atomic_fetch_add(ibv_qp_ex* x, uint32_t rkey, uint64_t addr, uint64_t ad
     atomic(x, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, addr, add, 0);
 }
 
-// The 8 bytes travel in the WR's compare_add, as memory holds them (datapath/roce_verbs.hpp).
+// The 8 bytes travel in the WR's compare_add, as memory holds them (device/transport_translate.hpp).
 void wr_atomic_write(ibv_qp_ex* x, uint32_t rkey, uint64_t addr, const void* atomic_wr) {
     if (ibv_send_wr* w = begin_wr(x, IBV_WR_ATOMIC_WRITE)) {
         w->wr.atomic.rkey = rkey;

@@ -1,10 +1,15 @@
-#include "datapath/roce_verbs.hpp"
+#include "device/transport_translate.hpp"
 
 #include <endian.h>
 
 #include <cstring>
 
-namespace rdmasim::datapath {
+namespace rdmasim::device {
+
+using datapath::SendOp;
+using datapath::SendWr;
+using datapath::TransportAttrs;
+using datapath::TransportState;
 
 std::optional<SendOp> send_op_from_ibv(ibv_wr_opcode opcode) noexcept {
     switch (opcode) {
@@ -123,4 +128,4 @@ net::RocePath roce_path(const ibv_global_route& grh, const net::Gid& sgid,
     return p;
 }
 
-} // namespace rdmasim::datapath
+} // namespace rdmasim::device
