@@ -144,27 +144,6 @@ int check_attr_values(Qp& qp, const ibv_qp_attr& a, int mask) noexcept {
     return 0;
 }
 
-// Stores what `mask` sets (PSNs and the QP number are 24 bits wide).
-void store_attrs(ibv_qp_attr& s, const ibv_qp_attr& a, int mask) noexcept {
-    if (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY) s.en_sqd_async_notify = a.en_sqd_async_notify;
-    if (mask & IBV_QP_ACCESS_FLAGS) s.qp_access_flags = a.qp_access_flags;
-    if (mask & IBV_QP_PKEY_INDEX) s.pkey_index = a.pkey_index;
-    if (mask & IBV_QP_PORT) s.port_num = a.port_num;
-    if (mask & IBV_QP_QKEY) s.qkey = a.qkey;
-    if (mask & IBV_QP_AV) s.ah_attr = a.ah_attr;
-    if (mask & IBV_QP_PATH_MTU) s.path_mtu = a.path_mtu;
-    if (mask & IBV_QP_TIMEOUT) s.timeout = a.timeout;
-    if (mask & IBV_QP_RETRY_CNT) s.retry_cnt = a.retry_cnt;
-    if (mask & IBV_QP_RNR_RETRY) s.rnr_retry = a.rnr_retry;
-    if (mask & IBV_QP_RQ_PSN) s.rq_psn = a.rq_psn & 0xffffff;
-    if (mask & IBV_QP_MAX_QP_RD_ATOMIC) s.max_rd_atomic = a.max_rd_atomic;
-    if (mask & IBV_QP_MIN_RNR_TIMER) s.min_rnr_timer = a.min_rnr_timer;
-    if (mask & IBV_QP_SQ_PSN) s.sq_psn = a.sq_psn & 0xffffff;
-    if (mask & IBV_QP_MAX_DEST_RD_ATOMIC) s.max_dest_rd_atomic = a.max_dest_rd_atomic;
-    if (mask & IBV_QP_PATH_MIG_STATE) s.path_mig_state = a.path_mig_state;
-    if (mask & IBV_QP_DEST_QPN) s.dest_qp_num = a.dest_qp_num & 0xffffff;
-}
-
 // The verbs state only (ibv_qp.state, what ibv_query_qp reports). Port
 // lock held; takes the receive post lock (post_ib_recv reads the state under it).
 void write_state(Qp& qp, ibv_qp_state next) noexcept {
@@ -321,7 +300,7 @@ int modify_ib_qp(Qp& qp, ibv_qp_attr& attr, int mask) noexcept {
         }
         // The drain notification is asked for per RTS -> SQD transition.
         if (cur == IBV_QPS_RTS && next == IBV_QPS_SQD) qp.attr.en_sqd_async_notify = 0;
-        store_attrs(qp.attr, attr, mask);
+        store_qp_attrs(qp.attr, attr, mask); // what the transition allowed
         const std::uint64_t deadline = dev.port.next_deadline_ns();
         set_state(qp, next);
         after_transport_call(dev, dev.port.now_ns());

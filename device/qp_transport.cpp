@@ -10,7 +10,6 @@
 #include "device/device.hpp"
 #include "device/mw.hpp"
 #include "device/qp_ib.hpp"
-#include "device/qp_state.hpp"
 #include "device/srq.hpp"
 #include "device/tm_srq.hpp"
 #include "device/transport_translate.hpp"
@@ -55,7 +54,7 @@ datapath::TransportAttrs QpTransport::attrs_from_qp() const noexcept {
     t.pd = protection_domain(qp_.pd);
     t.srq = qp_.srq != nullptr || qp_.xrcd != nullptr;
     t.xrc = qp_.ibqp.qp_type == IBV_QPT_XRC_SEND || qp_.ibqp.qp_type == IBV_QPT_XRC_RECV;
-    apply_qp_attr(t, qp_.attr, kQpAttrBits);
+    apply_qp_attr(t, qp_.attr);
     // UD has no path MTU attribute: its messages are limited by the port's active MTU.
     if (t.type == datapath::QpTransport::ud)
         if (const auto m = net::path_mtu_from_enum(std::countr_zero(dev_.identity.mtu) - 7)) t.mtu = *m;

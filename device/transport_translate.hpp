@@ -32,12 +32,13 @@ namespace rdmasim::device {
 // is the transport's ERROR).
 [[nodiscard]] datapath::TransportState transport_state(ibv_qp_state state) noexcept;
 
-// Copies what `mask` names of `attr` into `t` (DEST_QPN, SQ_PSN, RQ_PSN,
-// PATH_MTU, TIMEOUT, RETRY_CNT, RNR_RETRY, MIN_RNR_TIMER, MAX_QP_RD_ATOMIC,
-// MAX_DEST_RD_ATOMIC, QKEY, ACCESS_FLAGS); IBV_QP_AV's path needs the GID
-// table and the neighbour cache, so it is roce_path's. Values were
-// validated by the device.
-void apply_qp_attr(datapath::TransportAttrs& t, const ibv_qp_attr& attr, int mask) noexcept;
+// Copies the QP's stored attributes, all of them, into `t` (DEST_QPN,
+// SQ_PSN, RQ_PSN, PATH_MTU when valid, TIMEOUT, RETRY_CNT, RNR_RETRY,
+// MIN_RNR_TIMER, MAX_QP_RD_ATOMIC, MAX_DEST_RD_ATOMIC, QKEY, ACCESS_FLAGS):
+// ibv_modify_qp stored only what its transition allowed, and RESET clears
+// them. IBV_QP_AV's path needs the GID table and the neighbour cache, so it
+// is roce_path's. Values were validated by the device.
+void apply_qp_attr(datapath::TransportAttrs& t, const ibv_qp_attr& attr) noexcept;
 
 // The frame addressing of an address vector's GRH: destination GID,
 // traffic class, hop limit, flow label; the UDP source port from the flow
