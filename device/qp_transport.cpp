@@ -38,7 +38,7 @@ void push_completion(Cq& cq, const datapath::Cqe& cqe) noexcept {
 
 } // namespace
 
-QpTransport::QpTransport(Device& dev, Qp& qp, const datapath::TransportLimits& limits)
+QpTransport::QpTransport(Device& dev, IbQp& qp, const datapath::TransportLimits& limits)
     : dev_(dev), qp_(qp), roce_(*this, dev.mrs, limits, dev.port.roce().qp_counters()),
       sges_(std::max<std::uint32_t>(limits.max_send_sge, 1)) {
     roce_.modify(attrs_from_qp(), datapath::TransportState::reset, transport_now(dev));
