@@ -1,8 +1,5 @@
 #include "device/cq.hpp"
 
-#include <sys/eventfd.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <bit>
@@ -19,6 +16,17 @@
 namespace rdmasim::device {
 
 namespace {
+
+// What make_cq builds, as each creation verb asks for it.
+struct CqSpec {
+    int cqe = 0;
+    void* cq_context = nullptr;
+    ibv_comp_channel* channel = nullptr;
+    int comp_vector = 0;
+    std::uint64_t wc_flags = IBV_WC_STANDARD_FLAGS;
+    bool extended = false;       // by ibv_create_cq_ex: the read_* accessors work
+    bool ignore_overrun = false; // IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN
+};
 
 Cq* cq_of(ibv_cq_ex* c) { return from_verbs(c); }
 
@@ -70,15 +78,6 @@ void read_tm_info(ibv_cq_ex* c, ibv_wc_tm_info* info) {
     info->priv = exposed(c).tm_priv;
 }
 uint64_t read_wallclock_ns(ibv_cq_ex* c) { return exposed(c).timestamp_ns; }
-
-// Takes one fired CQ's token off the channel's eventfd (EFD_SEMAPHORE: one
-// per read). Tokens are written and read only under the channel lock, one
-// per entry of `fired`, so it is there and the read never blocks, whatever
-// the program set on the fd.
-void take_token(CompChannel& ch) noexcept {
-    std::uint64_t one;
-    (void)::read(ch.ibch.fd, &one, sizeof one);
-}
 
 void trace_completion(const Cq& cq, const datapath::Cqe& e) noexcept {
     if (TraceHook* t = cq.ctx->device->trace) [[unlikely]]
@@ -147,13 +146,15 @@ void install_readers(Cq& cq) noexcept {
 }
 
 // Shared by both creation paths. NULL + errno on failure.
-Cq* make_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel,
-            int comp_vector, std::uint64_t wc_flags, bool extended, bool ignore_overrun) {
+Cq* make_cq(ibv_context* context, const CqSpec& spec) {
     if (context == nullptr) return fail<Cq>(EINVAL);
     Context& ctx = *from_verbs(context);
     Device& dev = *ctx.device;
+    const int cqe = spec.cqe;
+    ibv_comp_channel* const channel = spec.channel;
     if (cqe < 1 || static_cast<std::uint32_t>(cqe) > dev.caps.max_cqe) return fail<Cq>(EINVAL);
-    if (comp_vector < 0 || static_cast<std::uint32_t>(comp_vector) >= dev.caps.num_comp_vectors)
+    if (spec.comp_vector < 0 ||
+        static_cast<std::uint32_t>(spec.comp_vector) >= dev.caps.num_comp_vectors)
         return fail<Cq>(EINVAL);
     if (channel != nullptr && channel->context != context) return fail<Cq>(EINVAL);
 
@@ -162,13 +163,13 @@ Cq* make_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* c
     cq->device = &dev;
     cq->ctx = &ctx;
     cq->ring.init(std::bit_ceil(static_cast<std::uint32_t>(cqe)));
-    cq->wc_flags = wc_flags;
-    cq->extended = extended;
-    cq->ignore_overrun = ignore_overrun;
+    cq->wc_flags = spec.wc_flags;
+    cq->extended = spec.extended;
+    cq->ignore_overrun = spec.ignore_overrun;
     ibv_cq_ex& x = cq->cqx;
     x.context = context;
     x.channel = channel;
-    x.cq_context = cq_context;
+    x.cq_context = spec.cq_context;
     x.handle = dev.next_handle.fetch_add(1);
     x.cqe = static_cast<int>(cq->ring.capacity());
     pthread_mutex_init(&x.mutex, nullptr);
@@ -195,8 +196,12 @@ ibv_cq* create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_chan
         if (context != nullptr)
             if (int e = injected_failure(*from_verbs(context)->device, Verb::create_cq))
                 return fail<ibv_cq>(e);
-        Cq* cq = make_cq(context, cqe, cq_context, channel, comp_vector, IBV_WC_STANDARD_FLAGS,
-                         false, false);
+        CqSpec spec;
+        spec.cqe = cqe;
+        spec.cq_context = cq_context;
+        spec.channel = channel;
+        spec.comp_vector = comp_vector;
+        Cq* cq = make_cq(context, spec);
         return cq ? to_verbs_cq(cq) : nullptr;
     });
 }
@@ -223,9 +228,15 @@ ibv_cq_ex* create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr) noexcep
             return fail<ibv_cq_ex>(EINVAL);
         const bool ignore_overrun = (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
                                     (attr->flags & IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN);
-        Cq* cq = make_cq(context, static_cast<int>(std::min<std::uint32_t>(attr->cqe, 1u << 30)),
-                         attr->cq_context, attr->channel, static_cast<int>(attr->comp_vector),
-                         attr->wc_flags, true, ignore_overrun);
+        CqSpec spec;
+        spec.cqe = static_cast<int>(std::min<std::uint32_t>(attr->cqe, 1u << 30));
+        spec.cq_context = attr->cq_context;
+        spec.channel = attr->channel;
+        spec.comp_vector = static_cast<int>(attr->comp_vector);
+        spec.wc_flags = attr->wc_flags;
+        spec.extended = true;
+        spec.ignore_overrun = ignore_overrun;
+        Cq* cq = make_cq(context, spec);
         if (cq == nullptr) return nullptr;
         if (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) {
             cq->parent_domain = from_verbs(attr->parent_domain);
@@ -253,7 +264,7 @@ int destroy_cq(ibv_cq* c) noexcept {
             CompChannel& ch = *cq->channel;
             std::lock_guard lock(ch.lock);
             for (auto n = std::erase(ch.fired, cq); n > 0; --n)
-                take_token(ch);
+                take_channel_token(ch);
             comp_reported = cq->comp_events_reported;
             ch.cqs.fetch_sub(1);
         }
@@ -333,63 +344,6 @@ void purge_completions(Device& dev, Cq& cq, std::uint32_t qp_num) noexcept {
     CqConsumer consumer(cq);
     std::lock_guard port_lock(dev.port.mutex());
     consumer.purge(qp_num);
-}
-
-ibv_comp_channel* create_comp_channel(ibv_context* context) noexcept {
-    return guard_ptr<ibv_comp_channel>([&]() -> ibv_comp_channel* {
-        if (context == nullptr) return fail<ibv_comp_channel>(EINVAL);
-        const int fd = ::eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
-        if (fd < 0) return nullptr; // errno from eventfd
-        auto ch = std::make_unique<CompChannel>();
-        ch->ibch.context = context;
-        ch->ibch.fd = fd;
-        ch->ibch.refcnt = 0;
-        from_verbs(context)->live_objects.fetch_add(1);
-        return &ch.release()->ibch;
-    });
-}
-
-int destroy_comp_channel(ibv_comp_channel* channel) noexcept {
-    if (channel == nullptr) return EINVAL;
-    CompChannel* ch = from_verbs(channel);
-    if (ch->cqs.load() != 0) return EBUSY;
-    ::close(ch->ibch.fd);
-    object_destroyed(*from_verbs(ch->ibch.context));
-    delete ch;
-    return 0;
-}
-
-int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) noexcept {
-    if (channel == nullptr || cq == nullptr || cq_context == nullptr) {
-        errno = EINVAL;
-        return -1;
-    }
-    CompChannel& ch = *from_verbs(channel);
-    for (;;) {
-        {
-            std::lock_guard lock(ch.lock);
-            if (!ch.fired.empty()) {
-                take_token(ch);
-                Cq* c = ch.fired.front();
-                ch.fired.pop_front();
-                ++c->comp_events_reported; // ibv_destroy_cq now waits for its ack
-                *cq = to_verbs_cq(c);
-                *cq_context = c->cqx.cq_context;
-                return 0;
-            }
-        }
-        // Empty: wait as a read of the fd would (or EAGAIN), then look again:
-        // another thread may take the event first.
-        if (wait_readable(ch.ibch.fd) != 0) return -1;
-    }
-}
-
-void ack_cq_events(ibv_cq* c, unsigned int nevents) noexcept {
-    if (c == nullptr) return;
-    pthread_mutex_lock(&c->mutex);
-    c->comp_events_completed += nevents;
-    pthread_cond_signal(&c->cond);
-    pthread_mutex_unlock(&c->mutex);
 }
 
 } // namespace rdmasim::device

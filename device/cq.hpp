@@ -1,4 +1,5 @@
-// Completion queues and completion channels (device/README.md, "Completion queues and events").
+// Completion queues (cq.cpp, cq_notify.cpp) and completion channels
+// (comp_channel.cpp); device/README.md, "Completion queues and events".
 #pragma once
 
 #include "device/objects.hpp"
@@ -21,6 +22,9 @@ ibv_comp_channel* create_comp_channel(ibv_context* context) noexcept;
 int destroy_comp_channel(ibv_comp_channel* channel) noexcept; // EBUSY while CQs use it
 int get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) noexcept;
 void ack_cq_events(ibv_cq* cq, unsigned int nevents) noexcept;
+// Takes one fired CQ's token off the channel's eventfd; channel lock held
+// (device/comp_channel.cpp).
+void take_channel_token(CompChannel& ch) noexcept;
 
 // Engine side, under the port lock: notifications and overflow events.
 void cq_after_burst(Cq& cq) noexcept;

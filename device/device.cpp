@@ -10,6 +10,7 @@
 #include "device/stats_hook.hpp"
 #include "device/verb_faults.hpp"
 #include "device/cq.hpp"
+#include "device/qp_roles.hpp"
 
 namespace rdmasim::device {
 
@@ -70,7 +71,7 @@ void apply_rx_state(Device& dev, RecvQueue& recv, datapath::QueueState state) no
 void receive_failed(Device& dev, datapath::RxQueue& rx, const RecvQueue* held) noexcept {
     RecvQueue& recv = rx.kind() == datapath::QueueKind::wq
                           ? static_cast<Wq*>(rx.owner())->recv
-                          : static_cast<Qp*>(rx.owner())->recv;
+                          : static_cast<RawQp*>(rx.owner())->recv;
     std::unique_lock<SpinLock> post_lock(recv.post_lock, std::defer_lock);
     if (&recv != held) post_lock.lock(); // lock order: port, then post
     apply_rx_state(dev, recv, datapath::QueueState::error);
@@ -104,7 +105,7 @@ int attach_rx_queue(Device& dev, Wq& wq, std::uint32_t entries, datapath::WqSett
     return attach(dev, wq.recv, rc, wq.cq->ring, protection_domain(wq.pd));
 }
 
-int attach_rx_queue(Device& dev, Qp& qp, std::uint32_t entries, datapath::WqSettings offloads) {
+int attach_rx_queue(Device& dev, RawQp& qp, std::uint32_t entries, datapath::WqSettings offloads) {
     datapath::RxQueueConfig rc;
     rc.ring_entries = entries;
     rc.qp_num = qp.ibqp.qp_num;
@@ -170,7 +171,7 @@ bool inject_wq_fatal(Device& dev, const RxTarget& target) noexcept {
         // handler (container_mibqp), which reports WQ_CATAS_ERROR as
         // IB_EVENT_QP_FATAL (mlx5_ib_qp_event, kernel
         // drivers/infiniband/hw/mlx5/qp.c). The SQ is another object.
-        Qp& qp = *static_cast<Qp*>(rx->owner());
+        RawQp& qp = *static_cast<RawQp*>(rx->owner());
         std::lock_guard post_lock(qp.recv.post_lock);
         if (qp.ibqp.state != IBV_QPS_RESET && !qp.recv.in_error)
             set_rx_state(dev, qp.recv, datapath::QueueState::error);
@@ -202,7 +203,7 @@ bool inject_cq_overrun(Device& dev, const RxTarget& target) noexcept {
     datapath::RxQueue* rx = find_rx(dev, target);
     if (rx == nullptr) return false;
     Cq* cq = rx->kind() == datapath::QueueKind::wq ? static_cast<Wq*>(rx->owner())->cq
-                                                   : static_cast<Qp*>(rx->owner())->recv_cq;
+                                                   : static_cast<RawQp*>(rx->owner())->recv_cq;
     cq->ring.mark_overflow();
     return true;
 }

@@ -24,7 +24,7 @@ namespace rdmasim::device {
 // alike, all RQ objects on mlx5). Allocates: control path only.
 [[nodiscard]] int attach_rx_queue(Device& dev, Wq& wq, std::uint32_t entries,
                                   datapath::WqSettings offloads);
-[[nodiscard]] int attach_rx_queue(Device& dev, Qp& qp, std::uint32_t entries,
+[[nodiscard]] int attach_rx_queue(Device& dev, RawQp& qp, std::uint32_t entries,
                                   datapath::WqSettings offloads);
 // The reverse: held frames are dropped as discarded, the port forgets it.
 void detach_rx_queue(Device& dev, RecvQueue& recv) noexcept;

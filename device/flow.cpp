@@ -5,6 +5,7 @@
 #include "device/abi_guard.hpp"
 #include "device/context.hpp"
 #include "device/flow_spec.hpp"
+#include "device/qp_roles.hpp"
 #include "device/verb_faults.hpp"
 
 namespace rdmasim::device {
@@ -32,6 +33,9 @@ ibv_flow* create_flow(ibv_qp* q, ibv_flow_attr* attr) noexcept {
         Qp& qp = *from_verbs(q);
         Device& dev = *qp.ctx->device;
         if (int e = injected_failure(dev, Verb::create_flow)) return fail<ibv_flow>(e);
+        // Frames are steered to raw-packet QPs only (the kernel's
+        // ib_uverbs_ex_create_flow refuses the others' types).
+        if (qp.ops->flow_target == nullptr) return fail<ibv_flow>(EINVAL);
         auto flow = std::make_unique<Flow>();
         datapath::SteeringEntry& e = flow->entry;
         if (int err = parse_flow_attr(*attr, kMaxFlowBytes, e.rule)) return fail<ibv_flow>(err);
@@ -48,10 +52,7 @@ ibv_flow* create_flow(ibv_qp* q, ibv_flow_attr* attr) noexcept {
         e.dont_trap = e.kind == datapath::RuleKind::normal &&
                       (attr->flags & IBV_FLOW_ATTR_FLAGS_DONT_TRAP) != 0;
         e.owner = &qp;
-        if (qp.rss)
-            e.target.rss = &qp.rss_group;
-        else
-            e.target.queue = &qp.recv.rx;
+        e.target = qp.ops->flow_target(qp);
         flow->ibflow.context = q->context;
         flow->ibflow.handle = dev.next_handle.fetch_add(1);
         {

@@ -113,19 +113,15 @@ std::size_t spec_struct_size(std::uint32_t type) noexcept {
     }
 }
 
-} // namespace
-
-int parse_flow_attr(const ibv_flow_attr& attr, std::size_t available,
-                    datapath::FlowRule& rule) noexcept {
-    // Nothing of the attribute is read before it is known to be there.
-    if (available < sizeof(ibv_flow_attr)) return EINVAL;
+// The attribute's own fields: comp_mask, port, type, flags.
+int check_attr_fields(const ibv_flow_attr& attr) noexcept {
     if (attr.comp_mask != 0) return EINVAL;
     if (attr.port != 1) return EINVAL;
-    const auto* const base = reinterpret_cast<const std::uint8_t*>(&attr);
     // Enums are read as integers: a C caller may store any value in them.
-    std::uint32_t attr_type = 0;
-    std::memcpy(&attr_type, base + offsetof(ibv_flow_attr, type), sizeof(attr_type));
-    switch (attr_type) {
+    const auto* const base = reinterpret_cast<const std::uint8_t*>(&attr);
+    std::uint32_t type = 0;
+    std::memcpy(&type, base + offsetof(ibv_flow_attr, type), sizeof(type));
+    switch (type) {
     case IBV_FLOW_ATTR_NORMAL:
     case IBV_FLOW_ATTR_ALL_DEFAULT:
     case IBV_FLOW_ATTR_MC_DEFAULT:
@@ -140,14 +136,47 @@ int parse_flow_attr(const ibv_flow_attr& attr, std::size_t available,
     // NORMAL or SNIFFER rule (ib_uverbs_ex_create_flow), EGRESS not on a default
     // rule (mlx5_ib_create_flow).
     if ((attr.flags & ~kKnownAttrFlags) != 0) return EINVAL;
-    const bool default_rule =
-        attr_type == IBV_FLOW_ATTR_ALL_DEFAULT || attr_type == IBV_FLOW_ATTR_MC_DEFAULT;
+    const bool default_rule = type == IBV_FLOW_ATTR_ALL_DEFAULT || type == IBV_FLOW_ATTR_MC_DEFAULT;
     if (default_rule && (attr.flags & kKnownAttrFlags) != 0) return EINVAL;
-    // attr.size is not trusted: rdma-core itself ignores it (pyverbs sets it
-    // to sizeof(ibv_flow_attr) alone). Each spec's own size walks the list.
-    const std::size_t end = available < kMaxFlowBytes ? available : kMaxFlowBytes;
+    return 0;
+}
+
+// One spec of a known type whose size was checked, at `p`, into `out`; a
+// second spec of the same layer is EINVAL.
+int parse_spec(std::uint32_t type, const std::uint8_t* p, datapath::FlowRule& out) noexcept {
+    switch (type) {
+    case IBV_FLOW_SPEC_ETH:
+        if (out.has_eth) return EINVAL;
+        parse_eth(load<ibv_flow_spec_eth>(p), out);
+        break;
+    case IBV_FLOW_SPEC_IPV4:
+        if (out.l3 != net::L3Kind::none) return EINVAL;
+        parse_ipv4(load<ibv_flow_spec_ipv4>(p), out);
+        break;
+    case IBV_FLOW_SPEC_IPV4_EXT:
+        if (out.l3 != net::L3Kind::none) return EINVAL;
+        parse_ipv4_ext(load<ibv_flow_spec_ipv4_ext>(p), out);
+        break;
+    case IBV_FLOW_SPEC_IPV6:
+        if (out.l3 != net::L3Kind::none) return EINVAL;
+        parse_ipv6(load<ibv_flow_spec_ipv6>(p), out);
+        break;
+    case IBV_FLOW_SPEC_TCP:
+    case IBV_FLOW_SPEC_UDP:
+        if (out.l4 != net::L4Kind::none) return EINVAL;
+        parse_tcp_udp(load<ibv_flow_spec_tcp_udp>(p),
+                      type == IBV_FLOW_SPEC_TCP ? net::L4Kind::tcp : net::L4Kind::udp, out);
+        break;
+    }
+    return 0;
+}
+
+// The attribute's num_of_specs specs, within its first `end` bytes. attr.size
+// is not trusted: rdma-core itself ignores it (pyverbs sets it to
+// sizeof(ibv_flow_attr) alone). Each spec's own size walks the list.
+int parse_specs(const ibv_flow_attr& attr, std::size_t end, datapath::FlowRule& out) noexcept {
+    const auto* const base = reinterpret_cast<const std::uint8_t*>(&attr);
     std::size_t offset = sizeof(ibv_flow_attr);
-    datapath::FlowRule out;
     for (unsigned i = 0; i < attr.num_of_specs; ++i) {
         if (end - offset < sizeof(SpecHeader)) return EINVAL;
         std::uint32_t type = 0;
@@ -158,34 +187,22 @@ int parse_flow_attr(const ibv_flow_attr& attr, std::size_t available,
         const std::size_t needed = spec_struct_size(type);
         if (needed == 0) return EOPNOTSUPP;
         if (size < needed) return EINVAL;
-
-        const std::uint8_t* const p = base + offset;
-        switch (type) {
-        case IBV_FLOW_SPEC_ETH:
-            if (out.has_eth) return EINVAL;
-            parse_eth(load<ibv_flow_spec_eth>(p), out);
-            break;
-        case IBV_FLOW_SPEC_IPV4:
-            if (out.l3 != net::L3Kind::none) return EINVAL;
-            parse_ipv4(load<ibv_flow_spec_ipv4>(p), out);
-            break;
-        case IBV_FLOW_SPEC_IPV4_EXT:
-            if (out.l3 != net::L3Kind::none) return EINVAL;
-            parse_ipv4_ext(load<ibv_flow_spec_ipv4_ext>(p), out);
-            break;
-        case IBV_FLOW_SPEC_IPV6:
-            if (out.l3 != net::L3Kind::none) return EINVAL;
-            parse_ipv6(load<ibv_flow_spec_ipv6>(p), out);
-            break;
-        case IBV_FLOW_SPEC_TCP:
-        case IBV_FLOW_SPEC_UDP:
-            if (out.l4 != net::L4Kind::none) return EINVAL;
-            parse_tcp_udp(load<ibv_flow_spec_tcp_udp>(p),
-                          type == IBV_FLOW_SPEC_TCP ? net::L4Kind::tcp : net::L4Kind::udp, out);
-            break;
-        }
+        if (int err = parse_spec(type, base + offset, out)) return err;
         offset += size;
     }
+    return 0;
+}
+
+} // namespace
+
+int parse_flow_attr(const ibv_flow_attr& attr, std::size_t available,
+                    datapath::FlowRule& rule) noexcept {
+    // Nothing of the attribute is read before it is known to be there.
+    if (available < sizeof(ibv_flow_attr)) return EINVAL;
+    if (int err = check_attr_fields(attr)) return err;
+    datapath::FlowRule out;
+    const std::size_t end = available < kMaxFlowBytes ? available : kMaxFlowBytes;
+    if (int err = parse_specs(attr, end, out)) return err;
     // An egress rule matches what is sent (mlx5 takes it only with IPsec
     // crypto actions, which this HCA lacks); as an ingress rule it would take
     // received frames: refused, so that programs see it is not there.

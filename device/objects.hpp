@@ -26,7 +26,6 @@
 #include "datapath/cq_ring.hpp"
 #include "datapath/mr_table.hpp"
 #include "datapath/port.hpp"
-#include "datapath/rss.hpp"
 #include "datapath/rx_queue.hpp"
 #include "datapath/recv_ring.hpp"
 #include "device/caps.hpp"
@@ -40,6 +39,9 @@ class TraceHook;     // device/trace.hpp
 class StatsHook;     // device/stats_hook.hpp
 struct Cq;
 struct Qp;
+struct QpOps;     // device/qp_roles.hpp
+struct RawQp;     // device/qp_roles.hpp
+struct IbQp;      // device/qp_roles.hpp
 struct Flow;
 struct Ah;
 struct Srq;
@@ -243,7 +245,7 @@ struct IndTable {
 };
 
 // The receive queue of an RC, UC or UD QP, or of an SRQ: WQEs the transport
-// takes (device/qp_ib.hpp, take_recv_wqe). Producer: posts, under post_lock.
+// takes (device/qp_transport.cpp, peek_recv / pop_recv). Producer: posts, under post_lock.
 // Consumer: the transport, a flush or a reset, under the port lock (and
 // post_lock for flush and reset: lock order port, then post).
 struct WorkRecvQueue {
@@ -280,6 +282,10 @@ struct Srq {
     std::uint32_t events_reported = 0;
 };
 
+// What every QP is, whatever role it plays (device/qp_roles.hpp: raw
+// packet, RSS, RC/UC/UD/XRC): the ibv_qp a program sees, first; the verbs of
+// its role, chosen at create; what every role keeps. Only the roles are
+// ever created.
 struct Qp {
     // Programs see &ibqp; an extended QP (created with send_ops_flags) is
     // the same object seen as the ibv_qp_ex that begins with it.
@@ -287,34 +293,9 @@ struct Qp {
         ibv_qp ibqp;
         ibv_qp_ex qpx;
     };
+    const QpOps* ops = nullptr; // its role's verbs (device/qp_roles.hpp)
     Context* ctx = nullptr;
-    Pd* pd = nullptr;
-    bool rss = false;
-    bool ib = false; // RC, UC or UD (device/qp_ib.*); otherwise raw packet
-    // RSS QP: hashes into an indirection table.
-    IndTable* table = nullptr;
-    datapath::RssGroup rss_group;               // the steering target its flows name
-    // Plain raw-packet QP: its own receive queue and a send queue.
-    Cq* recv_cq = nullptr;
-    Cq* send_cq = nullptr;
-    std::uint32_t max_send_wr = 0;
-    std::uint32_t max_send_sge = 1;
-    std::uint32_t max_inline = 0;
-    bool sq_sig_all = false;
-    // The send queue's frame buffer (caps.max_raw_frame bytes, allocated at
-    // creation: ibv_post_send never allocates), and the lock that lets one
-    // thread at a time build frames in it, as mlx5 serialises its SQ.
-    SpinLock send_lock;
-    std::vector<std::uint8_t> send_buf;
-    RecvQueue recv;                             // also guards the QP state (post lock)
-    // RC, UC, UD: the transport (which holds the send queue), the receive
-    // queue (unused with an SRQ), the SRQ. The transport's attributes come
-    // from `attr` (set by ibv_modify_qp).
-    QpTransport* transport = nullptr; // the RoCE transport: owned, deleted by destroy_ib_qp
-    WrBuilder* wr_builder = nullptr;  // extended QPs (ibv_wr_*): owned, device/qp_ex.hpp
-    WorkRecvQueue rq;
-    Srq* srq = nullptr;
-    Xrcd* xrcd = nullptr; // XRC TGT QP (IBV_QPT_XRC_RECV): its domain; it has no PD, no CQs
+    Pd* pd = nullptr;   // none for an XRC TGT QP
     ibv_qp_attr attr{}; // what ibv_query_qp reports; for RC/UC/UD the transport's attributes
     std::atomic<std::uint32_t> flows{0};
     // Async events handed out by ibv_get_async_event (under the context's event

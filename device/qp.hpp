@@ -1,6 +1,7 @@
-// The QP verbs. Raw-packet QPs live here: plain (own receive queue, send
-// queue) and RSS (hash into an indirection table). RC, UC and UD QPs are
-// dispatched to device/qp_ib.hpp; other QP types answer EOPNOTSUPP.
+// The QP verbs: the checks every QP shares, then its role's verbs
+// (device/qp_roles.hpp: plain raw-packet QPs in qp_raw.cpp, RSS QPs in
+// qp_rss.cpp, RC, UC, UD and XRC QPs in qp_ib*.cpp). Other QP types answer
+// EOPNOTSUPP.
 #pragma once
 
 #include "device/objects.hpp"

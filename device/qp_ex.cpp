@@ -11,7 +11,7 @@ namespace rdmasim::device {
 
 namespace {
 
-Qp& qp_of(ibv_qp_ex* x) noexcept { return *reinterpret_cast<Qp*>(x); }
+IbQp& qp_of(ibv_qp_ex* x) noexcept { return ib_qp(*reinterpret_cast<Qp*>(x)); }
 WrBuilder& builder(ibv_qp_ex* x) noexcept { return *qp_of(x).wr_builder; }
 
 // A new WR from the QP's wr_id and wr_flags; nullptr (the error recorded)
@@ -95,7 +95,7 @@ void wr_atomic_fetch_add(ibv_qp_ex* x, uint32_t rkey, uint64_t addr, uint64_t ad
     atomic(x, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, addr, add, 0);
 }
 
-// The 8 bytes travel in the WR's compare_add, as memory holds them (datapath/roce_verbs.hpp).
+// The 8 bytes travel in the WR's compare_add, as memory holds them (device/transport_translate.hpp).
 void wr_atomic_write(ibv_qp_ex* x, uint32_t rkey, uint64_t addr, const void* atomic_wr) {
     if (ibv_send_wr* w = begin_wr(x, IBV_WR_ATOMIC_WRITE)) {
         w->wr.atomic.rkey = rkey;
@@ -188,7 +188,7 @@ int wr_complete(ibv_qp_ex* x) {
 
 } // namespace
 
-int make_extended(Qp& qp, std::uint64_t ops) noexcept {
+int make_extended(IbQp& qp, std::uint64_t ops) noexcept {
     std::uint64_t allowed = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
     if (qp.ibqp.qp_type != IBV_QPT_UD)
         allowed |= IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
@@ -242,9 +242,11 @@ int make_extended(Qp& qp, std::uint64_t ops) noexcept {
 
 ibv_qp_ex* qp_to_qp_ex(ibv_qp* q) noexcept {
     if (q == nullptr) return nullptr;
-    Qp& qp = *from_verbs(q);
-    if (qp.wr_builder == nullptr) errno = EOPNOTSUPP; // created without send ops
-    return qp.wr_builder != nullptr ? &qp.qpx : nullptr;
+    // make_extended filled in the ibv_wr_* operations, wr_start always; a QP
+    // created without send ops (or a raw-packet one) has none.
+    ibv_qp_ex& x = from_verbs(q)->qpx;
+    if (x.wr_start == nullptr) errno = EOPNOTSUPP;
+    return x.wr_start != nullptr ? &x : nullptr;
 }
 
 } // namespace rdmasim::device

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "device/objects.hpp"
+#include "device/qp_roles.hpp"
 
 namespace rdmasim::device {
 
@@ -27,7 +27,7 @@ struct WrBuilder {
 
 // For create_ib_qp: 0, EOPNOTSUPP (an operation the QP type or rdmasim does
 // not carry) or EINVAL (no operation at all); on 0 `qp` is extended.
-int make_extended(Qp& qp, std::uint64_t send_ops_flags) noexcept;
+int make_extended(IbQp& qp, std::uint64_t send_ops_flags) noexcept;
 
 // ibv_qp_to_qp_ex: the QP's ibv_qp_ex, or nullptr when it was not created
 // extended.

@@ -57,7 +57,7 @@ struct Limits {
 };
 
 // One WR's checks; 0 or EINVAL.
-int check_send_wr(const Qp& qp, const ibv_send_wr& wr, const Limits& lim, bool extended) noexcept {
+int check_send_wr(const IbQp& qp, const ibv_send_wr& wr, const Limits& lim, bool extended) noexcept {
     const ibv_qp_type t = qp.ibqp.qp_type;
     // Read as an integer first: a C caller may pass any value (device/README.md,
     // "Error conventions"); none above ATOMIC_WRITE is allowed on these QPs.
@@ -86,7 +86,7 @@ int check_send_wr(const Qp& qp, const ibv_send_wr& wr, const Limits& lim, bool e
     return 0;
 }
 
-Limits port_limits(const Qp& qp) noexcept {
+Limits port_limits(const IbQp& qp) noexcept {
     ibv_port_attr pa;
     std::memset(&pa, 0, sizeof pa);
     (void)query_port(qp.ibqp.context, 1, &pa, sizeof pa);
@@ -98,7 +98,7 @@ Limits port_limits(const Qp& qp) noexcept {
 
 } // namespace
 
-int post_ib_send(Qp& qp, ibv_send_wr* wr, ibv_send_wr** bad_wr, bool all_or_nothing) noexcept {
+int post_ib_send(IbQp& qp, ibv_send_wr* wr, ibv_send_wr** bad_wr, bool all_or_nothing) noexcept {
     Device& dev = *qp.ctx->device;
     const Limits lim = port_limits(qp);
     int err = 0;
@@ -147,7 +147,7 @@ int post_work_recv(WorkRecvQueue& rq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noe
     return post_recv_list(rq.ring, rq.max_sge, rq.max_post, wr, bad_wr);
 }
 
-int post_ib_recv(Qp& qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept {
+int post_ib_recv(IbQp& qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) noexcept {
     if (qp.srq != nullptr || qp.ibqp.qp_type == IBV_QPT_XRC_SEND ||
         qp.ibqp.qp_type == IBV_QPT_XRC_RECV) {
         *bad_wr = wr; // its receives come from an SRQ (ibv_post_srq_recv), or none exist

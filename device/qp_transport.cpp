@@ -5,15 +5,14 @@
 #include <cstring>
 #include <mutex>
 
-#include "datapath/roce_verbs.hpp"
 #include "device/async_events.hpp"
 #include "device/context.hpp"
 #include "device/device.hpp"
 #include "device/mw.hpp"
 #include "device/qp_ib.hpp"
-#include "device/qp_state.hpp"
 #include "device/srq.hpp"
 #include "device/tm_srq.hpp"
+#include "device/transport_translate.hpp"
 #include "device/xrcd.hpp"
 
 namespace rdmasim::device {
@@ -30,7 +29,7 @@ datapath::QpTransport transport_type(ibv_qp_type t) noexcept {
 
 } // namespace
 
-QpTransport::QpTransport(Device& dev, Qp& qp, const datapath::TransportLimits& limits)
+QpTransport::QpTransport(Device& dev, IbQp& qp, const datapath::TransportLimits& limits)
     : dev_(dev), qp_(qp),
       roce_(*this, dev.port.roce(), dev.mrs, limits,
             {qp.send_cq ? &qp.send_cq->ring : nullptr,
@@ -49,7 +48,7 @@ datapath::TransportAttrs QpTransport::attrs_from_qp() const noexcept {
     t.pd = protection_domain(qp_.pd);
     t.srq = qp_.srq != nullptr || qp_.xrcd != nullptr;
     t.xrc = qp_.ibqp.qp_type == IBV_QPT_XRC_SEND || qp_.ibqp.qp_type == IBV_QPT_XRC_RECV;
-    datapath::apply_qp_attr(t, qp_.attr, kQpAttrBits);
+    apply_qp_attr(t, qp_.attr);
     // UD has no path MTU attribute: its messages are limited by the port's active MTU.
     if (t.type == datapath::QpTransport::ud)
         if (const auto m = net::path_mtu_from_enum(std::countr_zero(dev_.identity.mtu) - 7)) t.mtu = *m;
@@ -61,8 +60,7 @@ datapath::TransportAttrs QpTransport::attrs_from_qp() const noexcept {
 net::RocePath QpTransport::path_to(const ibv_ah_attr& ah, std::uint32_t dest_qpn) const noexcept {
     net::Gid sgid{};
     if (const auto g = port_gid(dev_, ah.grh.sgid_index)) std::memcpy(sgid.data(), g->raw, sgid.size());
-    return datapath::roce_path(ah.grh, sgid, dev_.identity.mac, net::MacAddress{}, qp_.ibqp.qp_num,
-                               dest_qpn);
+    return roce_path(ah.grh, sgid, dev_.identity.mac, net::MacAddress{}, qp_.ibqp.qp_num, dest_qpn);
 }
 
 void QpTransport::modify(ibv_qp_state next) noexcept {
@@ -76,7 +74,7 @@ void QpTransport::modify(ibv_qp_state next) noexcept {
         if (std::equal(mapped.begin(), mapped.end(), d.begin()))
             (void)dev_.port.resolve({d[12], d[13], d[14], d[15]});
     }
-    roce_.modify(t, datapath::transport_state(next), now);
+    roce_.modify(t, transport_state(next), now);
 }
 
 int QpTransport::post_send(const ibv_send_wr& wr) noexcept {
@@ -93,7 +91,7 @@ int QpTransport::post_send(const ibv_send_wr& wr) noexcept {
                              : execute_window_wr(qp_, wr);
         return roce_.post_send(w, {}, transport_now(dev_));
     }
-    auto w = datapath::send_wr_from_ibv(wr, qp_.sq_sig_all);
+    auto w = send_wr_from_ibv(wr, qp_.sq_sig_all);
     if (!w) return EINVAL;
     if (qp_.ibqp.qp_type == IBV_QPT_UD) w->ud_path = path_to(from_verbs(wr.wr.ud.ah)->attr, w->remote_qpn);
     const auto n = static_cast<std::size_t>(std::max(wr.num_sge, 0));

@@ -19,7 +19,7 @@ namespace rdmasim::device {
 class QpTransport final : public datapath::TransportHost {
 public:
     // Registers with the port's RoCE demultiplexing (allocates: creation only).
-    QpTransport(Device& dev, Qp& qp, const datapath::TransportLimits& limits);
+    QpTransport(Device& dev, IbQp& qp, const datapath::TransportLimits& limits);
     ~QpTransport() override; // unregisters
     QpTransport(const QpTransport&) = delete;
     QpTransport& operator=(const QpTransport&) = delete;
@@ -53,7 +53,7 @@ private:
     [[nodiscard]] Srq* receive_srq() const noexcept;
 
     Device& dev_;
-    Qp& qp_;
+    IbQp& qp_;
     datapath::RoceQp roce_;
     std::vector<datapath::Sge> sges_; // post_send's SGE list (max_send_sge entries)
     std::uint32_t xrc_srqn_ = 0;      // XRC TGT: the SRQ the current request named

@@ -26,10 +26,17 @@ std::uint32_t pow2_at_least(std::uint64_t v) noexcept {
     return static_cast<std::uint32_t>(p);
 }
 
-// `xrcd` and `cq`: an XRC SRQ's domain and completion queue (both or
-// neither); `tm`: a tag-matching SRQ's attributes (device/tm_srq.hpp).
-ibv_srq* make_srq(ibv_pd* pd, void* srq_context, ibv_srq_attr& a, Xrcd* xrcd = nullptr,
-                  Cq* cq = nullptr, const ibv_srq_init_attr_ex* tm = nullptr) {
+// What an SRQ other than a basic one has besides its attributes.
+struct SrqKind {
+    Xrcd* xrcd = nullptr; // an XRC SRQ's domain ...
+    Cq* cq = nullptr;     // ... and completion queue (both or neither)
+    const ibv_srq_init_attr_ex* tm = nullptr; // a tag-matching SRQ's attributes (device/tm_srq.hpp)
+};
+
+ibv_srq* make_srq(ibv_pd* pd, void* srq_context, ibv_srq_attr& a, const SrqKind& kind = {}) {
+    Xrcd* const xrcd = kind.xrcd;
+    Cq* const cq = kind.cq;
+    const ibv_srq_init_attr_ex* const tm = kind.tm;
     Context& ctx = *from_verbs(pd->context);
     const Capabilities& caps = ctx.device->caps;
     if (a.max_wr > caps.max_srq_wr || a.max_sge > caps.max_srq_sge) return fail<ibv_srq>(EINVAL);
@@ -103,14 +110,14 @@ ibv_srq* create_srq_ex(ibv_context* context, ibv_srq_init_attr_ex* attr) noexcep
             return fail<ibv_srq>(EINVAL);
         if (type == IBV_SRQT_BASIC) return make_srq(attr->pd, attr->srq_context, attr->attr);
         if (type == IBV_SRQT_TM) // tm_cap and an extended CQ (device/tm_srq.cpp)
-            return make_srq(attr->pd, attr->srq_context, attr->attr, nullptr, nullptr, attr);
+            return make_srq(attr->pd, attr->srq_context, attr->attr, SrqKind{.tm = attr});
         // XRC (ibv_create_srq_ex(3)): a domain and a CQ of this context.
         const unsigned xrc_mask = IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
         if ((attr->comp_mask & xrc_mask) != xrc_mask || attr->xrcd == nullptr ||
             attr->cq == nullptr || attr->xrcd->context != context || attr->cq->context != context)
             return fail<ibv_srq>(EINVAL);
-        return make_srq(attr->pd, attr->srq_context, attr->attr, from_verbs(attr->xrcd),
-                        from_verbs(attr->cq));
+        return make_srq(attr->pd, attr->srq_context, attr->attr,
+                        SrqKind{.xrcd = from_verbs(attr->xrcd), .cq = from_verbs(attr->cq)});
     });
 }
 

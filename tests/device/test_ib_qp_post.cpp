@@ -223,7 +223,7 @@ TEST_CASE("ibv_post_send: state and per-WR checks", "[ib_qp][post]") {
         wr.sg_list = &over;
         CHECK(post_send(ud.qp, wr, &bad) == EINVAL); // a UD message fits one MTU
         // Only the accepted WR reached the transport: one packet out.
-        CHECK(device::from_verbs(ud.qp)->transport->roce().counters().tx_packets.get() == 1);
+        CHECK(device::ib_qp(ud.qp)->transport->roce().counters().tx_packets.get() == 1);
         CHECK(ibv_destroy_ah(ah) == 0);
     }
     SECTION("a full send queue is ENOMEM; bad_wr names the first WR not posted") {
@@ -234,7 +234,7 @@ TEST_CASE("ibv_post_send: state and per-WR checks", "[ib_qp][post]") {
         for (std::size_t i = 0; i + 1 < list.size(); ++i) list[i].next = &list[i + 1];
         CHECK(post_send(q.qp, list[0], &bad) == ENOMEM);
         CHECK(bad == &list[q.cap.max_send_wr]);
-        CHECK(device::from_verbs(q.qp)->transport->roce().send_queue_size() == q.cap.max_send_wr);
+        CHECK(device::ib_qp(q.qp)->transport->roce().send_queue_size() == q.cap.max_send_wr);
     }
 }
 
@@ -362,7 +362,7 @@ TEST_CASE("ibv_post_recv queues WQEs in order, zero-length SGEs left out", "[ib_
     REQUIRE(ibv_post_recv(q.qp, &r, &bad) == 0);
     device::Device& dev = fx.device();
     std::lock_guard lock(dev.port.mutex());
-    const datapath::RecvRing& ring = device::from_verbs(q.qp)->rq.ring;
+    const datapath::RecvRing& ring = device::ib_qp(q.qp)->rq.ring;
     REQUIRE(ring.size() == 1);
     CHECK(ring.front().wr_id == 42);
     CHECK(ring.front().num_sge == 1); // the zero-length SGE was dropped

@@ -1,10 +1,15 @@
-#include "datapath/roce_verbs.hpp"
+#include "device/transport_translate.hpp"
 
 #include <endian.h>
 
 #include <cstring>
 
-namespace rdmasim::datapath {
+namespace rdmasim::device {
+
+using datapath::SendOp;
+using datapath::SendWr;
+using datapath::TransportAttrs;
+using datapath::TransportState;
 
 std::optional<SendOp> send_op_from_ibv(ibv_wr_opcode opcode) noexcept {
     switch (opcode) {
@@ -90,20 +95,19 @@ TransportState transport_state(ibv_qp_state state) noexcept {
     }
 }
 
-void apply_qp_attr(TransportAttrs& t, const ibv_qp_attr& a, int mask) noexcept {
-    if (mask & IBV_QP_DEST_QPN) t.dest_qpn = a.dest_qp_num & 0xffffff;
-    if (mask & IBV_QP_SQ_PSN) t.sq_psn = a.sq_psn & net::kPsnMask;
-    if (mask & IBV_QP_RQ_PSN) t.rq_psn = a.rq_psn & net::kPsnMask;
-    if (mask & IBV_QP_PATH_MTU)
-        if (const auto m = net::path_mtu_from_enum(a.path_mtu)) t.mtu = *m;
-    if (mask & IBV_QP_TIMEOUT) t.timeout = a.timeout;
-    if (mask & IBV_QP_RETRY_CNT) t.retry_cnt = a.retry_cnt;
-    if (mask & IBV_QP_RNR_RETRY) t.rnr_retry = a.rnr_retry;
-    if (mask & IBV_QP_MIN_RNR_TIMER) t.min_rnr_timer = a.min_rnr_timer;
-    if (mask & IBV_QP_MAX_QP_RD_ATOMIC) t.max_rd_atomic = a.max_rd_atomic;
-    if (mask & IBV_QP_MAX_DEST_RD_ATOMIC) t.max_dest_rd_atomic = a.max_dest_rd_atomic;
-    if (mask & IBV_QP_QKEY) t.qkey = a.qkey;
-    if (mask & IBV_QP_ACCESS_FLAGS) t.access = a.qp_access_flags;
+void apply_qp_attr(TransportAttrs& t, const ibv_qp_attr& a) noexcept {
+    t.dest_qpn = a.dest_qp_num & 0xffffff;
+    t.sq_psn = a.sq_psn & net::kPsnMask;
+    t.rq_psn = a.rq_psn & net::kPsnMask;
+    if (const auto m = net::path_mtu_from_enum(a.path_mtu)) t.mtu = *m;
+    t.timeout = a.timeout;
+    t.retry_cnt = a.retry_cnt;
+    t.rnr_retry = a.rnr_retry;
+    t.min_rnr_timer = a.min_rnr_timer;
+    t.max_rd_atomic = a.max_rd_atomic;
+    t.max_dest_rd_atomic = a.max_dest_rd_atomic;
+    t.qkey = a.qkey;
+    t.access = a.qp_access_flags;
 }
 
 net::RocePath roce_path(const ibv_global_route& grh, const net::Gid& sgid,
@@ -123,4 +127,4 @@ net::RocePath roce_path(const ibv_global_route& grh, const net::Gid& sgid,
     return p;
 }
 
-} // namespace rdmasim::datapath
+} // namespace rdmasim::device
