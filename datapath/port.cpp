@@ -41,46 +41,6 @@ std::optional<net::MacAddress> mac_of_link_local(const net::Ipv6Address& ip) noe
 
 } // namespace
 
-namespace {
-
-// Match order (datapath/README.md, "The port"): NORMAL before MC_DEFAULT
-// before ALL_DEFAULT; within a kind, lower priority value first; within a
-// priority, DONT_TRAP entries first (mlx5 puts a DONT_TRAP rule of priority p
-// at core priority 2p, a trapping one at 2p + 1: ib_prio_to_core_prio in the
-// kernel's drivers/infiniband/hw/mlx5/fs.c); then creation order.
-bool before(const SteeringEntry* a, const SteeringEntry* b) noexcept {
-    if (a->kind != b->kind) return a->kind < b->kind;
-    if (a->priority != b->priority) return a->priority < b->priority;
-    if (a->dont_trap != b->dont_trap) return a->dont_trap;
-    return a->seq < b->seq;
-}
-
-// A frame's protocol class: its L3 and L4 kinds (an IP fragment's parse has
-// L4 none: compiled_matches' fragment check holds by construction).
-constexpr std::size_t protocol_class(net::L3Kind l3, net::L4Kind l4) noexcept {
-    return static_cast<std::size_t>(l3) * 3 + static_cast<std::size_t>(l4);
-}
-std::size_t protocol_class(const net::ParsedFrame& p) noexcept { return protocol_class(p.l3, p.l4); }
-
-// Whether a frame of class (l3, l4) meets `c`'s protocol requirements (the
-// first two checks of compiled_matches).
-bool meets(const CompiledRule& c, net::L3Kind l3, net::L4Kind l4) noexcept {
-    return (c.l3 == net::L3Kind::none || c.l3 == l3) && (c.l4 == net::L4Kind::none || c.l4 == l4);
-}
-
-// Room for one more entry, growing geometrically (reserve alone would not).
-void room_for_one(std::vector<SteeringEntry*>& list) {
-    if (list.size() == list.capacity()) list.reserve(std::max<std::size_t>(8, 2 * list.capacity()));
-}
-
-// Calls f(l3, l4) for every protocol class.
-template <class F> void each_class(F&& f) {
-    for (auto l3 : {net::L3Kind::none, net::L3Kind::ipv4, net::L3Kind::ipv6})
-        for (auto l4 : {net::L4Kind::none, net::L4Kind::tcp, net::L4Kind::udp}) f(l3, l4);
-}
-
-} // namespace
-
 Port::~Port() { delete host_out_; }
 
 void Port::attach_queue(RxQueue& queue) {
@@ -124,34 +84,6 @@ void Port::set_queue_state(RxQueue& queue, QueueState state) noexcept {
     }
 }
 
-void Port::add_rule(SteeringEntry& entry) {
-    const auto insert = [&entry](std::vector<SteeringEntry*>& list) {
-        list.insert(std::upper_bound(list.begin(), list.end(), &entry, before), &entry);
-    };
-    entry.compiled = compile(entry.rule);
-    if (entry.kind == RuleKind::sniffer) {
-        entry.seq = next_seq_++;
-        insert(sniffers_);
-        return;
-    }
-    // Room in every list first, so that no list changes unless all do.
-    room_for_one(rules_);
-    each_class([&](net::L3Kind l3, net::L4Kind l4) {
-        if (meets(entry.compiled, l3, l4)) room_for_one(by_class_[protocol_class(l3, l4)]);
-    });
-    entry.seq = next_seq_++;
-    insert(rules_);
-    each_class([&](net::L3Kind l3, net::L4Kind l4) {
-        if (meets(entry.compiled, l3, l4)) insert(by_class_[protocol_class(l3, l4)]);
-    });
-}
-
-void Port::remove_rule(SteeringEntry& entry) noexcept {
-    std::erase(rules_, &entry);
-    for (auto& list : by_class_) std::erase(list, &entry);
-    std::erase(sniffers_, &entry);
-}
-
 void Port::attach_sink(net::FrameSink& sink) { sinks_.push_back(&sink); }
 
 void Port::detach_sink(net::FrameSink& sink) noexcept { std::erase(sinks_, &sink); }
@@ -174,7 +106,7 @@ void Port::fail_queue(RxQueue& queue) noexcept {
 
 inline RxOutcome Port::deliver(const Target& target, const net::Frame& frame,
                                const net::ParsedFrame& parsed, bool primary) noexcept {
-    RxQueue& q = target.queue ? *target.queue : target.rss->pick(frame.payload(), parsed);
+    RxQueue& q = target.pick(frame.payload(), parsed);
     if (pending_faults_ && primary) [[unlikely]]
         arm(q);
     // Only a queue holding frames can release some: the common case neither
@@ -240,38 +172,15 @@ inline void Port::ingress_frame(const net::Frame& frame, std::uint64_t now_ns, c
         roce_.drain_loopback(now_ns);
         return;
     }
-    // The sender's own entries never see its frame (exclude is null for
-    // frames from a source: nothing is excluded).
-    const auto eligible = [exclude](const SteeringEntry* e) {
-        return exclude == nullptr || e->owner != exclude;
-    };
-    for (const SteeringEntry* e : sniffers_) {
-        if (eligible(e) && compiled_matches(e->compiled, e->rule, bytes, parsed)) {
-            (void)deliver_copy(e->target, frame, parsed); // the queue counts the copy
-            counters_.sniffer_copies.add();
-        }
-    }
-    // A DONT_TRAP entry's target gets the frame and the walk goes on. The
-    // frame's outcome is the trapping entry's, or with none the last DONT_TRAP
-    // entry's; the other DONT_TRAP deliveries are copies, counted by their
-    // queues only, as a sniffer's. So each match is delivered when the next
-    // one is found (in walk order), knowing by then whether it was the last.
-    const SteeringEntry* pending = nullptr; // a DONT_TRAP match not delivered yet
-    const SteeringEntry* primary = nullptr; // the entry whose delivery is the frame's outcome
-    // Only the entries whose protocols the frame has: the rest cannot match.
-    for (const SteeringEntry* e : by_class_[protocol_class(parsed)]) {
-        if (!eligible(e) || (e->compiled.masked && !flow_matches(e->rule, bytes, parsed))) continue;
-        if (pending != nullptr) [[unlikely]]
-            (void)deliver_copy(pending->target, frame, parsed);
-        pending = nullptr;
-        if (e->dont_trap) [[unlikely]] {
-            pending = e;
-            continue;
-        }
-        primary = e;
-        break;
-    }
-    if (primary == nullptr) primary = pending;
+    steering_.each_sniffer(bytes, parsed, exclude, [&](const SteeringEntry& e) {
+        (void)deliver_copy(e.target, frame, parsed); // the queue counts the copy
+        counters_.sniffer_copies.add();
+    });
+    // The entry whose delivery is the frame's outcome; a DONT_TRAP match
+    // that is not is a copy, counted by its queue only.
+    const SteeringEntry* primary = steering_.walk(bytes, parsed, exclude, [&](const SteeringEntry& e) {
+        (void)deliver_copy(e.target, frame, parsed);
+    });
     if (primary == nullptr) [[unlikely]] {
         counters_.drop(Drop::steering_miss);
         return;

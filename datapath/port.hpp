@@ -12,7 +12,6 @@
 #pragma once
 
 #include <algorithm>
-#include <array>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -21,40 +20,14 @@
 
 #include "datapath/arp_wait.hpp"
 #include "datapath/counters.hpp"
-#include "datapath/flow_rule.hpp"
 #include "datapath/neighbours.hpp"
 #include "datapath/roce_port.hpp"
-#include "datapath/rss.hpp"
 #include "datapath/rx_queue.hpp"
+#include "datapath/steering.hpp"
 #include "net/frame.hpp"
 #include "net/frame_sink.hpp"
 
 namespace rdmasim::datapath {
-
-// Where a steering entry sends the frames it matches: one receive queue, or
-// an RSS group that picks one. Exactly one of the two is set.
-struct Target {
-    RxQueue* queue = nullptr;
-    const RssGroup* rss = nullptr;
-};
-
-// verbs' flow attribute types, in the order they are matched (mlx5 keeps the
-// defaults in later tables). Sniffers are not matched in order: each gets a copy.
-enum class RuleKind : std::uint8_t { normal, mc_default, all_default, sniffer };
-
-struct SteeringEntry {
-    FlowRule rule;
-    CompiledRule compiled; // of `rule`, set by add_rule: what a frame's parse decides
-    Target target;
-    RuleKind kind = RuleKind::normal;
-    std::uint16_t priority = 0;  // lower first, within a kind
-    // IBV_FLOW_ATTR_FLAGS_DONT_TRAP: the target gets the frame and the frame
-    // goes on to the entries after this one. Ranks before the trapping
-    // entries of its priority (mlx5: ib_prio_to_core_prio).
-    bool dont_trap = false;
-    const void* owner = nullptr; // who receives (a QP): never gets its own sends back
-    std::uint64_t seq = 0;       // creation order, set by add_rule
-};
 
 struct PortConfig {
     std::uint64_t delay_drop_timeout_ns = 100'000'000;
@@ -99,9 +72,9 @@ public:
     [[nodiscard]] RxQueue* take_failed_queue() noexcept;
     // Inserts `entry` in match order and stamps its creation order. The entry
     // must outlive its registration.
-    void add_rule(SteeringEntry& entry);
-    void remove_rule(SteeringEntry& entry) noexcept;
-    [[nodiscard]] std::size_t rule_count() const noexcept { return rules_.size() + sniffers_.size(); }
+    void add_rule(SteeringEntry& entry) { steering_.add_rule(entry); }
+    void remove_rule(SteeringEntry& entry) noexcept { steering_.remove_rule(entry); }
+    [[nodiscard]] std::size_t rule_count() const noexcept { return steering_.rule_count(); }
     void attach_sink(net::FrameSink& sink);
     void detach_sink(net::FrameSink& sink) noexcept;
 
@@ -267,13 +240,7 @@ private:
     mutable std::mutex mutex_;
     PortConfig config_;
     RxCounters counters_; // frames = delivered + drops + held
-    std::vector<SteeringEntry*> rules_;    // NORMAL / defaults, in match order
-    // rules_ split by the protocols a frame's parse finds (protocol_class):
-    // each list holds, in match order, the entries whose compiled L3 and L4
-    // requirements such a frame meets, so the walk skips the rest unread.
-    static constexpr std::size_t kProtocolClasses = 9; // L3Kind x L4Kind
-    std::array<std::vector<SteeringEntry*>, kProtocolClasses> by_class_;
-    std::vector<SteeringEntry*> sniffers_; // each gets a copy
+    SteeringTable steering_;
     std::vector<RxQueue*> queues_;         // serviced for delay drop
     std::vector<RxQueue*> failed_;         // capacity: one per attached queue
     std::vector<net::FrameSink*> sinks_;
@@ -283,7 +250,6 @@ private:
     HostOut* host_out_ = new HostOut(*this); // owned: deleted by ~Port
     std::uint64_t now_ns_ = 0;
     std::uint64_t next_deadline_ns_ = UINT64_MAX;
-    std::uint64_t next_seq_ = 0;
     std::uint32_t starve_next_ = 0;   // starve_next: frames still to hand out
     std::uint8_t fail_next_ = 0;      // fail_next: the status still to hand out, or 0
     bool pending_faults_ = false;     // either of the two is set
