@@ -43,66 +43,9 @@ std::optional<net::MacAddress> mac_of_link_local(const net::Ipv6Address& ip) noe
 
 Port::~Port() { delete host_out_; }
 
-void Port::attach_queue(RxQueue& queue) {
-    queues_.push_back(&queue);
-    failed_.reserve(queues_.size());
-}
-
-void Port::begin_burst() noexcept {
-    for (RxQueue* q : queues_) q->batch_completions(true);
-}
-
-void Port::end_burst() noexcept {
-    for (RxQueue* q : queues_) q->batch_completions(false);
-}
-
-void Port::detach_queue(RxQueue& queue) noexcept {
-    counters_.count(queue.discard_held());
-    std::erase(queues_, &queue);
-    std::erase(failed_, &queue);
-}
-
-void Port::set_queue_state(RxQueue& queue, QueueState state) noexcept {
-    std::erase(failed_, &queue); // whoever sets the state now decides it
-    switch (state) {
-    case QueueState::reset:
-        queue.set_ready(false);
-        counters_.count(queue.discard_held());
-        queue.reset_ring();
-        break;
-    case QueueState::stopped:
-        queue.set_ready(false);
-        break;
-    case QueueState::ready:
-        queue.set_ready(true);
-        break;
-    case QueueState::error:
-        queue.set_ready(false);
-        counters_.count(queue.discard_held());
-        counters_.count(queue.flush());
-        break;
-    }
-}
-
 void Port::attach_sink(net::FrameSink& sink) { sinks_.push_back(&sink); }
 
 void Port::detach_sink(net::FrameSink& sink) noexcept { std::erase(sinks_, &sink); }
-
-RxQueue* Port::take_failed_queue() noexcept {
-    if (failed_.empty()) return nullptr;
-    RxQueue* q = failed_.front();
-    failed_.erase(failed_.begin());
-    return q;
-}
-
-void Port::fail_queue(RxQueue& queue) noexcept {
-    // Flush in error (datapath/README.md, "Per-frame order", step 14): what
-    // the queue still holds or has posted ends now, as QueueState::error.
-    counters_.count(queue.discard_held());
-    counters_.count(queue.flush());
-    if (std::find(failed_.begin(), failed_.end(), &queue) == failed_.end())
-        failed_.push_back(&queue); // within the capacity attach_queue reserved
-}
 
 inline RxOutcome Port::deliver(const Target& target, const net::Frame& frame,
                                const net::ParsedFrame& parsed, bool primary) noexcept {
@@ -114,12 +57,12 @@ inline RxOutcome Port::deliver(const Target& target, const net::Frame& frame,
     RxOutcome out;
     if (q.has_held()) [[unlikely]] {
         RxTally released;
-        out = q.receive(frame, parsed, now_ns_, delay_drop_armed_, primary, &released);
+        out = q.receive(frame, parsed, now_ns_, delay_drop_.armed(), primary, &released);
         counters_.count(released);
     } else {
-        out = q.receive(frame, parsed, now_ns_, delay_drop_armed_, primary, nullptr);
+        out = q.receive(frame, parsed, now_ns_, delay_drop_.armed(), primary, nullptr);
     }
-    check_failed(q);
+    delay_drop_.check_failed(q, counters_);
     return out;
 }
 
@@ -147,7 +90,7 @@ inline void Port::ingress_frame(const net::Frame& frame, std::uint64_t now_ns, c
     }
     // The MAC checks the CRC before anything else sees the frame; only a
     // source whose frames carry their FCS lets it (the others pay nothing).
-    if (frame.fcs_len != 0 && !config_.deliver_bad_fcs && !carried_fcs_ok(frame)) [[unlikely]] {
+    if (frame.fcs_len != 0 && !deliver_bad_fcs_ && !carried_fcs_ok(frame)) [[unlikely]] {
         counters_.drop(Drop::fcs_error);
         return;
     }
@@ -195,7 +138,7 @@ inline void Port::ingress_frame(const net::Frame& frame, std::uint64_t now_ns, c
     }
     counters_.count(out);
     if (out.fate == Fate::held) [[unlikely]] {
-        next_deadline_ns_ = std::min(next_deadline_ns_, now_ns + config_.delay_drop_timeout_ns);
+        delay_drop_.note_held(now_ns);
         tally.deadlines_moved = true;
     }
 }
@@ -285,39 +228,14 @@ void Port::arm(RxQueue& queue) noexcept {
     pending_faults_ = starve_next_ != 0 || fail_next_ != 0;
 }
 
-void Port::service(std::uint64_t now_ns, const RxQueue* expire, bool expire_all) noexcept {
+void Port::service(std::uint64_t now_ns, ExpireNow expire) noexcept {
     if (now_ns > now_ns_) now_ns_ = now_ns;
     neighbours_.service(now_ns_, *host_out_); // ARP retries and failures; O(1) when none is due
     if (!arp_wait_.empty()) [[unlikely]]
         arp_wait_.flush(neighbours_, *host_out_, now_ns_);
     roce_.service(now_ns_); // the QPs' ACK and RNR timers
     roce_.drain_loopback(now_ns_);
-    std::uint64_t next = UINT64_MAX;
-    for (RxQueue* q : queues_) {
-        if (!q->has_held()) continue;
-        counters_.count(q->release_held(now_ns_));
-        check_failed(*q);
-        bool timed_out = false;
-        // An injected timeout (expire_delay_drop) is the natural one with the wait already over.
-        const bool expired = expire_all || q == expire;
-        counters_.count(q->expire_held(now_ns_, expired ? 0 : config_.delay_drop_timeout_ns, timed_out));
-        // Hardware leaves delay-drop mode on a timeout; the driver re-arms it at once.
-        if (timed_out && !config_.delay_drop_rearm) delay_drop_armed_ = false;
-        if (q->has_held()) next = std::min(next, q->oldest_held_ns() + config_.delay_drop_timeout_ns);
-    }
-    next_deadline_ns_ = next;
-}
-
-std::uint64_t Port::held_frames() const noexcept {
-    std::uint64_t n = 0;
-    for (const RxQueue* q : queues_) n += q->held();
-    return n;
-}
-
-const RxQueue* Port::find_queue(std::uint32_t qp_num) const noexcept {
-    for (const RxQueue* q : queues_)
-        if (q->qp_num() == qp_num) return q;
-    return nullptr;
+    delay_drop_.service(now_ns_, expire, counters_);
 }
 
 } // namespace rdmasim::datapath

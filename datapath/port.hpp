@@ -20,6 +20,7 @@
 
 #include "datapath/arp_wait.hpp"
 #include "datapath/counters.hpp"
+#include "datapath/delay_drop.hpp"
 #include "datapath/neighbours.hpp"
 #include "datapath/roce_port.hpp"
 #include "datapath/rx_queue.hpp"
@@ -37,15 +38,6 @@ struct PortConfig {
     bool deliver_bad_fcs = false;
 };
 
-// What a queue's verbs state means to the datapath (device/README.md, "Work
-// queues" and "Raw-packet QPs" map verbs states onto these).
-enum class QueueState : std::uint8_t {
-    reset,   // stopped; held frames discarded; posted WQEs forgotten
-    stopped, // stopped; posted WQEs kept (a QP in INIT)
-    ready,   // receiving; posted WQEs kept
-    error,   // stopped; held frames discarded; posted WQEs flushed (IBV_WC_WR_FLUSH_ERR)
-};
-
 class Port {
 public:
     Port() = default;
@@ -53,23 +45,28 @@ public:
     Port& operator=(const Port&) = delete;
     ~Port();
 
-    void configure(const PortConfig& config) noexcept { config_ = config; }
+    void configure(const PortConfig& config) noexcept {
+        deliver_bad_fcs_ = config.deliver_bad_fcs;
+        delay_drop_.configure({.timeout_ns = config.delay_drop_timeout_ns, .rearm = config.delay_drop_rearm});
+    }
     [[nodiscard]] std::mutex& mutex() const noexcept { return mutex_; }
     [[nodiscard]] const RxCounters& counters() const noexcept { return counters_; }
 
     // --- control side (set-up paths: may allocate) ---
     // Also reserves the queue's place in the failed-queue record, so that
     // recording a failure never allocates.
-    void attach_queue(RxQueue& queue);
+    void attach_queue(RxQueue& queue) { delay_drop_.attach_queue(queue); }
     // The queue stops being serviced; its held frames are discarded.
-    void detach_queue(RxQueue& queue) noexcept;
+    void detach_queue(RxQueue& queue) noexcept { delay_drop_.detach_queue(queue, counters_); }
     // Also ends a failure the queue latched and drops it from the record.
-    void set_queue_state(RxQueue& queue, QueueState state) noexcept;
-    [[nodiscard]] std::size_t queue_count() const noexcept { return queues_.size(); }
+    void set_queue_state(RxQueue& queue, QueueState state) noexcept {
+        delay_drop_.set_queue_state(queue, state, counters_);
+    }
+    [[nodiscard]] std::size_t queue_count() const noexcept { return delay_drop_.queue_count(); }
     // A queue that stopped itself on a protection error (RxQueue::failed),
     // already flushed and stopped like QueueState::error, whose owner has not
     // been told yet; each is handed out once, oldest first. nullptr: none.
-    [[nodiscard]] RxQueue* take_failed_queue() noexcept;
+    [[nodiscard]] RxQueue* take_failed_queue() noexcept { return delay_drop_.take_failed_queue(); }
     // Inserts `entry` in match order and stamps its creation order. The entry
     // must outlive its registration.
     void add_rule(SteeringEntry& entry) { steering_.add_rule(entry); }
@@ -134,14 +131,14 @@ public:
     // Time passes: held frames go to WQEs posted since, delay-drop waits
     // that reached the timeout are dropped (and delay drop is disarmed when
     // the configuration does not re-arm it).
-    void service(std::uint64_t now_ns) noexcept { service(now_ns, nullptr, false); }
+    void service(std::uint64_t now_ns) noexcept { service(now_ns, ExpireNow{}); }
     // An engine burst: the ingress() and service() calls between these two,
     // under the port lock throughout. The completions the queues' CQs get
     // meanwhile become visible together at end_burst(), in order
     // (CqRing::set_batching), rather than one by one: a program polling on
     // another core no longer pulls the CQ's index line across per frame.
-    void begin_burst() noexcept;
-    void end_burst() noexcept;
+    void begin_burst() noexcept { delay_drop_.batch_completions(true); }
+    void end_burst() noexcept { delay_drop_.batch_completions(false); }
 
     // --- injected faults (sim/README.md, "Fault injection") ---
     // The delay-drop timer of `queue` (nullptr: of every queue) expires now:
@@ -149,7 +146,9 @@ public:
     // (held frames go to WQEs posted since, the rest are dropped as
     // delay_drop_timeouts, delay drop is disarmed unless re-armed). A queue
     // holding nothing has no timer running: nothing happens to it.
-    void expire_delay_drop(const RxQueue* queue) noexcept { service(now_ns_, queue, queue == nullptr); }
+    void expire_delay_drop(const RxQueue* queue) noexcept {
+        service(now_ns_, ExpireNow{.queue = queue, .all = queue == nullptr});
+    }
     // The next `frames` frames steered to a queue (the frame's own outcome,
     // not copies) find that queue's ring empty (RxQueue::starve).
     void starve_next(std::uint32_t frames) noexcept;
@@ -164,28 +163,24 @@ public:
     // costs one needless service, no more).
     // Delay-drop timeouts, the neighbours' ARP retries and the RoCE QPs' timers alike.
     [[nodiscard]] std::uint64_t next_deadline_ns() const noexcept {
-        return std::min({next_deadline_ns_, neighbours_.next_deadline_ns(), roce_.next_deadline_ns()});
+        return std::min({delay_drop_.next_deadline_ns(), neighbours_.next_deadline_ns(), roce_.next_deadline_ns()});
     }
-    [[nodiscard]] std::uint64_t held_frames() const noexcept;
+    [[nodiscard]] std::uint64_t held_frames() const noexcept { return delay_drop_.held_frames(); }
     // The balance every frame keeps: frames = delivered + drops + held.
     [[nodiscard]] bool balanced() const noexcept {
         return counters_.frames.get() ==
                counters_.delivered.get() + counters_.drops_total() + held_frames();
     }
     // The attached queue completing as `qp_num`, or nullptr.
-    [[nodiscard]] const RxQueue* find_queue(std::uint32_t qp_num) const noexcept;
+    [[nodiscard]] const RxQueue* find_queue(std::uint32_t qp_num) const noexcept {
+        return delay_drop_.find_queue(qp_num);
+    }
     // The first attached queue for which pred(queue) holds, or nullptr.
     template <class Pred> [[nodiscard]] const RxQueue* find_queue_if(Pred pred) const {
-        for (const RxQueue* q : queues_)
-            if (pred(*q)) return q;
-        return nullptr;
+        return delay_drop_.find_queue_if(pred);
     }
-    template <class Pred> [[nodiscard]] RxQueue* find_queue_if(Pred pred) {
-        for (RxQueue* q : queues_)
-            if (pred(*q)) return q;
-        return nullptr;
-    }
-    [[nodiscard]] bool delay_drop_armed() const noexcept { return delay_drop_armed_; }
+    template <class Pred> [[nodiscard]] RxQueue* find_queue_if(Pred pred) { return delay_drop_.find_queue_if(pred); }
+    [[nodiscard]] bool delay_drop_armed() const noexcept { return delay_drop_.armed(); }
 
 private:
     // What a burst's frames did on the common path, counted once at its end
@@ -208,18 +203,10 @@ private:
                                                     const net::ParsedFrame& parsed, bool primary) noexcept;
     [[gnu::noinline]] RxOutcome deliver_copy(const Target& target, const net::Frame& frame,
                                              const net::ParsedFrame& parsed) noexcept;
-    // service(); the timeout of `expire` (every queue's, with `expire_all`) is reached now.
-    void service(std::uint64_t now_ns, const RxQueue* expire, bool expire_all) noexcept;
+    // service(); the timeouts `expire` names are reached now.
+    void service(std::uint64_t now_ns, ExpireNow expire) noexcept;
     // Hands the pending starve_next / fail_next to `queue`.
     void arm(RxQueue& queue) noexcept;
-    // After `queue` took frames: when it stopped on an error, its held frames
-    // are discarded, its posted WQEs flushed, and it is recorded. Inline: the
-    // test is on the per-frame path, the rest (fail_queue) is not.
-    void check_failed(RxQueue& queue) noexcept {
-        if (queue.take_failure()) [[unlikely]]
-            fail_queue(queue);
-    }
-    void fail_queue(RxQueue& queue) noexcept;
 
     // What the port itself sends (ARP): every attached sink, never the
     // port's own flows (a host's frames do not loop back to raw QPs). Held
@@ -238,22 +225,19 @@ private:
     };
 
     mutable std::mutex mutex_;
-    PortConfig config_;
     RxCounters counters_; // frames = delivered + drops + held
+    bool deliver_bad_fcs_ = false; // PortConfig::deliver_bad_fcs
     SteeringTable steering_;
-    std::vector<RxQueue*> queues_;         // serviced for delay drop
-    std::vector<RxQueue*> failed_;         // capacity: one per attached queue
+    DelayDrop delay_drop_;
     std::vector<net::FrameSink*> sinks_;
     Neighbours neighbours_;
     RocePort roce_;
     ArpWait arp_wait_;
     HostOut* host_out_ = new HostOut(*this); // owned: deleted by ~Port
     std::uint64_t now_ns_ = 0;
-    std::uint64_t next_deadline_ns_ = UINT64_MAX;
     std::uint32_t starve_next_ = 0;   // starve_next: frames still to hand out
     std::uint8_t fail_next_ = 0;      // fail_next: the status still to hand out, or 0
     bool pending_faults_ = false;     // either of the two is set
-    bool delay_drop_armed_ = true;
 };
 
 } // namespace rdmasim::datapath
