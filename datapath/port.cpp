@@ -50,8 +50,8 @@ void Port::detach_sink(net::FrameSink& sink) noexcept { std::erase(sinks_, &sink
 inline RxOutcome Port::deliver(const Target& target, const net::Frame& frame,
                                const net::ParsedFrame& parsed, bool primary) noexcept {
     RxQueue& q = target.pick(frame.payload(), parsed);
-    if (pending_faults_ && primary) [[unlikely]]
-        arm(q);
+    if (faults_.pending() && primary) [[unlikely]]
+        faults_.arm(q);
     // Only a queue holding frames can release some: the common case neither
     // builds a tally (88 bytes to zero) nor counts one.
     RxOutcome out;
@@ -204,28 +204,6 @@ void Port::send_roce(std::span<std::uint8_t> frame) noexcept {
     std::memcpy(frame.data(), mac->data(), mac->size());
     roce_.count_tx_wire();
     for (net::FrameSink* s : sinks_) s->send(frame, now_ns_);
-}
-
-void Port::starve_next(std::uint32_t frames) noexcept {
-    starve_next_ = frames > UINT32_MAX - starve_next_ ? UINT32_MAX : starve_next_ + frames;
-    pending_faults_ = true;
-}
-
-void Port::fail_next(std::uint8_t status) noexcept {
-    fail_next_ = status;
-    pending_faults_ = true;
-}
-
-void Port::arm(RxQueue& queue) noexcept {
-    if (starve_next_ != 0) {
-        queue.starve(1);
-        --starve_next_;
-    }
-    if (fail_next_ != 0) {
-        queue.fail_next(fail_next_);
-        fail_next_ = 0;
-    }
-    pending_faults_ = starve_next_ != 0 || fail_next_ != 0;
 }
 
 void Port::service(std::uint64_t now_ns, ExpireNow expire) noexcept {

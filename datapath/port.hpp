@@ -21,6 +21,7 @@
 #include "datapath/arp_wait.hpp"
 #include "datapath/counters.hpp"
 #include "datapath/delay_drop.hpp"
+#include "datapath/fault_arming.hpp"
 #include "datapath/neighbours.hpp"
 #include "datapath/roce_port.hpp"
 #include "datapath/rx_queue.hpp"
@@ -151,10 +152,10 @@ public:
     }
     // The next `frames` frames steered to a queue (the frame's own outcome,
     // not copies) find that queue's ring empty (RxQueue::starve).
-    void starve_next(std::uint32_t frames) noexcept;
+    void starve_next(std::uint32_t frames) noexcept { faults_.starve_next(frames); }
     // The next frame steered to a queue arms it: the next frame that queue
     // completes carries `status` (RxQueue::fail_next).
-    void fail_next(std::uint8_t status) noexcept;
+    void fail_next(std::uint8_t status) noexcept { faults_.fail_next(status); }
 
     // The latest time the port has seen (frames and services).
     [[nodiscard]] std::uint64_t now_ns() const noexcept { return now_ns_; }
@@ -205,8 +206,6 @@ private:
                                              const net::ParsedFrame& parsed) noexcept;
     // service(); the timeouts `expire` names are reached now.
     void service(std::uint64_t now_ns, ExpireNow expire) noexcept;
-    // Hands the pending starve_next / fail_next to `queue`.
-    void arm(RxQueue& queue) noexcept;
 
     // What the port itself sends (ARP): every attached sink, never the
     // port's own flows (a host's frames do not loop back to raw QPs). Held
@@ -227,6 +226,7 @@ private:
     mutable std::mutex mutex_;
     RxCounters counters_; // frames = delivered + drops + held
     bool deliver_bad_fcs_ = false; // PortConfig::deliver_bad_fcs
+    FaultArming faults_;
     SteeringTable steering_;
     DelayDrop delay_drop_;
     std::vector<net::FrameSink*> sinks_;
@@ -235,9 +235,6 @@ private:
     ArpWait arp_wait_;
     HostOut* host_out_ = new HostOut(*this); // owned: deleted by ~Port
     std::uint64_t now_ns_ = 0;
-    std::uint32_t starve_next_ = 0;   // starve_next: frames still to hand out
-    std::uint8_t fail_next_ = 0;      // fail_next: the status still to hand out, or 0
-    bool pending_faults_ = false;     // either of the two is set
 };
 
 } // namespace rdmasim::datapath
