@@ -1,51 +1,11 @@
 #include "datapath/port.hpp"
 
 #include <algorithm>
-#include <cstring>
 
 #include "datapath/offloads.hpp"
 #include "datapath/rx_queue_receive.hpp"
 
 namespace rdmasim::datapath {
-
-namespace {
-
-// Where an IPv4 / IPv6 header keeps its destination address.
-constexpr std::size_t kIpv4DstOffset = 16;
-constexpr std::size_t kIpv6DstOffset = 24;
-
-template <std::size_t N>
-std::array<std::uint8_t, N> read_address(net::Bytes frame, std::size_t off) noexcept {
-    std::array<std::uint8_t, N> a;
-    std::memcpy(a.data(), frame.data() + off, N);
-    return a;
-}
-
-// RoCE v2 to this port: its MAC, its IP address, UDP 4791, not a fragment.
-bool roce_for_port(net::Bytes frame, const net::ParsedFrame& p, const PortAddresses& own) noexcept {
-    if (p.l4 != net::L4Kind::udp || p.dst_port != net::kRoceV2UdpPort || p.ip_fragment) return false;
-    if (std::memcmp(frame.data(), own.mac.data(), own.mac.size()) != 0) return false;
-    if (p.l3 == net::L3Kind::ipv4)
-        return read_address<4>(frame, p.l3_offset + kIpv4DstOffset) == own.ipv4;
-    return read_address<16>(frame, p.l3_offset + kIpv6DstOffset) == own.ipv6;
-}
-
-// The MAC of a link-local IPv6 address whose interface identifier is a
-// modified EUI-64 (net::ipv6_link_local's inverse), or nullopt.
-std::optional<net::MacAddress> mac_of_link_local(const net::Ipv6Address& ip) noexcept {
-    static constexpr std::array<std::uint8_t, 8> prefix{0xfe, 0x80, 0, 0, 0, 0, 0, 0};
-    if (!std::equal(prefix.begin(), prefix.end(), ip.begin()) || ip[11] != 0xff || ip[12] != 0xfe)
-        return std::nullopt;
-    return net::MacAddress{static_cast<std::uint8_t>(ip[8] ^ 0x02), ip[9], ip[10], ip[13], ip[14], ip[15]};
-}
-
-} // namespace
-
-Port::~Port() { delete host_out_; }
-
-void Port::attach_sink(net::FrameSink& sink) { sinks_.push_back(&sink); }
-
-void Port::detach_sink(net::FrameSink& sink) noexcept { std::erase(sinks_, &sink); }
 
 inline RxOutcome Port::deliver(const Target& target, const net::Frame& frame,
                                const net::ParsedFrame& parsed, bool primary) noexcept {
@@ -100,13 +60,12 @@ inline void Port::ingress_frame(const net::Frame& frame, std::uint64_t now_ns, c
     // where the kernel and a sniffer both see it.
     if (parsed.ether_type == net::kEtherTypeArp && !parsed.has_vlan && exclude == nullptr) [[unlikely]] {
         tally.deadlines_moved = true;
-        neighbours_.receive(bytes, now_ns, *host_out_);
-        if (!arp_wait_.empty()) arp_wait_.flush(neighbours_, *host_out_, now_ns);
+        host_.receive_arp(bytes, now_ns);
     }
     // RoCE v2 to the port: the transport's, not the steering's. A source's
     // frames only: a program's own sends to its port loop back inside the
     // transport (send_roce).
-    if (exclude == nullptr && roce_for_port(bytes, parsed, neighbours_.addresses())) [[unlikely]] {
+    if (exclude == nullptr && host_.roce_for_host(bytes, parsed)) [[unlikely]] {
         tally.deadlines_moved = true;
         if (roce_.ingress(bytes, now_ns)) // payload(): the FCS is already off
             counters_.count(RxOutcome{static_cast<std::uint32_t>(bytes.size()), Fate::delivered});
@@ -170,47 +129,12 @@ std::uint32_t Port::ingress_burst(std::span<const net::Frame> frames, const std:
 
 void Port::transmit(const net::Frame& frame, const void* sender) noexcept {
     ingress(frame, now_ns_, sender);
-    for (net::FrameSink* s : sinks_) s->send(frame.payload(), now_ns_);
-}
-
-void Port::send_roce(std::span<std::uint8_t> frame) noexcept {
-    const auto p = net::parse_frame(frame); // built by a QP: Ethernet, IP, UDP
-    const PortAddresses& own = neighbours_.addresses();
-    std::optional<net::MacAddress> mac;
-    if (p.l3 == net::L3Kind::ipv4) {
-        const auto dst = read_address<4>(frame, p.l3_offset + kIpv4DstOffset);
-        if (dst == own.ipv4) {
-            (void)roce_.queue_loopback(frame);
-            return;
-        }
-        const Resolution r = neighbours_.resolve(dst, now_ns_, *host_out_);
-        if (r.state == ResolveState::pending) {
-            (void)arp_wait_.push(frame, dst); // ArpWaitCounters count what became of it
-            return;
-        }
-        if (r.state == ResolveState::resolved) mac = r.mac;
-    } else if (p.l3 == net::L3Kind::ipv6) {
-        const auto dst = read_address<16>(frame, p.l3_offset + kIpv6DstOffset);
-        if (dst == own.ipv6) {
-            (void)roce_.queue_loopback(frame);
-            return;
-        }
-        mac = mac_of_link_local(dst);
-    }
-    if (!mac) [[unlikely]] {
-        roce_.count_tx_unroutable();
-        return;
-    }
-    std::memcpy(frame.data(), mac->data(), mac->size());
-    roce_.count_tx_wire();
-    for (net::FrameSink* s : sinks_) s->send(frame, now_ns_);
+    host_.to_wire(frame.payload(), now_ns_);
 }
 
 void Port::service(std::uint64_t now_ns, ExpireNow expire) noexcept {
     if (now_ns > now_ns_) now_ns_ = now_ns;
-    neighbours_.service(now_ns_, *host_out_); // ARP retries and failures; O(1) when none is due
-    if (!arp_wait_.empty()) [[unlikely]]
-        arp_wait_.flush(neighbours_, *host_out_, now_ns_);
+    host_.service(now_ns_); // ARP retries, and what waited for them
     roce_.service(now_ns_); // the QPs' ACK and RNR timers
     roce_.drain_loopback(now_ns_);
     delay_drop_.service(now_ns_, expire, counters_);

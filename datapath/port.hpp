@@ -13,16 +13,14 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <memory>
 #include <mutex>
 #include <span>
 #include <vector>
 
-#include "datapath/arp_wait.hpp"
 #include "datapath/counters.hpp"
 #include "datapath/delay_drop.hpp"
 #include "datapath/fault_arming.hpp"
-#include "datapath/neighbours.hpp"
+#include "datapath/l2_host.hpp"
 #include "datapath/roce_port.hpp"
 #include "datapath/rx_queue.hpp"
 #include "datapath/steering.hpp"
@@ -44,7 +42,6 @@ public:
     Port() = default;
     Port(const Port&) = delete;
     Port& operator=(const Port&) = delete;
-    ~Port();
 
     void configure(const PortConfig& config) noexcept {
         deliver_bad_fcs_ = config.deliver_bad_fcs;
@@ -73,21 +70,19 @@ public:
     void add_rule(SteeringEntry& entry) { steering_.add_rule(entry); }
     void remove_rule(SteeringEntry& entry) noexcept { steering_.remove_rule(entry); }
     [[nodiscard]] std::size_t rule_count() const noexcept { return steering_.rule_count(); }
-    void attach_sink(net::FrameSink& sink);
-    void detach_sink(net::FrameSink& sink) noexcept;
+    void attach_sink(net::FrameSink& sink) { host_.attach_sink(sink); }
+    void detach_sink(net::FrameSink& sink) noexcept { host_.detach_sink(sink); }
 
     // --- addresses and neighbours (datapath/README.md, "Neighbours") ---
     // The port's MAC and IP addresses; empties the ARP cache. Control path.
     void configure_addresses(const PortAddresses& addresses, const NeighbourConfig& config = {}) {
-        neighbours_.configure(addresses, config);
+        host_.configure_addresses(addresses, config);
     }
-    [[nodiscard]] const Neighbours& neighbours() const noexcept { return neighbours_; }
-    void set_neighbour_listener(NeighbourListener* listener) noexcept { neighbours_.set_listener(listener); }
+    [[nodiscard]] const Neighbours& neighbours() const noexcept { return host_.neighbours(); }
+    void set_neighbour_listener(NeighbourListener* listener) noexcept { host_.set_neighbour_listener(listener); }
     // A peer's MAC from the cache, or an ARP request on the port's sinks
     // (Neighbours::resolve), at the port's clock.
-    [[nodiscard]] Resolution resolve(const net::Ipv4Address& ip) noexcept {
-        return neighbours_.resolve(ip, now_ns_, *host_out_);
-    }
+    [[nodiscard]] Resolution resolve(const net::Ipv4Address& ip) noexcept { return host_.resolve(ip); }
 
     // --- RoCE (datapath/README.md, "RoCE transport") ---
     // The QPs' transport. A frame from the wire addressed to the port (its
@@ -96,19 +91,16 @@ public:
     // roce_undeliverable (RocePortCounters say why).
     [[nodiscard]] RocePort& roce() noexcept { return roce_; }
     [[nodiscard]] const RocePort& roce() const noexcept { return roce_; }
-    [[nodiscard]] const ArpWaitCounters& arp_wait_counters() const noexcept { return arp_wait_.counters(); }
+    // The L2 host: ARP, neighbours, the sinks, and send_roce, the entry
+    // point of what a RoCE transport sends. Under the port lock, as the port.
+    [[nodiscard]] L2Host& host() noexcept { return host_; }
+    [[nodiscard]] const ArpWaitCounters& arp_wait_counters() const noexcept { return host_.arp_wait_counters(); }
     // A verb is about to call into a transport at `now_ns`: the port's clock
     // moves there (never back).
     void advance_clock(std::uint64_t now_ns) noexcept { now_ns_ = std::max(now_ns_, now_ns); }
     // A frame (no FCS) a QP of this port sends, as its TransportHost::transmit
-    // gets it. To the port's own address: RoCE loopback (drain_roce delivers
-    // it). To another IPv4 address: to every sink with the destination MAC
-    // from the ARP cache, waiting in ArpWait while ARP resolves. To another
-    // IPv6 address: only a link-local one whose interface identifier is a
-    // MAC's EUI-64 is reachable (there is no neighbour discovery); the rest
-    // count as RocePortCounters::tx_unroutable.
-    // Its destination MAC is written in place.
-    void send_roce(std::span<std::uint8_t> frame) noexcept;
+    // gets it: L2Host::send_roce (loopback, ARP, the sinks).
+    void send_roce(std::span<std::uint8_t> frame) noexcept { host_.send_roce(frame); }
     // Delivers the frames looped back to QPs of this port, and those they
     // cause. Call it after every call into a transport, once it returned.
     void drain_roce() noexcept { roce_.drain_loopback(now_ns_); }
@@ -164,7 +156,7 @@ public:
     // costs one needless service, no more).
     // Delay-drop timeouts, the neighbours' ARP retries and the RoCE QPs' timers alike.
     [[nodiscard]] std::uint64_t next_deadline_ns() const noexcept {
-        return std::min({delay_drop_.next_deadline_ns(), neighbours_.next_deadline_ns(), roce_.next_deadline_ns()});
+        return std::min({delay_drop_.next_deadline_ns(), host_.next_deadline_ns(), roce_.next_deadline_ns()});
     }
     [[nodiscard]] std::uint64_t held_frames() const noexcept { return delay_drop_.held_frames(); }
     // The balance every frame keeps: frames = delivered + drops + held.
@@ -207,34 +199,15 @@ private:
     // service(); the timeouts `expire` names are reached now.
     void service(std::uint64_t now_ns, ExpireNow expire) noexcept;
 
-    // What the port itself sends (ARP): every attached sink, never the
-    // port's own flows (a host's frames do not loop back to raw QPs). Held
-    // through a plain owning pointer: a polymorphic member, and with clang's
-    // reading of libstdc++ a std::unique_ptr too, would make the Device that
-    // embeds a Port non-standard-layout (device/objects.hpp asserts it).
-    class HostOut final : public net::FrameSink {
-    public:
-        explicit HostOut(Port& port) noexcept : port_(port) {}
-        void send(std::span<const std::uint8_t> frame, std::uint64_t ts_ns) noexcept override {
-            for (net::FrameSink* s : port_.sinks_) s->send(frame, ts_ns);
-        }
-
-    private:
-        Port& port_;
-    };
-
     mutable std::mutex mutex_;
     RxCounters counters_; // frames = delivered + drops + held
     bool deliver_bad_fcs_ = false; // PortConfig::deliver_bad_fcs
     FaultArming faults_;
     SteeringTable steering_;
     DelayDrop delay_drop_;
-    std::vector<net::FrameSink*> sinks_;
-    Neighbours neighbours_;
     RocePort roce_;
-    ArpWait arp_wait_;
-    HostOut* host_out_ = new HostOut(*this); // owned: deleted by ~Port
     std::uint64_t now_ns_ = 0;
+    L2Host host_{roce_, now_ns_};
 };
 
 } // namespace rdmasim::datapath
