@@ -7,9 +7,8 @@
 
 namespace rdmasim::datapath {
 
-inline RxOutcome Port::deliver(const Target& target, const net::Frame& frame,
-                               const net::ParsedFrame& parsed, bool primary) noexcept {
-    RxQueue& q = target.pick(frame.payload(), parsed);
+inline RxOutcome Port::deliver(RxQueue& q, const net::Frame& frame, const net::ParsedFrame& parsed,
+                               bool primary) noexcept {
     if (faults_.pending() && primary) [[unlikely]]
         faults_.arm(q);
     // Only a queue holding frames can release some: the common case neither
@@ -28,68 +27,81 @@ inline RxOutcome Port::deliver(const Target& target, const net::Frame& frame,
 
 RxOutcome Port::deliver_copy(const Target& target, const net::Frame& frame,
                              const net::ParsedFrame& parsed) noexcept {
-    return deliver(target, frame, parsed, false);
+    return deliver(target.pick(frame.payload(), parsed), frame, parsed, false);
 }
 
-inline void Port::ingress_frame(const net::Frame& frame, std::uint64_t now_ns, const void* exclude,
-                                BurstTally& tally) noexcept {
-    now_ns_ = now_ns;
-    tally.bytes += frame.len;
+inline bool Port::check_capture(const net::Frame& frame) noexcept {
     if (frame.lost) [[unlikely]] {
         counters_.drop(Drop::fault_injected);
-        return;
+        return false;
     }
     if (frame.truncated() || frame.len < frame.fcs_len) [[unlikely]] {
         counters_.drop(Drop::truncated_capture);
-        return;
+        return false;
     }
-    const auto bytes = frame.payload();
-    if (bytes.size() < net::kEthHeaderLen) [[unlikely]] {
+    if (frame.payload().size() < net::kEthHeaderLen) [[unlikely]] {
         counters_.drop(Drop::runt);
-        return;
+        return false;
     }
+    return true;
+}
+
+inline bool Port::check_fcs(const net::Frame& frame) noexcept {
     // The MAC checks the CRC before anything else sees the frame; only a
     // source whose frames carry their FCS lets it (the others pay nothing).
     if (frame.fcs_len != 0 && !deliver_bad_fcs_ && !carried_fcs_ok(frame)) [[unlikely]] {
         counters_.drop(Drop::fcs_error);
-        return;
+        return false;
     }
-    const auto parsed = net::parse_frame(bytes);
+    return true;
+}
+
+inline void Port::to_host(net::Bytes bytes, const net::ParsedFrame& parsed, std::uint64_t now_ns,
+                          BurstTally& tally) noexcept {
     // ARP from the wire: the host learns and answers (datapath/README.md,
     // "Neighbours"); the frame still goes on to the steering, as on hardware
     // where the kernel and a sniffer both see it.
-    if (parsed.ether_type == net::kEtherTypeArp && !parsed.has_vlan && exclude == nullptr) [[unlikely]] {
+    if (parsed.ether_type == net::kEtherTypeArp && !parsed.has_vlan) [[unlikely]] {
         tally.deadlines_moved = true;
         host_.receive_arp(bytes, now_ns);
     }
-    // RoCE v2 to the port: the transport's, not the steering's. A source's
-    // frames only: a program's own sends to its port loop back inside the
-    // transport (send_roce).
-    if (exclude == nullptr && host_.roce_for_host(bytes, parsed)) [[unlikely]] {
-        tally.deadlines_moved = true;
-        if (roce_.ingress(bytes, now_ns)) // payload(): the FCS is already off
-            counters_.count(RxOutcome{static_cast<std::uint32_t>(bytes.size()), Fate::delivered});
-        else
-            counters_.drop(Drop::roce_undeliverable);
-        roce_.drain_loopback(now_ns);
-        return;
-    }
-    steering_.each_sniffer(bytes, parsed, exclude, [&](const SteeringEntry& e) {
+}
+
+inline bool Port::past_roce(net::Bytes bytes, const net::ParsedFrame& parsed, std::uint64_t now_ns,
+                            BurstTally& tally) noexcept {
+    // RoCE v2 to the port: the transport's, not the steering's.
+    if (!host_.roce_for_host(bytes, parsed)) [[likely]]
+        return true;
+    tally.deadlines_moved = true;
+    if (roce_.ingress(bytes, now_ns)) // payload(): the FCS is already off
+        counters_.count(RxOutcome{static_cast<std::uint32_t>(bytes.size()), Fate::delivered});
+    else
+        counters_.drop(Drop::roce_undeliverable);
+    roce_.drain_loopback(now_ns);
+    return false;
+}
+
+inline void Port::copy_to_sniffers(const net::Frame& frame, const net::ParsedFrame& parsed,
+                                   const void* exclude) noexcept {
+    steering_.each_sniffer(frame.payload(), parsed, exclude, [&](const SteeringEntry& e) {
         (void)deliver_copy(e.target, frame, parsed); // the queue counts the copy
         counters_.sniffer_copies.add();
     });
-    // The entry whose delivery is the frame's outcome; a DONT_TRAP match
-    // that is not is a copy, counted by its queue only.
-    const SteeringEntry* primary = steering_.walk(bytes, parsed, exclude, [&](const SteeringEntry& e) {
+}
+
+inline const SteeringEntry* Port::steer(const net::Frame& frame, const net::ParsedFrame& parsed,
+                                        const void* exclude) noexcept {
+    // A DONT_TRAP match that is not the frame's outcome is a copy, counted
+    // by its queue only.
+    return steering_.walk(frame.payload(), parsed, exclude, [&](const SteeringEntry& e) {
         (void)deliver_copy(e.target, frame, parsed);
     });
-    if (primary == nullptr) [[unlikely]] {
-        counters_.drop(Drop::steering_miss);
-        return;
-    }
-    // The frame's one outcome, counted by the port. One call site: deliver()
-    // is inlined here, the per-frame path.
-    const RxOutcome out = deliver(primary->target, frame, parsed, true);
+}
+
+inline void Port::deliver_primary(RxQueue& queue, const net::Frame& frame, const net::ParsedFrame& parsed,
+                                  BurstTally& tally) noexcept {
+    // One call site: deliver() is inlined here, the per-frame path.
+    const RxOutcome out = deliver(queue, frame, parsed, true);
     if (out.fate == Fate::delivered && !out.fcs_bad) [[likely]] {
         ++tally.delivered;
         tally.delivered_bytes += out.byte_len;
@@ -97,9 +109,33 @@ inline void Port::ingress_frame(const net::Frame& frame, std::uint64_t now_ns, c
     }
     counters_.count(out);
     if (out.fate == Fate::held) [[unlikely]] {
-        delay_drop_.note_held(now_ns);
+        delay_drop_.note_held(now_ns_);
         tally.deadlines_moved = true;
     }
+}
+
+inline void Port::ingress_frame(const net::Frame& frame, std::uint64_t now_ns, const void* exclude,
+                                BurstTally& tally) noexcept {
+    now_ns_ = now_ns;
+    tally.bytes += frame.len;
+    if (!check_capture(frame) || !check_fcs(frame)) [[unlikely]]
+        return;
+    const auto bytes = frame.payload();
+    const auto parsed = net::parse_frame(bytes);
+    // Only a source's frames (exclude null) reach the host: a program's own
+    // sends to its port loop back inside the transport (send_roce).
+    if (exclude == nullptr) {
+        to_host(bytes, parsed, now_ns, tally);
+        if (!past_roce(bytes, parsed, now_ns, tally)) [[unlikely]]
+            return;
+    }
+    copy_to_sniffers(frame, parsed, exclude);
+    const SteeringEntry* primary = steer(frame, parsed, exclude);
+    if (primary == nullptr) [[unlikely]] {
+        counters_.drop(Drop::steering_miss);
+        return;
+    }
+    deliver_primary(primary->target.pick(bytes, parsed), frame, parsed, tally); // RSS, then the queue
 }
 
 std::uint32_t Port::ingress_burst(std::span<const net::Frame> frames, const std::uint64_t* at,

@@ -1,8 +1,10 @@
 // The port: where frames enter and leave the HCA (datapath/README.md, "The
-// port"). It owns ingress (truncation, runt and FCS checks, one parse), the
-// steering table (flow rules and their targets), RSS dispatch, the
-// delay-drop service (release, expiry, next deadline), held-frame accounting,
-// the record of queues that stopped on an error, and the port counters. Frame sources are pulled by the runtime (sim/),
+// port"). It composes what it holds, each a class of its own: the steering
+// table and RSS (SteeringTable), the delay-drop service with the queues it
+// services (DelayDrop), the L2 host with ARP, neighbours and RoCE send
+// (L2Host), the injected faults it arms (FaultArming), and the RoCE
+// transport (RocePort); it owns ingress (the per-frame pipeline), the clock
+// and the port counters. Frame sources are pulled by the runtime (sim/),
 // which calls ingress(); frame sinks attach here and get what programs send.
 //
 // The device layer registers and unregisters targets (queues, steering
@@ -15,7 +17,6 @@
 #include <cstdint>
 #include <mutex>
 #include <span>
-#include <vector>
 
 #include "datapath/counters.hpp"
 #include "datapath/delay_drop.hpp"
@@ -49,6 +50,10 @@ public:
     }
     [[nodiscard]] std::mutex& mutex() const noexcept { return mutex_; }
     [[nodiscard]] const RxCounters& counters() const noexcept { return counters_; }
+
+    // The L2 host: ARP, neighbours, the sinks, and send_roce, the entry
+    // point of what a RoCE transport sends. Under the port lock, as the port.
+    [[nodiscard]] L2Host& host() noexcept { return host_; }
 
     // --- control side (set-up paths: may allocate) ---
     // Also reserves the queue's place in the failed-queue record, so that
@@ -91,9 +96,6 @@ public:
     // roce_undeliverable (RocePortCounters say why).
     [[nodiscard]] RocePort& roce() noexcept { return roce_; }
     [[nodiscard]] const RocePort& roce() const noexcept { return roce_; }
-    // The L2 host: ARP, neighbours, the sinks, and send_roce, the entry
-    // point of what a RoCE transport sends. Under the port lock, as the port.
-    [[nodiscard]] L2Host& host() noexcept { return host_; }
     [[nodiscard]] const ArpWaitCounters& arp_wait_counters() const noexcept { return host_.arp_wait_counters(); }
     // A verb is about to call into a transport at `now_ns`: the port's clock
     // moves there (never back).
@@ -185,14 +187,37 @@ private:
         std::uint32_t delivered = 0;       // delivered with a good FCS (others: counted at once)
         bool deadlines_moved = false;      // a frame may have moved next_deadline_ns()
     };
-    // ingress() of one frame; inline in ingress_burst's loop, the per-frame path.
+    // ingress() of one frame; inline in ingress_burst's loop, the per-frame
+    // path: the pipeline of the steps below (datapath/README.md, "Per-frame
+    // order"), each inline too. A step that ends the frame returns false.
     [[gnu::always_inline]] inline void ingress_frame(const net::Frame& frame, std::uint64_t now_ns,
                                                      const void* exclude, BurstTally& tally) noexcept;
-    // Hands `frame` to `target`'s queue; returns what became of it. Inline
-    // (with the queue's receive): the frame's one delivery is the per-frame
-    // path. Copies (sniffers, DONT_TRAP matches) go through deliver_copy, a
-    // call, so that the path is compiled once.
-    [[gnu::always_inline]] inline RxOutcome deliver(const Target& target, const net::Frame& frame,
+    // Steps 1-2: the capture is whole and holds an Ethernet header.
+    [[gnu::always_inline]] inline bool check_capture(const net::Frame& frame) noexcept;
+    // Step 3: a carried FCS matches.
+    [[gnu::always_inline]] inline bool check_fcs(const net::Frame& frame) noexcept;
+    // ARP from the wire: the host learns and answers; the frame goes on.
+    [[gnu::always_inline]] inline void to_host(net::Bytes bytes, const net::ParsedFrame& parsed,
+                                               std::uint64_t now_ns, BurstTally& tally) noexcept;
+    // RoCE v2 to the port: the transport takes the frame (returns false).
+    [[gnu::always_inline]] inline bool past_roce(net::Bytes bytes, const net::ParsedFrame& parsed,
+                                                 std::uint64_t now_ns, BurstTally& tally) noexcept;
+    // Step 4: each matching sniffer entry gets a copy.
+    [[gnu::always_inline]] inline void copy_to_sniffers(const net::Frame& frame, const net::ParsedFrame& parsed,
+                                                        const void* exclude) noexcept;
+    // Step 5: the entry whose target takes the frame (DONT_TRAP copies on
+    // the way), or nullptr: a steering miss.
+    [[gnu::always_inline]] inline const SteeringEntry* steer(const net::Frame& frame, const net::ParsedFrame& parsed,
+                                                             const void* exclude) noexcept;
+    // Steps 7-17 on the queue RSS picked (step 6): the frame's one outcome,
+    // counted by the port.
+    [[gnu::always_inline]] inline void deliver_primary(RxQueue& queue, const net::Frame& frame,
+                                                       const net::ParsedFrame& parsed, BurstTally& tally) noexcept;
+    // Hands `frame` to `queue`; returns what became of it. Inline (with the
+    // queue's receive): the frame's one delivery is the per-frame path.
+    // Copies (sniffers, DONT_TRAP matches) go through deliver_copy, a call,
+    // so that the path is compiled once.
+    [[gnu::always_inline]] inline RxOutcome deliver(RxQueue& queue, const net::Frame& frame,
                                                     const net::ParsedFrame& parsed, bool primary) noexcept;
     [[gnu::noinline]] RxOutcome deliver_copy(const Target& target, const net::Frame& frame,
                                              const net::ParsedFrame& parsed) noexcept;
@@ -201,12 +226,12 @@ private:
 
     mutable std::mutex mutex_;
     RxCounters counters_; // frames = delivered + drops + held
+    std::uint64_t now_ns_ = 0;
     bool deliver_bad_fcs_ = false; // PortConfig::deliver_bad_fcs
     FaultArming faults_;
     SteeringTable steering_;
     DelayDrop delay_drop_;
     RocePort roce_;
-    std::uint64_t now_ns_ = 0;
     L2Host host_{roce_, now_ns_};
 };
 
