@@ -1,284 +1,107 @@
 #include "datapath/port.hpp"
 
 #include <algorithm>
-#include <cstring>
 
 #include "datapath/offloads.hpp"
 #include "datapath/rx_queue_receive.hpp"
 
 namespace rdmasim::datapath {
 
-namespace {
-
-// Where an IPv4 / IPv6 header keeps its destination address.
-constexpr std::size_t kIpv4DstOffset = 16;
-constexpr std::size_t kIpv6DstOffset = 24;
-
-template <std::size_t N>
-std::array<std::uint8_t, N> read_address(net::Bytes frame, std::size_t off) noexcept {
-    std::array<std::uint8_t, N> a;
-    std::memcpy(a.data(), frame.data() + off, N);
-    return a;
-}
-
-// RoCE v2 to this port: its MAC, its IP address, UDP 4791, not a fragment.
-bool roce_for_port(net::Bytes frame, const net::ParsedFrame& p, const PortAddresses& own) noexcept {
-    if (p.l4 != net::L4Kind::udp || p.dst_port != net::kRoceV2UdpPort || p.ip_fragment) return false;
-    if (std::memcmp(frame.data(), own.mac.data(), own.mac.size()) != 0) return false;
-    if (p.l3 == net::L3Kind::ipv4)
-        return read_address<4>(frame, p.l3_offset + kIpv4DstOffset) == own.ipv4;
-    return read_address<16>(frame, p.l3_offset + kIpv6DstOffset) == own.ipv6;
-}
-
-// The MAC of a link-local IPv6 address whose interface identifier is a
-// modified EUI-64 (net::ipv6_link_local's inverse), or nullopt.
-std::optional<net::MacAddress> mac_of_link_local(const net::Ipv6Address& ip) noexcept {
-    static constexpr std::array<std::uint8_t, 8> prefix{0xfe, 0x80, 0, 0, 0, 0, 0, 0};
-    if (!std::equal(prefix.begin(), prefix.end(), ip.begin()) || ip[11] != 0xff || ip[12] != 0xfe)
-        return std::nullopt;
-    return net::MacAddress{static_cast<std::uint8_t>(ip[8] ^ 0x02), ip[9], ip[10], ip[13], ip[14], ip[15]};
-}
-
-} // namespace
-
-namespace {
-
-// Match order (datapath/README.md, "The port"): NORMAL before MC_DEFAULT
-// before ALL_DEFAULT; within a kind, lower priority value first; within a
-// priority, DONT_TRAP entries first (mlx5 puts a DONT_TRAP rule of priority p
-// at core priority 2p, a trapping one at 2p + 1: ib_prio_to_core_prio in the
-// kernel's drivers/infiniband/hw/mlx5/fs.c); then creation order.
-bool before(const SteeringEntry* a, const SteeringEntry* b) noexcept {
-    if (a->kind != b->kind) return a->kind < b->kind;
-    if (a->priority != b->priority) return a->priority < b->priority;
-    if (a->dont_trap != b->dont_trap) return a->dont_trap;
-    return a->seq < b->seq;
-}
-
-// A frame's protocol class: its L3 and L4 kinds (an IP fragment's parse has
-// L4 none: compiled_matches' fragment check holds by construction).
-constexpr std::size_t protocol_class(net::L3Kind l3, net::L4Kind l4) noexcept {
-    return static_cast<std::size_t>(l3) * 3 + static_cast<std::size_t>(l4);
-}
-std::size_t protocol_class(const net::ParsedFrame& p) noexcept { return protocol_class(p.l3, p.l4); }
-
-// Whether a frame of class (l3, l4) meets `c`'s protocol requirements (the
-// first two checks of compiled_matches).
-bool meets(const CompiledRule& c, net::L3Kind l3, net::L4Kind l4) noexcept {
-    return (c.l3 == net::L3Kind::none || c.l3 == l3) && (c.l4 == net::L4Kind::none || c.l4 == l4);
-}
-
-// Room for one more entry, growing geometrically (reserve alone would not).
-void room_for_one(std::vector<SteeringEntry*>& list) {
-    if (list.size() == list.capacity()) list.reserve(std::max<std::size_t>(8, 2 * list.capacity()));
-}
-
-// Calls f(l3, l4) for every protocol class.
-template <class F> void each_class(F&& f) {
-    for (auto l3 : {net::L3Kind::none, net::L3Kind::ipv4, net::L3Kind::ipv6})
-        for (auto l4 : {net::L4Kind::none, net::L4Kind::tcp, net::L4Kind::udp}) f(l3, l4);
-}
-
-} // namespace
-
-Port::~Port() { delete host_out_; }
-
-void Port::attach_queue(RxQueue& queue) {
-    queues_.push_back(&queue);
-    failed_.reserve(queues_.size());
-}
-
-void Port::begin_burst() noexcept {
-    for (RxQueue* q : queues_) q->batch_completions(true);
-}
-
-void Port::end_burst() noexcept {
-    for (RxQueue* q : queues_) q->batch_completions(false);
-}
-
-void Port::detach_queue(RxQueue& queue) noexcept {
-    counters_.count(queue.discard_held());
-    std::erase(queues_, &queue);
-    std::erase(failed_, &queue);
-}
-
-void Port::set_queue_state(RxQueue& queue, QueueState state) noexcept {
-    std::erase(failed_, &queue); // whoever sets the state now decides it
-    switch (state) {
-    case QueueState::reset:
-        queue.set_ready(false);
-        counters_.count(queue.discard_held());
-        queue.reset_ring();
-        break;
-    case QueueState::stopped:
-        queue.set_ready(false);
-        break;
-    case QueueState::ready:
-        queue.set_ready(true);
-        break;
-    case QueueState::error:
-        queue.set_ready(false);
-        counters_.count(queue.discard_held());
-        counters_.count(queue.flush());
-        break;
-    }
-}
-
-void Port::add_rule(SteeringEntry& entry) {
-    const auto insert = [&entry](std::vector<SteeringEntry*>& list) {
-        list.insert(std::upper_bound(list.begin(), list.end(), &entry, before), &entry);
-    };
-    entry.compiled = compile(entry.rule);
-    if (entry.kind == RuleKind::sniffer) {
-        entry.seq = next_seq_++;
-        insert(sniffers_);
-        return;
-    }
-    // Room in every list first, so that no list changes unless all do.
-    room_for_one(rules_);
-    each_class([&](net::L3Kind l3, net::L4Kind l4) {
-        if (meets(entry.compiled, l3, l4)) room_for_one(by_class_[protocol_class(l3, l4)]);
-    });
-    entry.seq = next_seq_++;
-    insert(rules_);
-    each_class([&](net::L3Kind l3, net::L4Kind l4) {
-        if (meets(entry.compiled, l3, l4)) insert(by_class_[protocol_class(l3, l4)]);
-    });
-}
-
-void Port::remove_rule(SteeringEntry& entry) noexcept {
-    std::erase(rules_, &entry);
-    for (auto& list : by_class_) std::erase(list, &entry);
-    std::erase(sniffers_, &entry);
-}
-
-void Port::attach_sink(net::FrameSink& sink) { sinks_.push_back(&sink); }
-
-void Port::detach_sink(net::FrameSink& sink) noexcept { std::erase(sinks_, &sink); }
-
-RxQueue* Port::take_failed_queue() noexcept {
-    if (failed_.empty()) return nullptr;
-    RxQueue* q = failed_.front();
-    failed_.erase(failed_.begin());
-    return q;
-}
-
-void Port::fail_queue(RxQueue& queue) noexcept {
-    // Flush in error (datapath/README.md, "Per-frame order", step 14): what
-    // the queue still holds or has posted ends now, as QueueState::error.
-    counters_.count(queue.discard_held());
-    counters_.count(queue.flush());
-    if (std::find(failed_.begin(), failed_.end(), &queue) == failed_.end())
-        failed_.push_back(&queue); // within the capacity attach_queue reserved
-}
-
-inline RxOutcome Port::deliver(const Target& target, const net::Frame& frame,
-                               const net::ParsedFrame& parsed, bool primary) noexcept {
-    RxQueue& q = target.queue ? *target.queue : target.rss->pick(frame.payload(), parsed);
-    if (pending_faults_ && primary) [[unlikely]]
-        arm(q);
+inline RxOutcome Port::deliver(RxQueue& q, const net::Frame& frame, const net::ParsedFrame& parsed,
+                               bool primary) noexcept {
+    if (faults_.pending() && primary) [[unlikely]]
+        faults_.arm(q);
     // Only a queue holding frames can release some: the common case neither
     // builds a tally (88 bytes to zero) nor counts one.
     RxOutcome out;
     if (q.has_held()) [[unlikely]] {
         RxTally released;
-        out = q.receive(frame, parsed, now_ns_, delay_drop_armed_, primary, &released);
+        out = q.receive(frame, parsed, now_ns_, delay_drop_.armed(), primary, &released);
         counters_.count(released);
     } else {
-        out = q.receive(frame, parsed, now_ns_, delay_drop_armed_, primary, nullptr);
+        out = q.receive(frame, parsed, now_ns_, delay_drop_.armed(), primary, nullptr);
     }
-    check_failed(q);
+    delay_drop_.check_failed(q, counters_);
     return out;
 }
 
 RxOutcome Port::deliver_copy(const Target& target, const net::Frame& frame,
                              const net::ParsedFrame& parsed) noexcept {
-    return deliver(target, frame, parsed, false);
+    return deliver(target.pick(frame.payload(), parsed), frame, parsed, false);
 }
 
-inline void Port::ingress_frame(const net::Frame& frame, std::uint64_t now_ns, const void* exclude,
-                                BurstTally& tally) noexcept {
-    now_ns_ = now_ns;
-    tally.bytes += frame.len;
+inline bool Port::check_capture(const net::Frame& frame) noexcept {
     if (frame.lost) [[unlikely]] {
         counters_.drop(Drop::fault_injected);
-        return;
+        return false;
     }
     if (frame.truncated() || frame.len < frame.fcs_len) [[unlikely]] {
         counters_.drop(Drop::truncated_capture);
-        return;
+        return false;
     }
-    const auto bytes = frame.payload();
-    if (bytes.size() < net::kEthHeaderLen) [[unlikely]] {
+    if (frame.payload().size() < net::kEthHeaderLen) [[unlikely]] {
         counters_.drop(Drop::runt);
-        return;
+        return false;
     }
+    return true;
+}
+
+inline bool Port::check_fcs(const net::Frame& frame) noexcept {
     // The MAC checks the CRC before anything else sees the frame; only a
     // source whose frames carry their FCS lets it (the others pay nothing).
-    if (frame.fcs_len != 0 && !config_.deliver_bad_fcs && !carried_fcs_ok(frame)) [[unlikely]] {
+    if (frame.fcs_len != 0 && !deliver_bad_fcs_ && !carried_fcs_ok(frame)) [[unlikely]] {
         counters_.drop(Drop::fcs_error);
-        return;
+        return false;
     }
-    const auto parsed = net::parse_frame(bytes);
+    return true;
+}
+
+inline void Port::to_host(net::Bytes bytes, const net::ParsedFrame& parsed, std::uint64_t now_ns,
+                          BurstTally& tally) noexcept {
     // ARP from the wire: the host learns and answers (datapath/README.md,
     // "Neighbours"); the frame still goes on to the steering, as on hardware
     // where the kernel and a sniffer both see it.
-    if (parsed.ether_type == net::kEtherTypeArp && !parsed.has_vlan && exclude == nullptr) [[unlikely]] {
+    if (parsed.ether_type == net::kEtherTypeArp && !parsed.has_vlan) [[unlikely]] {
         tally.deadlines_moved = true;
-        neighbours_.receive(bytes, now_ns, *host_out_);
-        if (!arp_wait_.empty()) arp_wait_.flush(neighbours_, *host_out_, now_ns);
+        host_.receive_arp(bytes, now_ns);
     }
-    // RoCE v2 to the port: the transport's, not the steering's. A source's
-    // frames only: a program's own sends to its port loop back inside the
-    // transport (send_roce).
-    if (exclude == nullptr && roce_for_port(bytes, parsed, neighbours_.addresses())) [[unlikely]] {
-        tally.deadlines_moved = true;
-        if (roce_.ingress(bytes, now_ns)) // payload(): the FCS is already off
-            counters_.count(RxOutcome{static_cast<std::uint32_t>(bytes.size()), Fate::delivered});
-        else
-            counters_.drop(Drop::roce_undeliverable);
-        roce_.drain_loopback(now_ns);
-        return;
-    }
-    // The sender's own entries never see its frame (exclude is null for
-    // frames from a source: nothing is excluded).
-    const auto eligible = [exclude](const SteeringEntry* e) {
-        return exclude == nullptr || e->owner != exclude;
-    };
-    for (const SteeringEntry* e : sniffers_) {
-        if (eligible(e) && compiled_matches(e->compiled, e->rule, bytes, parsed)) {
-            (void)deliver_copy(e->target, frame, parsed); // the queue counts the copy
-            counters_.sniffer_copies.add();
-        }
-    }
-    // A DONT_TRAP entry's target gets the frame and the walk goes on. The
-    // frame's outcome is the trapping entry's, or with none the last DONT_TRAP
-    // entry's; the other DONT_TRAP deliveries are copies, counted by their
-    // queues only, as a sniffer's. So each match is delivered when the next
-    // one is found (in walk order), knowing by then whether it was the last.
-    const SteeringEntry* pending = nullptr; // a DONT_TRAP match not delivered yet
-    const SteeringEntry* primary = nullptr; // the entry whose delivery is the frame's outcome
-    // Only the entries whose protocols the frame has: the rest cannot match.
-    for (const SteeringEntry* e : by_class_[protocol_class(parsed)]) {
-        if (!eligible(e) || (e->compiled.masked && !flow_matches(e->rule, bytes, parsed))) continue;
-        if (pending != nullptr) [[unlikely]]
-            (void)deliver_copy(pending->target, frame, parsed);
-        pending = nullptr;
-        if (e->dont_trap) [[unlikely]] {
-            pending = e;
-            continue;
-        }
-        primary = e;
-        break;
-    }
-    if (primary == nullptr) primary = pending;
-    if (primary == nullptr) [[unlikely]] {
-        counters_.drop(Drop::steering_miss);
-        return;
-    }
-    // The frame's one outcome, counted by the port. One call site: deliver()
-    // is inlined here, the per-frame path.
-    const RxOutcome out = deliver(primary->target, frame, parsed, true);
+}
+
+inline bool Port::past_roce(net::Bytes bytes, const net::ParsedFrame& parsed, std::uint64_t now_ns,
+                            BurstTally& tally) noexcept {
+    // RoCE v2 to the port: the transport's, not the steering's.
+    if (!host_.roce_for_host(bytes, parsed)) [[likely]]
+        return true;
+    tally.deadlines_moved = true;
+    if (roce_.ingress(bytes, now_ns)) // payload(): the FCS is already off
+        counters_.count(RxOutcome{static_cast<std::uint32_t>(bytes.size()), Fate::delivered});
+    else
+        counters_.drop(Drop::roce_undeliverable);
+    roce_.drain_loopback(now_ns);
+    return false;
+}
+
+inline void Port::copy_to_sniffers(const net::Frame& frame, const net::ParsedFrame& parsed,
+                                   const void* exclude) noexcept {
+    steering_.each_sniffer(frame.payload(), parsed, exclude, [&](const SteeringEntry& e) {
+        (void)deliver_copy(e.target, frame, parsed); // the queue counts the copy
+        counters_.sniffer_copies.add();
+    });
+}
+
+inline const SteeringEntry* Port::steer(const net::Frame& frame, const net::ParsedFrame& parsed,
+                                        const void* exclude) noexcept {
+    // A DONT_TRAP match that is not the frame's outcome is a copy, counted
+    // by its queue only.
+    return steering_.walk(frame.payload(), parsed, exclude, [&](const SteeringEntry& e) {
+        (void)deliver_copy(e.target, frame, parsed);
+    });
+}
+
+inline void Port::deliver_primary(RxQueue& queue, const net::Frame& frame, const net::ParsedFrame& parsed,
+                                  BurstTally& tally) noexcept {
+    // One call site: deliver() is inlined here, the per-frame path.
+    const RxOutcome out = deliver(queue, frame, parsed, true);
     if (out.fate == Fate::delivered && !out.fcs_bad) [[likely]] {
         ++tally.delivered;
         tally.delivered_bytes += out.byte_len;
@@ -286,9 +109,33 @@ inline void Port::ingress_frame(const net::Frame& frame, std::uint64_t now_ns, c
     }
     counters_.count(out);
     if (out.fate == Fate::held) [[unlikely]] {
-        next_deadline_ns_ = std::min(next_deadline_ns_, now_ns + config_.delay_drop_timeout_ns);
+        delay_drop_.note_held(now_ns_);
         tally.deadlines_moved = true;
     }
+}
+
+inline void Port::ingress_frame(const net::Frame& frame, std::uint64_t now_ns, const void* exclude,
+                                BurstTally& tally) noexcept {
+    now_ns_ = now_ns;
+    tally.bytes += frame.len;
+    if (!check_capture(frame) || !check_fcs(frame)) [[unlikely]]
+        return;
+    const auto bytes = frame.payload();
+    const auto parsed = net::parse_frame(bytes);
+    // Only a source's frames (exclude null) reach the host: a program's own
+    // sends to its port loop back inside the transport (send_roce).
+    if (exclude == nullptr) {
+        to_host(bytes, parsed, now_ns, tally);
+        if (!past_roce(bytes, parsed, now_ns, tally)) [[unlikely]]
+            return;
+    }
+    copy_to_sniffers(frame, parsed, exclude);
+    const SteeringEntry* primary = steer(frame, parsed, exclude);
+    if (primary == nullptr) [[unlikely]] {
+        counters_.drop(Drop::steering_miss);
+        return;
+    }
+    deliver_primary(primary->target.pick(bytes, parsed), frame, parsed, tally); // RSS, then the queue
 }
 
 std::uint32_t Port::ingress_burst(std::span<const net::Frame> frames, const std::uint64_t* at,
@@ -318,97 +165,15 @@ std::uint32_t Port::ingress_burst(std::span<const net::Frame> frames, const std:
 
 void Port::transmit(const net::Frame& frame, const void* sender) noexcept {
     ingress(frame, now_ns_, sender);
-    for (net::FrameSink* s : sinks_) s->send(frame.payload(), now_ns_);
+    host_.to_wire(frame.payload(), now_ns_);
 }
 
-void Port::send_roce(std::span<std::uint8_t> frame, std::uint64_t /*now_ns: now_ns_ is never behind it*/) noexcept {
-    const auto p = net::parse_frame(frame); // built by a QP: Ethernet, IP, UDP
-    const PortAddresses& own = neighbours_.addresses();
-    std::optional<net::MacAddress> mac;
-    if (p.l3 == net::L3Kind::ipv4) {
-        const auto dst = read_address<4>(frame, p.l3_offset + kIpv4DstOffset);
-        if (dst == own.ipv4) {
-            (void)roce_.queue_loopback(frame);
-            return;
-        }
-        const Resolution r = neighbours_.resolve(dst, now_ns_, *host_out_);
-        if (r.state == ResolveState::pending) {
-            (void)arp_wait_.push(frame, dst); // ArpWaitCounters count what became of it
-            return;
-        }
-        if (r.state == ResolveState::resolved) mac = r.mac;
-    } else if (p.l3 == net::L3Kind::ipv6) {
-        const auto dst = read_address<16>(frame, p.l3_offset + kIpv6DstOffset);
-        if (dst == own.ipv6) {
-            (void)roce_.queue_loopback(frame);
-            return;
-        }
-        mac = mac_of_link_local(dst);
-    }
-    if (!mac) [[unlikely]] {
-        roce_.count_tx_unroutable();
-        return;
-    }
-    std::memcpy(frame.data(), mac->data(), mac->size());
-    roce_.count_tx_wire();
-    for (net::FrameSink* s : sinks_) s->send(frame, now_ns_);
-}
-
-void Port::starve_next(std::uint32_t frames) noexcept {
-    starve_next_ = frames > UINT32_MAX - starve_next_ ? UINT32_MAX : starve_next_ + frames;
-    pending_faults_ = true;
-}
-
-void Port::fail_next(std::uint8_t status) noexcept {
-    fail_next_ = status;
-    pending_faults_ = true;
-}
-
-void Port::arm(RxQueue& queue) noexcept {
-    if (starve_next_ != 0) {
-        queue.starve(1);
-        --starve_next_;
-    }
-    if (fail_next_ != 0) {
-        queue.fail_next(fail_next_);
-        fail_next_ = 0;
-    }
-    pending_faults_ = starve_next_ != 0 || fail_next_ != 0;
-}
-
-void Port::service(std::uint64_t now_ns, const RxQueue* expire, bool expire_all) noexcept {
+void Port::service(std::uint64_t now_ns, ExpireNow expire) noexcept {
     if (now_ns > now_ns_) now_ns_ = now_ns;
-    neighbours_.service(now_ns_, *host_out_); // ARP retries and failures; O(1) when none is due
-    if (!arp_wait_.empty()) [[unlikely]]
-        arp_wait_.flush(neighbours_, *host_out_, now_ns_);
+    host_.service(now_ns_); // ARP retries, and what waited for them
     roce_.service(now_ns_); // the QPs' ACK and RNR timers
     roce_.drain_loopback(now_ns_);
-    std::uint64_t next = UINT64_MAX;
-    for (RxQueue* q : queues_) {
-        if (!q->has_held()) continue;
-        counters_.count(q->release_held(now_ns_));
-        check_failed(*q);
-        bool timed_out = false;
-        // An injected timeout (expire_delay_drop) is the natural one with the wait already over.
-        const bool expired = expire_all || q == expire;
-        counters_.count(q->expire_held(now_ns_, expired ? 0 : config_.delay_drop_timeout_ns, timed_out));
-        // Hardware leaves delay-drop mode on a timeout; the driver re-arms it at once.
-        if (timed_out && !config_.delay_drop_rearm) delay_drop_armed_ = false;
-        if (q->has_held()) next = std::min(next, q->oldest_held_ns() + config_.delay_drop_timeout_ns);
-    }
-    next_deadline_ns_ = next;
-}
-
-std::uint64_t Port::held_frames() const noexcept {
-    std::uint64_t n = 0;
-    for (const RxQueue* q : queues_) n += q->held();
-    return n;
-}
-
-const RxQueue* Port::find_queue(std::uint32_t qp_num) const noexcept {
-    for (const RxQueue* q : queues_)
-        if (q->qp_num() == qp_num) return q;
-    return nullptr;
+    delay_drop_.service(now_ns_, expire, counters_);
 }
 
 } // namespace rdmasim::datapath

@@ -1,8 +1,10 @@
 // The port: where frames enter and leave the HCA (datapath/README.md, "The
-// port"). It owns ingress (truncation, runt and FCS checks, one parse), the
-// steering table (flow rules and their targets), RSS dispatch, the
-// delay-drop service (release, expiry, next deadline), held-frame accounting,
-// the record of queues that stopped on an error, and the port counters. Frame sources are pulled by the runtime (sim/),
+// port"). It composes what it holds, each a class of its own: the steering
+// table and RSS (SteeringTable), the delay-drop service with the queues it
+// services (DelayDrop), the L2 host with ARP, neighbours and RoCE send
+// (L2Host), the injected faults it arms (FaultArming), and the RoCE
+// transport (RocePort); it owns ingress (the per-frame pipeline), the clock
+// and the port counters. Frame sources are pulled by the runtime (sim/),
 // which calls ingress(); frame sinks attach here and get what programs send.
 //
 // The device layer registers and unregisters targets (queues, steering
@@ -12,49 +14,21 @@
 #pragma once
 
 #include <algorithm>
-#include <array>
 #include <cstdint>
-#include <memory>
 #include <mutex>
 #include <span>
-#include <vector>
 
-#include "datapath/arp_wait.hpp"
 #include "datapath/counters.hpp"
-#include "datapath/flow_rule.hpp"
-#include "datapath/neighbours.hpp"
+#include "datapath/delay_drop.hpp"
+#include "datapath/fault_arming.hpp"
+#include "datapath/l2_host.hpp"
 #include "datapath/roce/port.hpp"
-#include "datapath/rss.hpp"
 #include "datapath/rx_queue.hpp"
+#include "datapath/steering.hpp"
 #include "net/frame.hpp"
 #include "net/frame_sink.hpp"
 
 namespace rdmasim::datapath {
-
-// Where a steering entry sends the frames it matches: one receive queue, or
-// an RSS group that picks one. Exactly one of the two is set.
-struct Target {
-    RxQueue* queue = nullptr;
-    const RssGroup* rss = nullptr;
-};
-
-// verbs' flow attribute types, in the order they are matched (mlx5 keeps the
-// defaults in later tables). Sniffers are not matched in order: each gets a copy.
-enum class RuleKind : std::uint8_t { normal, mc_default, all_default, sniffer };
-
-struct SteeringEntry {
-    FlowRule rule;
-    CompiledRule compiled; // of `rule`, set by add_rule: what a frame's parse decides
-    Target target;
-    RuleKind kind = RuleKind::normal;
-    std::uint16_t priority = 0;  // lower first, within a kind
-    // IBV_FLOW_ATTR_FLAGS_DONT_TRAP: the target gets the frame and the frame
-    // goes on to the entries after this one. Ranks before the trapping
-    // entries of its priority (mlx5: ib_prio_to_core_prio).
-    bool dont_trap = false;
-    const void* owner = nullptr; // who receives (a QP): never gets its own sends back
-    std::uint64_t seq = 0;       // creation order, set by add_rule
-};
 
 struct PortConfig {
     std::uint64_t delay_drop_timeout_ns = 100'000'000;
@@ -64,64 +38,62 @@ struct PortConfig {
     bool deliver_bad_fcs = false;
 };
 
-// What a queue's verbs state means to the datapath (device/README.md, "Work
-// queues" and "Raw-packet QPs" map verbs states onto these).
-enum class QueueState : std::uint8_t {
-    reset,   // stopped; held frames discarded; posted WQEs forgotten
-    stopped, // stopped; posted WQEs kept (a QP in INIT)
-    ready,   // receiving; posted WQEs kept
-    error,   // stopped; held frames discarded; posted WQEs flushed (IBV_WC_WR_FLUSH_ERR)
-};
-
 class Port {
 public:
+    // The RoCE side's frames go out through the L2 host (RocePort::transmit).
     Port() {
-        roce_.set_wire({[](void* port, std::span<std::uint8_t> frame, std::uint64_t now_ns) noexcept {
-                            static_cast<Port*>(port)->send_roce(frame, now_ns);
+        roce_.set_wire({[](void* host, std::span<std::uint8_t> frame, std::uint64_t) noexcept {
+                            static_cast<L2Host*>(host)->send_roce(frame); // at the port's clock
                         },
-                        this});
+                        &host_});
     }
     Port(const Port&) = delete;
     Port& operator=(const Port&) = delete;
-    ~Port();
 
-    void configure(const PortConfig& config) noexcept { config_ = config; }
+    void configure(const PortConfig& config) noexcept {
+        deliver_bad_fcs_ = config.deliver_bad_fcs;
+        delay_drop_.configure({.timeout_ns = config.delay_drop_timeout_ns, .rearm = config.delay_drop_rearm});
+    }
     [[nodiscard]] std::mutex& mutex() const noexcept { return mutex_; }
     [[nodiscard]] const RxCounters& counters() const noexcept { return counters_; }
+
+    // The L2 host: ARP, neighbours, the sinks, and send_roce, the entry
+    // point of what a RoCE transport sends. Under the port lock, as the port.
+    [[nodiscard]] L2Host& host() noexcept { return host_; }
 
     // --- control side (set-up paths: may allocate) ---
     // Also reserves the queue's place in the failed-queue record, so that
     // recording a failure never allocates.
-    void attach_queue(RxQueue& queue);
+    void attach_queue(RxQueue& queue) { delay_drop_.attach_queue(queue); }
     // The queue stops being serviced; its held frames are discarded.
-    void detach_queue(RxQueue& queue) noexcept;
+    void detach_queue(RxQueue& queue) noexcept { delay_drop_.detach_queue(queue, counters_); }
     // Also ends a failure the queue latched and drops it from the record.
-    void set_queue_state(RxQueue& queue, QueueState state) noexcept;
-    [[nodiscard]] std::size_t queue_count() const noexcept { return queues_.size(); }
+    void set_queue_state(RxQueue& queue, QueueState state) noexcept {
+        delay_drop_.set_queue_state(queue, state, counters_);
+    }
+    [[nodiscard]] std::size_t queue_count() const noexcept { return delay_drop_.queue_count(); }
     // A queue that stopped itself on a protection error (RxQueue::failed),
     // already flushed and stopped like QueueState::error, whose owner has not
     // been told yet; each is handed out once, oldest first. nullptr: none.
-    [[nodiscard]] RxQueue* take_failed_queue() noexcept;
+    [[nodiscard]] RxQueue* take_failed_queue() noexcept { return delay_drop_.take_failed_queue(); }
     // Inserts `entry` in match order and stamps its creation order. The entry
     // must outlive its registration.
-    void add_rule(SteeringEntry& entry);
-    void remove_rule(SteeringEntry& entry) noexcept;
-    [[nodiscard]] std::size_t rule_count() const noexcept { return rules_.size() + sniffers_.size(); }
-    void attach_sink(net::FrameSink& sink);
-    void detach_sink(net::FrameSink& sink) noexcept;
+    void add_rule(SteeringEntry& entry) { steering_.add_rule(entry); }
+    void remove_rule(SteeringEntry& entry) noexcept { steering_.remove_rule(entry); }
+    [[nodiscard]] std::size_t rule_count() const noexcept { return steering_.rule_count(); }
+    void attach_sink(net::FrameSink& sink) { host_.attach_sink(sink); }
+    void detach_sink(net::FrameSink& sink) noexcept { host_.detach_sink(sink); }
 
     // --- addresses and neighbours (datapath/README.md, "Neighbours") ---
     // The port's MAC and IP addresses; empties the ARP cache. Control path.
     void configure_addresses(const PortAddresses& addresses, const NeighbourConfig& config = {}) {
-        neighbours_.configure(addresses, config);
+        host_.configure_addresses(addresses, config);
     }
-    [[nodiscard]] const Neighbours& neighbours() const noexcept { return neighbours_; }
-    void set_neighbour_listener(NeighbourListener* listener) noexcept { neighbours_.set_listener(listener); }
+    [[nodiscard]] const Neighbours& neighbours() const noexcept { return host_.neighbours(); }
+    void set_neighbour_listener(NeighbourListener* listener) noexcept { host_.set_neighbour_listener(listener); }
     // A peer's MAC from the cache, or an ARP request on the port's sinks
     // (Neighbours::resolve), at the port's clock.
-    [[nodiscard]] Resolution resolve(const net::Ipv4Address& ip) noexcept {
-        return neighbours_.resolve(ip, now_ns_, *host_out_);
-    }
+    [[nodiscard]] Resolution resolve(const net::Ipv4Address& ip) noexcept { return host_.resolve(ip); }
 
     // --- RoCE (datapath/README.md, "RoCE transport") ---
     // The QPs' transport. A frame from the wire addressed to the port (its
@@ -130,19 +102,10 @@ public:
     // roce_undeliverable (RocePortCounters say why).
     [[nodiscard]] RocePort& roce() noexcept { return roce_; }
     [[nodiscard]] const RocePort& roce() const noexcept { return roce_; }
-    [[nodiscard]] const ArpWaitCounters& arp_wait_counters() const noexcept { return arp_wait_.counters(); }
+    [[nodiscard]] const ArpWaitCounters& arp_wait_counters() const noexcept { return host_.arp_wait_counters(); }
     // A verb is about to call into a transport at `now_ns`: the port's clock
     // moves there (never back).
     void advance_clock(std::uint64_t now_ns) noexcept { now_ns_ = std::max(now_ns_, now_ns); }
-    // A frame (no FCS) a QP of this port sends (RocePort::transmit: the port
-    // is its RoCE side's wire), at the port's clock. To the port's own address: RoCE loopback (drain_roce delivers
-    // it). To another IPv4 address: to every sink with the destination MAC
-    // from the ARP cache, waiting in ArpWait while ARP resolves. To another
-    // IPv6 address: only a link-local one whose interface identifier is a
-    // MAC's EUI-64 is reachable (there is no neighbour discovery); the rest
-    // count as RocePortCounters::tx_unroutable.
-    // Its destination MAC is written in place.
-    void send_roce(std::span<std::uint8_t> frame, std::uint64_t now_ns) noexcept;
     // Delivers the frames looped back to QPs of this port, and those they
     // cause. Call it after every call into a transport, once it returned.
     void drain_roce() noexcept { roce_.drain_loopback(now_ns_); }
@@ -166,14 +129,14 @@ public:
     // Time passes: held frames go to WQEs posted since, delay-drop waits
     // that reached the timeout are dropped (and delay drop is disarmed when
     // the configuration does not re-arm it).
-    void service(std::uint64_t now_ns) noexcept { service(now_ns, nullptr, false); }
+    void service(std::uint64_t now_ns) noexcept { service(now_ns, ExpireNow{}); }
     // An engine burst: the ingress() and service() calls between these two,
     // under the port lock throughout. The completions the queues' CQs get
     // meanwhile become visible together at end_burst(), in order
     // (CqRing::set_batching), rather than one by one: a program polling on
     // another core no longer pulls the CQ's index line across per frame.
-    void begin_burst() noexcept;
-    void end_burst() noexcept;
+    void begin_burst() noexcept { delay_drop_.batch_completions(true); }
+    void end_burst() noexcept { delay_drop_.batch_completions(false); }
 
     // --- injected faults (sim/README.md, "Fault injection") ---
     // The delay-drop timer of `queue` (nullptr: of every queue) expires now:
@@ -181,13 +144,15 @@ public:
     // (held frames go to WQEs posted since, the rest are dropped as
     // delay_drop_timeouts, delay drop is disarmed unless re-armed). A queue
     // holding nothing has no timer running: nothing happens to it.
-    void expire_delay_drop(const RxQueue* queue) noexcept { service(now_ns_, queue, queue == nullptr); }
+    void expire_delay_drop(const RxQueue* queue) noexcept {
+        service(now_ns_, ExpireNow{.queue = queue, .all = queue == nullptr});
+    }
     // The next `frames` frames steered to a queue (the frame's own outcome,
     // not copies) find that queue's ring empty (RxQueue::starve).
-    void starve_next(std::uint32_t frames) noexcept;
+    void starve_next(std::uint32_t frames) noexcept { faults_.starve_next(frames); }
     // The next frame steered to a queue arms it: the next frame that queue
     // completes carries `status` (RxQueue::fail_next).
-    void fail_next(std::uint8_t status) noexcept;
+    void fail_next(std::uint8_t status) noexcept { faults_.fail_next(status); }
 
     // The latest time the port has seen (frames and services).
     [[nodiscard]] std::uint64_t now_ns() const noexcept { return now_ns_; }
@@ -196,28 +161,24 @@ public:
     // costs one needless service, no more).
     // Delay-drop timeouts, the neighbours' ARP retries and the RoCE QPs' timers alike.
     [[nodiscard]] std::uint64_t next_deadline_ns() const noexcept {
-        return std::min({next_deadline_ns_, neighbours_.next_deadline_ns(), roce_.next_deadline_ns()});
+        return std::min({delay_drop_.next_deadline_ns(), host_.next_deadline_ns(), roce_.next_deadline_ns()});
     }
-    [[nodiscard]] std::uint64_t held_frames() const noexcept;
+    [[nodiscard]] std::uint64_t held_frames() const noexcept { return delay_drop_.held_frames(); }
     // The balance every frame keeps: frames = delivered + drops + held.
     [[nodiscard]] bool balanced() const noexcept {
         return counters_.frames.get() ==
                counters_.delivered.get() + counters_.drops_total() + held_frames();
     }
     // The attached queue completing as `qp_num`, or nullptr.
-    [[nodiscard]] const RxQueue* find_queue(std::uint32_t qp_num) const noexcept;
+    [[nodiscard]] const RxQueue* find_queue(std::uint32_t qp_num) const noexcept {
+        return delay_drop_.find_queue(qp_num);
+    }
     // The first attached queue for which pred(queue) holds, or nullptr.
     template <class Pred> [[nodiscard]] const RxQueue* find_queue_if(Pred pred) const {
-        for (const RxQueue* q : queues_)
-            if (pred(*q)) return q;
-        return nullptr;
+        return delay_drop_.find_queue_if(pred);
     }
-    template <class Pred> [[nodiscard]] RxQueue* find_queue_if(Pred pred) {
-        for (RxQueue* q : queues_)
-            if (pred(*q)) return q;
-        return nullptr;
-    }
-    [[nodiscard]] bool delay_drop_armed() const noexcept { return delay_drop_armed_; }
+    template <class Pred> [[nodiscard]] RxQueue* find_queue_if(Pred pred) { return delay_drop_.find_queue_if(pred); }
+    [[nodiscard]] bool delay_drop_armed() const noexcept { return delay_drop_.armed(); }
 
 private:
     // What a burst's frames did on the common path, counted once at its end
@@ -229,70 +190,52 @@ private:
         std::uint32_t delivered = 0;       // delivered with a good FCS (others: counted at once)
         bool deadlines_moved = false;      // a frame may have moved next_deadline_ns()
     };
-    // ingress() of one frame; inline in ingress_burst's loop, the per-frame path.
+    // ingress() of one frame; inline in ingress_burst's loop, the per-frame
+    // path: the pipeline of the steps below (datapath/README.md, "Per-frame
+    // order"), each inline too. A step that ends the frame returns false.
     [[gnu::always_inline]] inline void ingress_frame(const net::Frame& frame, std::uint64_t now_ns,
                                                      const void* exclude, BurstTally& tally) noexcept;
-    // Hands `frame` to `target`'s queue; returns what became of it. Inline
-    // (with the queue's receive): the frame's one delivery is the per-frame
-    // path. Copies (sniffers, DONT_TRAP matches) go through deliver_copy, a
-    // call, so that the path is compiled once.
-    [[gnu::always_inline]] inline RxOutcome deliver(const Target& target, const net::Frame& frame,
+    // Steps 1-2: the capture is whole and holds an Ethernet header.
+    [[gnu::always_inline]] inline bool check_capture(const net::Frame& frame) noexcept;
+    // Step 3: a carried FCS matches.
+    [[gnu::always_inline]] inline bool check_fcs(const net::Frame& frame) noexcept;
+    // ARP from the wire: the host learns and answers; the frame goes on.
+    [[gnu::always_inline]] inline void to_host(net::Bytes bytes, const net::ParsedFrame& parsed,
+                                               std::uint64_t now_ns, BurstTally& tally) noexcept;
+    // RoCE v2 to the port: the transport takes the frame (returns false).
+    [[gnu::always_inline]] inline bool past_roce(net::Bytes bytes, const net::ParsedFrame& parsed,
+                                                 std::uint64_t now_ns, BurstTally& tally) noexcept;
+    // Step 4: each matching sniffer entry gets a copy.
+    [[gnu::always_inline]] inline void copy_to_sniffers(const net::Frame& frame, const net::ParsedFrame& parsed,
+                                                        const void* exclude) noexcept;
+    // Step 5: the entry whose target takes the frame (DONT_TRAP copies on
+    // the way), or nullptr: a steering miss.
+    [[gnu::always_inline]] inline const SteeringEntry* steer(const net::Frame& frame, const net::ParsedFrame& parsed,
+                                                             const void* exclude) noexcept;
+    // Steps 7-17 on the queue RSS picked (step 6): the frame's one outcome,
+    // counted by the port.
+    [[gnu::always_inline]] inline void deliver_primary(RxQueue& queue, const net::Frame& frame,
+                                                       const net::ParsedFrame& parsed, BurstTally& tally) noexcept;
+    // Hands `frame` to `queue`; returns what became of it. Inline (with the
+    // queue's receive): the frame's one delivery is the per-frame path.
+    // Copies (sniffers, DONT_TRAP matches) go through deliver_copy, a call,
+    // so that the path is compiled once.
+    [[gnu::always_inline]] inline RxOutcome deliver(RxQueue& queue, const net::Frame& frame,
                                                     const net::ParsedFrame& parsed, bool primary) noexcept;
     [[gnu::noinline]] RxOutcome deliver_copy(const Target& target, const net::Frame& frame,
                                              const net::ParsedFrame& parsed) noexcept;
-    // service(); the timeout of `expire` (every queue's, with `expire_all`) is reached now.
-    void service(std::uint64_t now_ns, const RxQueue* expire, bool expire_all) noexcept;
-    // Hands the pending starve_next / fail_next to `queue`.
-    void arm(RxQueue& queue) noexcept;
-    // After `queue` took frames: when it stopped on an error, its held frames
-    // are discarded, its posted WQEs flushed, and it is recorded. Inline: the
-    // test is on the per-frame path, the rest (fail_queue) is not.
-    void check_failed(RxQueue& queue) noexcept {
-        if (queue.take_failure()) [[unlikely]]
-            fail_queue(queue);
-    }
-    void fail_queue(RxQueue& queue) noexcept;
-
-    // What the port itself sends (ARP): every attached sink, never the
-    // port's own flows (a host's frames do not loop back to raw QPs). Held
-    // through a plain owning pointer: a polymorphic member, and with clang's
-    // reading of libstdc++ a std::unique_ptr too, would make the Device that
-    // embeds a Port non-standard-layout (device/objects.hpp asserts it).
-    class HostOut final : public net::FrameSink {
-    public:
-        explicit HostOut(Port& port) noexcept : port_(port) {}
-        void send(std::span<const std::uint8_t> frame, std::uint64_t ts_ns) noexcept override {
-            for (net::FrameSink* s : port_.sinks_) s->send(frame, ts_ns);
-        }
-
-    private:
-        Port& port_;
-    };
+    // service(); the timeouts `expire` names are reached now.
+    void service(std::uint64_t now_ns, ExpireNow expire) noexcept;
 
     mutable std::mutex mutex_;
-    PortConfig config_;
     RxCounters counters_; // frames = delivered + drops + held
-    std::vector<SteeringEntry*> rules_;    // NORMAL / defaults, in match order
-    // rules_ split by the protocols a frame's parse finds (protocol_class):
-    // each list holds, in match order, the entries whose compiled L3 and L4
-    // requirements such a frame meets, so the walk skips the rest unread.
-    static constexpr std::size_t kProtocolClasses = 9; // L3Kind x L4Kind
-    std::array<std::vector<SteeringEntry*>, kProtocolClasses> by_class_;
-    std::vector<SteeringEntry*> sniffers_; // each gets a copy
-    std::vector<RxQueue*> queues_;         // serviced for delay drop
-    std::vector<RxQueue*> failed_;         // capacity: one per attached queue
-    std::vector<net::FrameSink*> sinks_;
-    Neighbours neighbours_;
-    RocePort roce_;
-    ArpWait arp_wait_;
-    HostOut* host_out_ = new HostOut(*this); // owned: deleted by ~Port
     std::uint64_t now_ns_ = 0;
-    std::uint64_t next_deadline_ns_ = UINT64_MAX;
-    std::uint64_t next_seq_ = 0;
-    std::uint32_t starve_next_ = 0;   // starve_next: frames still to hand out
-    std::uint8_t fail_next_ = 0;      // fail_next: the status still to hand out, or 0
-    bool pending_faults_ = false;     // either of the two is set
-    bool delay_drop_armed_ = true;
+    bool deliver_bad_fcs_ = false; // PortConfig::deliver_bad_fcs
+    FaultArming faults_;
+    SteeringTable steering_;
+    DelayDrop delay_drop_;
+    RocePort roce_;
+    L2Host host_{roce_, now_ns_};
 };
 
 } // namespace rdmasim::datapath

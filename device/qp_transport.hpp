@@ -48,7 +48,7 @@ public:
 private:
     [[nodiscard]] datapath::TransportAttrs attrs_from_qp() const noexcept;
     // The frame addressing toward `ah`'s GID (the destination MAC is the
-    // port's to find: Port::send_roce).
+    // port's to find: L2Host::send_roce).
     [[nodiscard]] net::RocePath path_to(const ibv_ah_attr& ah, std::uint32_t dest_qpn) const noexcept;
     [[nodiscard]] Srq* receive_srq() const noexcept;
 

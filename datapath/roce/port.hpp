@@ -27,7 +27,7 @@ struct RocePortCounters {
     // Loopback (observations: a looped frame is counted again in `frames` when drained).
     Counter loopback_frames;   // frames queued for a QP of this port
     Counter loopback_overflow; // frames lost because the loopback queue was full
-    // To the wire (Port::send_roce; frames that waited for ARP are ArpWaitCounters').
+    // To the wire (L2Host::send_roce; frames that waited for ARP are ArpWaitCounters').
     Counter tx_wire;        // frames handed to the port's sinks at once
     Counter tx_unroutable;  // frames for an address the port cannot reach (dropped)
 };

@@ -1,0 +1,84 @@
+#include "datapath/l2_host.hpp"
+
+#include <algorithm>
+
+namespace rdmasim::datapath {
+
+namespace {
+
+// The MAC of a link-local IPv6 address whose interface identifier is a
+// modified EUI-64 (net::ipv6_link_local's inverse), or nullopt.
+std::optional<net::MacAddress> mac_of_link_local(const net::Ipv6Address& ip) noexcept {
+    static constexpr std::array<std::uint8_t, 8> prefix{0xfe, 0x80, 0, 0, 0, 0, 0, 0};
+    if (!std::equal(prefix.begin(), prefix.end(), ip.begin()) || ip[11] != 0xff || ip[12] != 0xfe)
+        return std::nullopt;
+    return net::MacAddress{static_cast<std::uint8_t>(ip[8] ^ 0x02), ip[9], ip[10], ip[13], ip[14], ip[15]};
+}
+
+} // namespace
+
+class L2Host::Out final : public net::FrameSink {
+public:
+    explicit Out(L2Host& host) noexcept : host_(host) {}
+    void send(std::span<const std::uint8_t> frame, std::uint64_t ts_ns) noexcept override {
+        host_.to_wire(frame, ts_ns);
+    }
+
+private:
+    L2Host& host_;
+};
+
+L2Host::L2Host(RocePort& roce, const std::uint64_t& clock)
+    : roce_(&roce), clock_(&clock), out_(new Out(*this)) {}
+
+L2Host::~L2Host() { delete out_; }
+
+Resolution L2Host::resolve(const net::Ipv4Address& ip) noexcept {
+    return neighbours_.resolve(ip, *clock_, *out_);
+}
+
+void L2Host::receive_arp(net::Bytes frame, std::uint64_t now_ns) noexcept {
+    neighbours_.receive(frame, now_ns, *out_);
+    if (!arp_wait_.empty()) arp_wait_.flush(neighbours_, *out_, now_ns);
+}
+
+void L2Host::service(std::uint64_t now_ns) noexcept {
+    neighbours_.service(now_ns, *out_); // ARP retries and failures; O(1) when none is due
+    if (!arp_wait_.empty()) [[unlikely]]
+        arp_wait_.flush(neighbours_, *out_, now_ns);
+}
+
+void L2Host::send_roce(std::span<std::uint8_t> frame) noexcept {
+    const auto p = net::parse_frame(frame); // built by a QP: Ethernet, IP, UDP
+    const PortAddresses& own = neighbours_.addresses();
+    std::optional<net::MacAddress> mac;
+    if (p.l3 == net::L3Kind::ipv4) {
+        const auto dst = read_address<4>(frame, p.l3_offset + kIpv4DstOffset);
+        if (dst == own.ipv4) {
+            (void)roce_->queue_loopback(frame);
+            return;
+        }
+        const Resolution r = resolve(dst);
+        if (r.state == ResolveState::pending) {
+            (void)arp_wait_.push(frame, dst); // ArpWaitCounters count what became of it
+            return;
+        }
+        if (r.state == ResolveState::resolved) mac = r.mac;
+    } else if (p.l3 == net::L3Kind::ipv6) {
+        const auto dst = read_address<16>(frame, p.l3_offset + kIpv6DstOffset);
+        if (dst == own.ipv6) {
+            (void)roce_->queue_loopback(frame);
+            return;
+        }
+        mac = mac_of_link_local(dst);
+    }
+    if (!mac) [[unlikely]] {
+        roce_->count_tx_unroutable();
+        return;
+    }
+    std::memcpy(frame.data(), mac->data(), mac->size());
+    roce_->count_tx_wire();
+    to_wire(frame, *clock_);
+}
+
+} // namespace rdmasim::datapath

@@ -1,0 +1,112 @@
+// The port's L2 host (datapath/README.md, "Neighbours" and "RoCE
+// transport"): the port's addresses and ARP cache (Neighbours), the frames
+// the host itself sends (ARP) out to the attached sinks, RoCE frames waiting
+// for ARP (ArpWait), and RoCE send: send_roce, the entry point a RoCE
+// transport hands each frame it sends to.
+//
+// It shares the port's clock and RoCE side (loopback queue, transmit
+// counters), which the port owns. Locking: the port's mutex.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "datapath/arp_wait.hpp"
+#include "datapath/neighbours.hpp"
+#include "datapath/roce/port.hpp"
+#include "net/frame.hpp"
+#include "net/frame_sink.hpp"
+
+namespace rdmasim::datapath {
+
+class L2Host {
+public:
+    // `roce` and `clock` (the port's time, never moving back) outlive the host.
+    L2Host(RocePort& roce, const std::uint64_t& clock);
+    L2Host(const L2Host&) = delete;
+    L2Host& operator=(const L2Host&) = delete;
+    ~L2Host();
+
+    // --- control side ---
+    // The port's MAC and IP addresses; empties the ARP cache.
+    void configure_addresses(const PortAddresses& addresses, const NeighbourConfig& config) {
+        neighbours_.configure(addresses, config);
+    }
+    [[nodiscard]] const PortAddresses& addresses() const noexcept { return neighbours_.addresses(); }
+    [[nodiscard]] const Neighbours& neighbours() const noexcept { return neighbours_; }
+    void set_neighbour_listener(NeighbourListener* listener) noexcept { neighbours_.set_listener(listener); }
+    [[nodiscard]] const ArpWaitCounters& arp_wait_counters() const noexcept { return arp_wait_.counters(); }
+    void attach_sink(net::FrameSink& sink) { sinks_.push_back(&sink); }
+    void detach_sink(net::FrameSink& sink) noexcept { std::erase(sinks_, &sink); }
+
+    // --- the wire ---
+    // `frame` to every attached sink, at `ts_ns`.
+    void to_wire(std::span<const std::uint8_t> frame, std::uint64_t ts_ns) noexcept {
+        for (net::FrameSink* s : sinks_) s->send(frame, ts_ns);
+    }
+    // A peer's MAC from the cache, or an ARP request on the sinks
+    // (Neighbours::resolve), at the port's clock.
+    [[nodiscard]] Resolution resolve(const net::Ipv4Address& ip) noexcept;
+    // A frame (no FCS) a RoCE QP of this port sends. To the port's own
+    // address: RoCE loopback (RocePort::queue_loopback). To another IPv4
+    // address: to every sink with the destination MAC from the ARP cache,
+    // waiting in ArpWait while ARP resolves. To another IPv6 address: only a
+    // link-local one whose interface identifier is a MAC's EUI-64 is
+    // reachable (there is no neighbour discovery); the rest count as
+    // RocePortCounters::tx_unroutable. Its destination MAC is written in place.
+    void send_roce(std::span<std::uint8_t> frame) noexcept;
+
+    // --- frame side ---
+    // An untagged ARP frame from the wire: the host learns and answers, and
+    // the frames waiting for ARP that it resolved go out.
+    void receive_arp(net::Bytes frame, std::uint64_t now_ns) noexcept;
+    // Whether a parsed frame is RoCE v2 to this host: its MAC, its IP
+    // address, UDP 4791, not a fragment. Inline: asked of every frame.
+    [[gnu::always_inline]] [[nodiscard]] bool roce_for_host(net::Bytes frame,
+                                                            const net::ParsedFrame& p) const noexcept {
+        if (p.l4 != net::L4Kind::udp || p.dst_port != net::kRoceV2UdpPort || p.ip_fragment) return false;
+        return roce_for_address(frame, p);
+    }
+    // ARP retries and failures, then the frames waiting for ARP that resolved.
+    void service(std::uint64_t now_ns) noexcept;
+    // The neighbours' next ARP retry, or UINT64_MAX.
+    [[nodiscard]] std::uint64_t next_deadline_ns() const noexcept { return neighbours_.next_deadline_ns(); }
+
+private:
+    // What the host itself sends (ARP): every attached sink, never the
+    // port's own flows (a host's frames do not loop back to raw QPs). Held
+    // through a plain owning pointer: a polymorphic member, and with clang's
+    // reading of libstdc++ a std::unique_ptr too, would make the Device that
+    // embeds the port non-standard-layout (device/objects.hpp asserts it).
+    class Out;
+
+    // Where an IPv4 / IPv6 header keeps its destination address.
+    static constexpr std::size_t kIpv4DstOffset = 16;
+    static constexpr std::size_t kIpv6DstOffset = 24;
+    template <std::size_t N>
+    static std::array<std::uint8_t, N> read_address(net::Bytes frame, std::size_t off) noexcept {
+        std::array<std::uint8_t, N> a;
+        std::memcpy(a.data(), frame.data() + off, N);
+        return a;
+    }
+    // roce_for_host's address checks: the frame's destination MAC and IP are the port's.
+    [[nodiscard]] bool roce_for_address(net::Bytes frame, const net::ParsedFrame& p) const noexcept {
+        const PortAddresses& own = neighbours_.addresses();
+        if (std::memcmp(frame.data(), own.mac.data(), own.mac.size()) != 0) return false;
+        if (p.l3 == net::L3Kind::ipv4)
+            return read_address<4>(frame, p.l3_offset + kIpv4DstOffset) == own.ipv4;
+        return read_address<16>(frame, p.l3_offset + kIpv6DstOffset) == own.ipv6;
+    }
+    std::vector<net::FrameSink*> sinks_;
+    Neighbours neighbours_;
+    ArpWait arp_wait_;
+    RocePort* roce_;
+    const std::uint64_t* clock_;
+    Out* out_; // owned: deleted by ~L2Host
+};
+
+} // namespace rdmasim::datapath
