@@ -37,16 +37,6 @@ RoceQp::RoceQp(TransportHost& host, RocePort& port, const MrTable& mrs,
     resp_.rd_slots.assign(16, RdAtomicSlot{}); // max_dest_rd_atomic is at most 16 (device caps)
 }
 
-void RoceQp::count(RoceRx r) noexcept {
-    counters_.count(r);
-    port_counters_->count(r);
-}
-
-void RoceQp::note(Counter RoceCounters::*counter, std::uint64_t n) noexcept {
-    (counters_.*counter).add(n);
-    (port_counters_->*counter).add(n);
-}
-
 void RoceQp::transmit(const net::RocePath& path, const net::RoceHeaders& h,
                       std::span<const std::span<const std::uint8_t>> payload,
                       std::uint64_t now_ns) noexcept {

@@ -87,9 +87,18 @@ public:
     [[nodiscard]] std::uint32_t next_send_psn() const noexcept { return req_.next_psn; }
 
 private:
+    // Helpers marked always_inline are called only from their stage's own
+    // file (the per-packet path keeps the calls it had as one function).
     // The QP as a whole (qp.cpp): counting, framing, completions, errors.
-    void count(RoceRx r) noexcept;
-    void note(Counter RoceCounters::*counter, std::uint64_t n = 1) noexcept; // QP's and port's
+    // Every count goes to the QP's counters and the port's, in one call.
+    void count(RoceRx r) noexcept {
+        counters_.count(r);
+        port_counters_->count(r);
+    }
+    void note(Counter RoceCounters::*counter, std::uint64_t n = 1) noexcept {
+        (counters_.*counter).add(n);
+        (port_counters_->*counter).add(n);
+    }
     void transmit(const net::RocePath& path, const net::RoceHeaders& h,
                   std::span<const std::span<const std::uint8_t>> payload,
                   std::uint64_t now_ns) noexcept;
@@ -103,17 +112,17 @@ private:
     void flush_all() noexcept;
 
     // receive dispatch (recv.cpp)
-    [[nodiscard]] std::optional<RoceRx> check_packet(const net::RocePacket& p) noexcept;
-    RoceRx to_completer(const net::RocePacket& p, std::uint64_t now_ns) noexcept;
-    RoceRx to_responder(const net::RocePacket& p, std::uint64_t now_ns) noexcept;
+    [[gnu::always_inline]] [[nodiscard]] inline std::optional<RoceRx> check_packet(const net::RocePacket& p) noexcept;
+    [[gnu::always_inline]] inline RoceRx to_completer(const net::RocePacket& p, std::uint64_t now_ns) noexcept;
+    [[gnu::always_inline]] inline RoceRx to_responder(const net::RocePacket& p, std::uint64_t now_ns) noexcept;
 
     // requester (requester.cpp)
-    [[nodiscard]] int check_send(const SendWr& wr, std::span<const Sge> sges,
+    [[gnu::always_inline]] [[nodiscard]] inline int check_send(const SendWr& wr, std::span<const Sge> sges,
                                  std::uint64_t& total) const noexcept;
     void pump(std::uint64_t now_ns) noexcept;
     enum class Admit : std::uint8_t { go, wait, failed };
-    Admit assign_psns(SendSlot& s, std::uint32_t mtu) noexcept;
-    bool send_data_packets(SendSlot& s, std::uint64_t now_ns) noexcept;
+    [[gnu::always_inline]] inline Admit assign_psns(SendSlot& s, std::uint32_t mtu) noexcept;
+    [[gnu::always_inline]] inline bool send_data_packets(SendSlot& s, std::uint64_t now_ns) noexcept;
     // Fills the slot at sq_.head with `wr` (its SGEs, or their bytes copied
     // when inline) and `length`; the caller advances sq_.head.
     void fill_head_slot(const SendWr& wr, std::span<const Sge> sges, std::uint32_t length) noexcept;
@@ -150,11 +159,11 @@ private:
 
     // responder (responder.cpp, read_atomic.cpp, unreliable.cpp)
     RoceRx rc_request(const net::RocePacket& p, std::uint64_t now_ns) noexcept;
-    [[nodiscard]] std::optional<RoceRx> rc_check_psn(const net::RocePacket& p,
+    [[gnu::always_inline]] [[nodiscard]] inline std::optional<RoceRx> rc_check_psn(const net::RocePacket& p,
                                                      std::uint64_t now_ns) noexcept;
-    [[nodiscard]] std::optional<RoceRx> rc_check_request(const net::RocePacket& p,
+    [[gnu::always_inline]] [[nodiscard]] inline std::optional<RoceRx> rc_check_request(const net::RocePacket& p,
                                                          std::uint64_t now_ns) noexcept;
-    RoceRx rc_execute(const net::RocePacket& p, std::uint64_t now_ns) noexcept;
+    [[gnu::always_inline]] inline RoceRx rc_execute(const net::RocePacket& p, std::uint64_t now_ns) noexcept;
     RoceRx rc_duplicate(const net::RocePacket& p, std::uint64_t now_ns) noexcept;
     void rc_duplicate_read(const net::RocePacket& p, std::uint64_t now_ns) noexcept;
     RoceRx rc_send(const net::RocePacket& p, std::uint64_t now_ns) noexcept;
