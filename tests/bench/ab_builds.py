@@ -9,6 +9,8 @@ e.g.   git worktree add /tmp/base 42092de && meson setup /tmp/base/build /tmp/ba
        tests/bench/ab_builds.py /tmp/base/build build 9
 """
 import json, os, re, statistics, subprocess, sys, tempfile
+if len(sys.argv) not in (3, 4):
+    sys.exit(__doc__.strip())
 A = os.path.join(sys.argv[1], "tests/bench")
 B = os.path.join(sys.argv[2], "tests/bench")
 cap = os.path.join(tempfile.mkdtemp(), "csmall.pcap")
