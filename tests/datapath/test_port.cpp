@@ -654,3 +654,21 @@ TEST_CASE("port: injected faults: a delay-drop timeout now, an out-of-buffer bur
         CHECK(b.balanced());
     }
 }
+
+TEST_CASE("port: a sniffer's copy to a delay-drop queue without a WQE is dropped, never held",
+          "[datapath][port][delay_drop]") {
+    // Queue 0 traps every frame and has a WQE; queue 1 (delay drop armed)
+    // sniffs and has none: its copy is out of buffer at once (a copy is
+    // counted by its queue only, and a held copy would outlive its frame).
+    Bench b(2, /*delay_drop=*/true);
+    b.post(0, 1);
+    b.rule(0, RuleKind::normal);
+    b.rule(1, RuleKind::sniffer);
+    b.offer(golden::concat(golden::kUntagged));
+    std::lock_guard lock(b.port.mutex());
+    CHECK(b.port.held_frames() == 0);
+    CHECK(drops(b.queues[1].counters(), Drop::out_of_buffer) == 1);
+    CHECK(b.queues[1].counters().delay_drop_waits.get() == 0);
+    CHECK(b.counters().delivered.get() == 1);
+    CHECK(b.port.balanced());
+}
