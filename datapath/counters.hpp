@@ -79,6 +79,13 @@ static_assert(all_named(kDropNames));
 // What one stage did with one frame.
 enum class Fate : std::uint8_t { delivered, held, dropped };
 
+// How a frame is handed to a queue: as the frame's one delivery, whose
+// outcome is the frame's, or as a copy (a sniffer's, a DONT_TRAP match's),
+// counted by the queue only and never held.
+enum class Delivery : bool { copy, primary };
+// Whether a frame that finds no WQE may wait for one (delay drop).
+enum class MayWait : bool { no, yes };
+
 // Eight bytes, returned in one register: built there, not from narrow
 // stores to the stack that a wide reload cannot forward from.
 struct RxOutcome {

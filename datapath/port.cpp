@@ -8,18 +8,20 @@
 namespace rdmasim::datapath {
 
 inline RxOutcome Port::deliver(RxQueue& q, const net::Frame& frame, const net::ParsedFrame& parsed,
-                               bool primary) noexcept {
-    if (faults_.pending() && primary) [[unlikely]]
+                               Delivery how) noexcept {
+    if (faults_.pending() && how == Delivery::primary) [[unlikely]]
         faults_.arm(q);
+    const MayWait wait =
+        delay_drop_.armed() && how == Delivery::primary ? MayWait::yes : MayWait::no;
     // Only a queue holding frames can release some: the common case neither
     // builds a tally (88 bytes to zero) nor counts one.
     RxOutcome out;
     if (q.has_held()) [[unlikely]] {
         RxTally released;
-        out = q.receive(frame, parsed, now_ns_, delay_drop_.armed(), primary, &released);
+        out = q.receive(frame, parsed, now_ns_, wait, &released);
         counters_.count(released);
     } else {
-        out = q.receive(frame, parsed, now_ns_, delay_drop_.armed(), primary, nullptr);
+        out = q.receive(frame, parsed, now_ns_, wait, nullptr);
     }
     delay_drop_.check_failed(q, counters_);
     return out;
@@ -27,7 +29,7 @@ inline RxOutcome Port::deliver(RxQueue& q, const net::Frame& frame, const net::P
 
 RxOutcome Port::deliver_copy(const Target& target, const net::Frame& frame,
                              const net::ParsedFrame& parsed) noexcept {
-    return deliver(target.pick(frame.payload(), parsed), frame, parsed, false);
+    return deliver(target.pick(frame.payload(), parsed), frame, parsed, Delivery::copy);
 }
 
 inline bool Port::check_capture(const net::Frame& frame) noexcept {
@@ -101,7 +103,7 @@ inline const SteeringEntry* Port::steer(const net::Frame& frame, const net::Pars
 inline void Port::deliver_primary(RxQueue& queue, const net::Frame& frame, const net::ParsedFrame& parsed,
                                   BurstTally& tally) noexcept {
     // One call site: deliver() is inlined here, the per-frame path.
-    const RxOutcome out = deliver(queue, frame, parsed, true);
+    const RxOutcome out = deliver(queue, frame, parsed, Delivery::primary);
     if (out.fate == Fate::delivered && !out.fcs_bad) [[likely]] {
         ++tally.delivered;
         tally.delivered_bytes += out.byte_len;

@@ -221,7 +221,7 @@ private:
     // Copies (sniffers, DONT_TRAP matches) go through deliver_copy, a call,
     // so that the path is compiled once.
     [[gnu::always_inline]] inline RxOutcome deliver(RxQueue& queue, const net::Frame& frame,
-                                                    const net::ParsedFrame& parsed, bool primary) noexcept;
+                                                    const net::ParsedFrame& parsed, Delivery how) noexcept;
     [[gnu::noinline]] RxOutcome deliver_copy(const Target& target, const net::Frame& frame,
                                              const net::ParsedFrame& parsed) noexcept;
     // service(); the timeouts `expire` names are reached now.

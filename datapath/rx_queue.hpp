@@ -86,10 +86,12 @@ public:
     // came are summed in `*released` (left untouched when there are none),
     // which may be nullptr only when has_held() is false. Defined in
     // rx_queue_receive.hpp (inline, always: the port's per-frame path).
+    // `wait`: whether a frame that finds no WQE may be held (the port's
+    // delay drop is armed and this is the frame's own delivery, not a copy).
     [[nodiscard, gnu::always_inline]] inline RxOutcome receive(const net::Frame& frame,
                                                                const net::ParsedFrame& parsed,
-                                                               std::uint64_t now_ns, bool delay_drop_armed,
-                                                               bool primary, RxTally* released) noexcept;
+                                                               std::uint64_t now_ns, MayWait wait,
+                                                               RxTally* released) noexcept;
     // Delivers held frames while WQEs are posted and the CQ has room.
     [[nodiscard]] RxTally release_held(std::uint64_t now_ns) noexcept;
     // Drops every held frame when the oldest has waited `timeout_ns`;

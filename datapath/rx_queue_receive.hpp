@@ -13,8 +13,7 @@
 namespace rdmasim::datapath {
 
 inline RxOutcome RxQueue::receive(const net::Frame& frame, const net::ParsedFrame& parsed,
-                                  std::uint64_t now_ns, bool delay_drop_armed, bool primary,
-                                  RxTally* released) noexcept {
+                                  std::uint64_t now_ns, MayWait wait, RxTally* released) noexcept {
     counters_.frames.add();
     counters_.bytes.add(frame.len);
     if (!ready_) [[unlikely]]
@@ -33,7 +32,7 @@ inline RxOutcome RxQueue::receive(const net::Frame& frame, const net::ParsedFram
         return counted(RxOutcome::dropped(Drop::out_of_buffer));
     }
     if (!hold_.empty() || ring_.empty()) {
-        if (settings_.delay_drop && delay_drop_armed && primary) {
+        if (settings_.delay_drop && wait == MayWait::yes) {
             if (hold_.push(frame, parsed, now_ns)) return counted(RxOutcome::held());
             return counted(RxOutcome::dropped(Drop::delay_drop_overflow));
         }

@@ -59,7 +59,8 @@ struct Queue {
         f.ts_ns = now;
         port.frames.add();
         datapath::RxTally released;
-        const auto out = q.receive(f, net::parse_frame(f.payload()), now, armed, true, &released);
+        const auto out = q.receive(f, net::parse_frame(f.payload()), now,
+                                   armed ? datapath::MayWait::yes : datapath::MayWait::no, &released);
         port.count(released);
         port.count(out);
         return out;
