@@ -3,8 +3,11 @@
 // every sink attached to it, after the loopback to its own flows.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
+
+#include "net/tx_backlog.hpp"
 
 namespace rdmasim::net {
 
@@ -16,6 +19,23 @@ public:
     // I/O can stall queues the frame and writes it elsewhere. The bytes are
     // valid only during the call.
     virtual void send(std::span<const std::uint8_t> frame, std::uint64_t ts_ns) noexcept = 0;
+
+    // --- lossless wires (net/README.md, "Lossless links"). A wire that is
+    // momentarily full keeps what it cannot take in a TxBacklog, in order,
+    // and the port calls flush() until it is empty. A sink that never
+    // waits keeps these defaults. All under the port lock. ---
+
+    // Moves waiting frames onto the wire while it takes them; the frames
+    // still waiting.
+    virtual std::size_t flush() noexcept { return 0; }
+    // True while the backlog is above its high watermark: the port's
+    // requesters stop taking WQEs until it is not.
+    [[nodiscard]] virtual bool congested() const noexcept { return false; }
+    // Writable (poll) when the wire may take a frame again; -1: none, the
+    // engine retries on a short timer while frames wait.
+    [[nodiscard]] virtual int room_fd() const noexcept { return -1; }
+    // The backlog's counters, or nullptr for a sink without one.
+    [[nodiscard]] virtual const TxBacklogCounters* backlog_counters() const noexcept { return nullptr; }
 };
 
 } // namespace rdmasim::net

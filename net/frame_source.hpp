@@ -50,6 +50,10 @@ public:
     // A live source's descriptor: readable when next() may have a frame, so
     // an engine can sleep on it. -1: none (the engine polls or never waits).
     [[nodiscard]] virtual int wait_fd() const noexcept { return -1; }
+    // Called just before the engine sleeps on wait_fd(): a source whose
+    // writers signal only a sleeping reader (shm://) arms its doorbell here.
+    // False when a frame may have come meanwhile: pull again, do not sleep.
+    [[nodiscard]] virtual bool prepare_wait() noexcept { return true; }
 };
 
 } // namespace rdmasim::net

@@ -1,0 +1,76 @@
+// A lossless wire's transmit queue (net/README.md, "Lossless links"): the
+// frames a wire could not take at once wait here, in order, as a NIC's
+// transmit queue waits under Ethernet pause, until the wire takes them
+// (flush). Bounded: above `high_bytes` the sink reports itself congested
+// and the port's requesters stop taking WQEs; a frame that would pass
+// `capacity_bytes` is dropped and counted (the only loss a backlog causes).
+// Not thread-safe: a sink calls it under the port lock; the counters may be
+// read from any thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <span>
+#include <vector>
+
+namespace rdmasim::net {
+
+struct TxBacklogCounters {
+    std::atomic<std::uint64_t> queued{0};     // frames that waited (the wire could not take them at once)
+    std::atomic<std::uint64_t> overflow{0};   // frames dropped because the backlog was full
+    std::atomic<std::uint64_t> pauses{0};     // times the backlog went from empty to non-empty
+    std::atomic<std::uint64_t> paused_ns{0};  // time spent with frames waiting (completed pauses)
+    std::atomic<std::uint64_t> max_frames{0}; // the deepest the backlog was
+    std::atomic<std::uint64_t> max_bytes{0};
+};
+
+class TxBacklog {
+public:
+    static constexpr std::size_t kDefaultHighBytes = 1u << 20;      // congested above this
+    static constexpr std::size_t kDefaultCapacityBytes = 64u << 20; // dropped beyond this
+
+    explicit TxBacklog(std::size_t high_bytes = kDefaultHighBytes,
+                       std::size_t capacity_bytes = kDefaultCapacityBytes) noexcept
+        : high_(high_bytes), capacity_(capacity_bytes) {}
+
+    [[nodiscard]] bool empty() const noexcept { return entries_.empty(); }
+    [[nodiscard]] std::size_t frames() const noexcept { return entries_.size(); }
+    [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
+    [[nodiscard]] bool congested() const noexcept { return bytes_ > high_; }
+    [[nodiscard]] const TxBacklogCounters& counters() const noexcept { return counters_; }
+
+    // Queues a copy of `frame`; false (counted in overflow) when it does not fit.
+    bool push(std::span<const std::uint8_t> frame, std::uint64_t ts_ns) noexcept;
+
+    // Offers the waiting frames, oldest first, to `write` (bool(span, ts):
+    // true when the wire took the frame) until it refuses one or none is
+    // left. Returns the frames still waiting.
+    template <class Write> std::size_t flush(Write&& write) noexcept {
+        while (!empty()) {
+            const Entry& e = entries_.front();
+            if (!write(std::span<const std::uint8_t>(e.bytes.data(), e.bytes.size()), e.ts_ns)) break;
+            pop();
+        }
+        return frames();
+    }
+
+private:
+    struct Entry {
+        std::vector<std::uint8_t> bytes; // keeps its capacity when the slot is reused
+        std::uint64_t ts_ns = 0;
+    };
+    void pop() noexcept;
+    static constexpr std::size_t kSpares = 1024; // buffers kept warm at most
+
+    std::size_t high_, capacity_;
+    std::deque<Entry> entries_; // waiting, oldest first
+    std::vector<Entry> spare_;  // sent entries, their buffers kept for reuse
+    std::size_t bytes_ = 0;
+    std::chrono::steady_clock::time_point paused_since_{};
+    TxBacklogCounters counters_;
+};
+
+} // namespace rdmasim::net
