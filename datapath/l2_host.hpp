@@ -8,6 +8,7 @@
 // counters), which the port owns. Locking: the port's mutex.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -47,6 +48,23 @@ public:
     // `frame` to every attached sink, at `ts_ns`.
     void to_wire(std::span<const std::uint8_t> frame, std::uint64_t ts_ns) noexcept {
         for (net::FrameSink* s : sinks_) s->send(frame, ts_ns);
+    }
+    // Lossless links: every sink's backlog onto its wire, as far as the
+    // wire takes it; the frames still waiting, over all sinks.
+    std::size_t flush_sinks() noexcept {
+        std::size_t waiting = 0;
+        for (net::FrameSink* s : sinks_) waiting += s->flush();
+        return waiting;
+    }
+    // Whether a sink's backlog is above its high watermark (requesters wait).
+    [[nodiscard]] bool congested() const noexcept {
+        return std::any_of(sinks_.begin(), sinks_.end(), [](const net::FrameSink* s) { return s->congested(); });
+    }
+    // A sink's descriptor that turns writable when its wire has room, or -1.
+    [[nodiscard]] int room_fd() const noexcept {
+        for (const net::FrameSink* s : sinks_)
+            if (const int fd = s->room_fd(); fd >= 0) return fd;
+        return -1;
     }
     // A peer's MAC from the cache, or an ARP request on the sinks
     // (Neighbours::resolve), at the port's clock.

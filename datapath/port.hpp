@@ -42,10 +42,11 @@ class Port {
 public:
     // The RoCE side's frames go out through the L2 host (RocePort::transmit).
     Port() {
-        roce_.set_wire({[](void* host, std::span<std::uint8_t> frame, std::uint64_t) noexcept {
+        roce_.set_wire({.send = [](void* host, std::span<std::uint8_t> frame, std::uint64_t) noexcept {
                             static_cast<L2Host*>(host)->send_roce(frame); // at the port's clock
                         },
-                        &host_});
+                        .context = &host_,
+                        .congested = [](void* host) noexcept { return static_cast<L2Host*>(host)->congested(); }});
     }
     Port(const Port&) = delete;
     Port& operator=(const Port&) = delete;
@@ -109,6 +110,22 @@ public:
     // Delivers the frames looped back to QPs of this port, and those they
     // cause. Call it after every call into a transport, once it returned.
     void drain_roce() noexcept { roce_.drain_loopback(now_ns_); }
+
+    // --- lossless links (datapath/README.md, "Lossless links") ---
+    // The sinks' backlogs onto their wires as far as they take them, then
+    // the requesters that waited for room, while there is room. Returns the
+    // frames still waiting (the engine retries while there are some).
+    // Part of service(); a verb that sent calls it too.
+    std::size_t flush_wire() noexcept {
+        tx_waiting_ = host_.flush_sinks();
+        roce_.resume_waiting(now_ns_);
+        if (!roce_.loopback_empty()) roce_.drain_loopback(now_ns_);
+        return tx_waiting_;
+    }
+    // Frames that waited for their wire at the last flush_wire().
+    [[nodiscard]] std::size_t tx_waiting() const noexcept { return tx_waiting_; }
+    // A descriptor that turns writable when a sink's wire has room, or -1.
+    [[nodiscard]] int tx_room_fd() const noexcept { return host_.room_fd(); }
 
     // --- frame side ---
     // One frame arriving at `now_ns`: steering, RSS, the queue's pipeline.
@@ -231,6 +248,7 @@ private:
     RxCounters counters_; // frames = delivered + drops + held
     std::uint64_t now_ns_ = 0;
     bool deliver_bad_fcs_ = false; // PortConfig::deliver_bad_fcs
+    std::size_t tx_waiting_ = 0;   // flush_wire()'s last answer
     FaultArming faults_;
     SteeringTable steering_;
     DelayDrop delay_drop_;

@@ -252,11 +252,27 @@ std::string AfPacketPort::describe() const {
     return s + ")";
 }
 
-void AfPacketPort::send(std::span<const std::uint8_t> frame, std::uint64_t) noexcept {
-    if (::send(fd_, frame.data(), frame.size(), MSG_DONTWAIT) < 0)
-        sent_.failed(errno);
-    else
+void AfPacketPort::send(std::span<const std::uint8_t> frame, std::uint64_t ts_ns) noexcept {
+    // Behind frames already waiting, never past them: a link keeps its order.
+    if (backlog_.empty() && try_send(frame)) [[likely]]
+        return;
+    (void)backlog_.push(frame, ts_ns);
+}
+
+std::size_t AfPacketPort::flush() noexcept {
+    if (backlog_.empty()) return 0;
+    return backlog_.flush([this](std::span<const std::uint8_t> f, std::uint64_t) { return try_send(f); });
+}
+
+bool AfPacketPort::try_send(std::span<const std::uint8_t> frame) noexcept {
+    if (::send(fd_, frame.data(), frame.size(), MSG_DONTWAIT) >= 0) [[likely]] {
         sent_.sent(frame.size());
+        return true;
+    }
+    // A full socket buffer or device queue is a pause, not a loss.
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS) return false;
+    sent_.failed(errno);
+    return true; // lost, counted
 }
 
 } // namespace rdmasim::net

@@ -20,6 +20,7 @@
 #include "net/frame_source.hpp"
 #include "net/result.hpp"
 #include "net/send_counters.hpp"
+#include "net/tx_backlog.hpp"
 
 namespace rdmasim::net {
 
@@ -55,9 +56,17 @@ public:
     // The socket: readable when a ring block is ready.
     [[nodiscard]] int wait_fd() const noexcept override { return fd_; }
 
-    // One frame out of the interface, MSG_DONTWAIT: a frame the kernel does
-    // not take at once is counted in send_counters() and forgotten.
+    // One frame out of the interface, MSG_DONTWAIT. A full socket buffer or
+    // device queue (EAGAIN, ENOBUFS) is a pause: the frame waits in the
+    // backlog, in order, until flush() (net/README.md, "Lossless links");
+    // any other refusal is counted in send_counters() and the frame lost.
     void send(std::span<const std::uint8_t> frame, std::uint64_t ts_ns) noexcept override;
+    std::size_t flush() noexcept override;
+    [[nodiscard]] bool congested() const noexcept override { return backlog_.congested(); }
+    [[nodiscard]] int room_fd() const noexcept override { return fd_; }
+    [[nodiscard]] const TxBacklogCounters* backlog_counters() const noexcept override {
+        return &backlog_.counters();
+    }
     [[nodiscard]] const SendCounters& send_counters() const noexcept { return sent_; }
     [[nodiscard]] const std::string& iface() const noexcept { return options_.iface; }
     // Whether PACKET_QDISC_BYPASS was accepted (sends skip the qdisc layer).
@@ -68,6 +77,7 @@ private:
     bool take_block() noexcept;   // the current block, if the kernel handed it over
     void return_block() noexcept; // back to the kernel; advances to the next block
     void read_statistics() noexcept;
+    bool try_send(std::span<const std::uint8_t> frame) noexcept; // false: no room now
 
     AfPacketOptions options_;
     int fd_ = -1;
@@ -83,6 +93,7 @@ private:
     std::vector<std::uint8_t> scratch_; // a frame with its VLAN tag put back
     SourceCounters counters_;
     SendCounters sent_;
+    TxBacklog backlog_; // under the port lock, as send()
 };
 
 } // namespace rdmasim::net

@@ -26,17 +26,26 @@ LinkChannel::~LinkChannel() {
 }
 
 void LinkChannel::send(std::span<const std::uint8_t> frame, std::uint64_t ts_ns) noexcept {
-    std::lock_guard lock(mutex_);
-    if (count_ == slots_.size()) {
-        overflow_.fetch_add(1, std::memory_order_relaxed);
+    // Behind frames already waiting, never past them: a link keeps its order.
+    if (backlog_.empty() && try_enqueue(frame, ts_ns)) [[likely]]
         return;
-    }
+    (void)backlog_.push(frame, ts_ns); // a full backlog counts the loss
+}
+
+std::size_t LinkChannel::flush() noexcept {
+    if (backlog_.empty()) return 0;
+    return backlog_.flush([this](std::span<const std::uint8_t> f, std::uint64_t ts) { return try_enqueue(f, ts); });
+}
+
+bool LinkChannel::try_enqueue(std::span<const std::uint8_t> frame, std::uint64_t ts_ns) noexcept {
+    std::lock_guard lock(mutex_);
+    if (count_ == slots_.size()) return false; // full: the sender pauses
     Slot& s = slots_[(head_ + count_) % slots_.size()];
     try {
         s.bytes.assign(frame.begin(), frame.end()); // allocates only past the slot's largest frame
     } catch (...) {
         overflow_.fetch_add(1, std::memory_order_relaxed);
-        return;
+        return true; // lost, counted
     }
     s.ts_ns = ts_ns;
     // The eventfd turns readable when the first frame waits (the receiver
@@ -45,6 +54,7 @@ void LinkChannel::send(std::span<const std::uint8_t> frame, std::uint64_t ts_ns)
         const std::uint64_t one = 1;
         [[maybe_unused]] const ssize_t w = ::write(event_fd_, &one, sizeof one);
     }
+    return true;
 }
 
 bool LinkChannel::next(Frame& out) noexcept {

@@ -2,7 +2,9 @@
 // rdmasim0:rdmasim1; net/README.md, "Links"): the sending port's sink and the
 // receiving port's source. send() copies the frame into a bounded queue
 // under the sender's port lock; next() hands it to the receiver's engine
-// under the receiver's port lock. A full queue drops the frame and counts it.
+// under the receiver's port lock. While the queue is full, frames wait in
+// the sender's backlog (net/README.md, "Lossless links"), flushed by the
+// sender's port.
 #pragma once
 
 #include <atomic>
@@ -15,6 +17,7 @@
 #include "net/frame_sink.hpp"
 #include "net/frame_source.hpp"
 #include "net/result.hpp"
+#include "net/tx_backlog.hpp"
 
 namespace rdmasim::net {
 
@@ -30,8 +33,14 @@ public:
     LinkChannel(const LinkChannel&) = delete;
     LinkChannel& operator=(const LinkChannel&) = delete;
 
-    // --- the sending port's sink: copies, never blocks beyond the queue's lock ---
+    // --- the sending port's sink: copies, never blocks beyond the queue's
+    // lock; a full queue pauses the sender (the backlog, under its port lock) ---
     void send(std::span<const std::uint8_t> frame, std::uint64_t ts_ns) noexcept override;
+    std::size_t flush() noexcept override;
+    [[nodiscard]] bool congested() const noexcept override { return backlog_.congested(); }
+    [[nodiscard]] const TxBacklogCounters* backlog_counters() const noexcept override {
+        return &backlog_.counters();
+    }
 
     // --- the receiving port's source ---
     // The frame's bytes stay valid until the next next(): its slot is not
@@ -44,14 +53,17 @@ public:
     // An eventfd, readable while frames wait.
     [[nodiscard]] int wait_fd() const noexcept override { return event_fd_; }
 
-    // Frames dropped because the queue was full (or a copy could not be made).
+    // Frames lost: the backlog was full, or a copy could not be made.
     [[nodiscard]] std::uint64_t overflow_drops() const noexcept {
-        return overflow_.load(std::memory_order_relaxed);
+        return overflow_.load(std::memory_order_relaxed) +
+               backlog_.counters().overflow.load(std::memory_order_relaxed);
     }
     [[nodiscard]] std::size_t capacity() const noexcept { return slots_.size(); }
 
 private:
     explicit LinkChannel(std::string name, std::size_t capacity);
+    // Into the queue: false when it is full (nothing taken).
+    bool try_enqueue(std::span<const std::uint8_t> frame, std::uint64_t ts_ns) noexcept;
 
     struct Slot {
         std::vector<std::uint8_t> bytes; // keeps its capacity: no allocation once warm
@@ -65,7 +77,8 @@ private:
     std::size_t count_ = 0;     // slots in use, the one the receiver reads included
     bool reading_ = false;      // slots_[head_] is the frame next() handed over
     SourceCounters counters_;
-    std::atomic<std::uint64_t> overflow_{0};
+    std::atomic<std::uint64_t> overflow_{0}; // copies that could not be made
+    TxBacklog backlog_; // the sender's side: under the sender's port lock, not mutex_
 };
 
 } // namespace rdmasim::net

@@ -13,7 +13,6 @@ extern "C" {
 #include <algorithm>
 #include <cstddef>
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <ctime>
 
@@ -88,10 +87,10 @@ Result<void> check_url(const std::string& url, Scheme scheme, const VdeWireOptio
     return {};
 }
 
-// Neither the engine (recv) nor the port lock (send) may wait long on a
-// peer: the modules pass no MSG_DONTWAIT, so the descriptor itself is
-// made non-blocking. A full peer queue then fails the send with EAGAIN,
-// and send() waits at most kFullQueueWaitMs for room.
+// Neither the engine (recv) nor the port lock (send) may wait on a peer:
+// the modules pass no MSG_DONTWAIT, so the descriptor itself is made
+// non-blocking. A full peer queue then fails the send with EAGAIN, and the
+// frame waits in the backlog.
 Result<void> make_nonblocking(int data_fd, const std::string& url) {
     const int fl = data_fd < 0 ? -1 : ::fcntl(data_fd, F_GETFL);
     if (fl >= 0 && ::fcntl(data_fd, F_SETFL, fl | O_NONBLOCK) >= 0) return {};
@@ -237,51 +236,28 @@ void VdeWire::check_hangup() noexcept {
         hung_up_.store(true, std::memory_order_release);
 }
 
-void VdeWire::send(std::span<const std::uint8_t> frame, std::uint64_t) noexcept {
-    ssize_t n = vde_send(conn_, frame.data(), frame.size(), 0);
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && !stalled_.load(std::memory_order_relaxed))
-        [[unlikely]] n = wait_and_resend(frame);
-    if (n == static_cast<ssize_t>(frame.size())) [[likely]] {
-        stalled_.store(false, std::memory_order_relaxed);
-        wire_.tx_frames.fetch_add(1, std::memory_order_relaxed);
-        wire_.tx_bytes.fetch_add(frame.size(), std::memory_order_relaxed);
+void VdeWire::send(std::span<const std::uint8_t> frame, std::uint64_t ts_ns) noexcept {
+    // Behind frames already waiting, never past them: a link keeps its order.
+    if (backlog_.empty() && try_send(frame)) [[likely]]
         return;
-    }
-    wire_.tx_failures.fetch_add(1, std::memory_order_relaxed);
-    wire_.tx_last_errno.store(n < 0 ? errno : EMSGSIZE, std::memory_order_relaxed);
+    (void)backlog_.push(frame, ts_ns); // a full backlog counts the loss (overflow)
 }
 
-ssize_t VdeWire::wait_and_resend(std::span<const std::uint8_t> frame) noexcept {
-    // The peer's queue is full: its reader is busy or not scheduled. Wait
-    // for room, as a lossless link's pause holds a NIC's transmit queue,
-    // then send again. Not while frames wait to be read here: the peer may
-    // be the one waiting, on us (two senders holding each other's queues
-    // full); then the frame is refused at once, and the transport recovers
-    // (RC) or loses it (UD), as before a full switch buffer.
-    using Clock = std::chrono::steady_clock;
-    const auto deadline = Clock::now() + std::chrono::milliseconds(kFullQueueWaitMs);
-    for (;;) {
-        // Rounded up: poll() takes whole milliseconds, and a wait cut down to
-        // them ended up to 1 ms before the deadline (and before kFullQueueWaitMs).
-        const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
-        pollfd p{data_fd_, POLLOUT | POLLIN, 0};
-        const int r = ::poll(&p, 1, static_cast<int>(std::max<std::int64_t>(left.count(), 0)));
-        if (r < 0 && errno == EINTR) continue;
-        if (r == 0) {
-            // A peer that reads nothing for that long is stopped or gone:
-            // refuse at once from now on, until a send gets through.
-            stalled_.store(true, std::memory_order_relaxed);
-            errno = EAGAIN;
-            return -1;
-        }
-        if (r < 0 || !(p.revents & POLLOUT)) {
-            if (r > 0) errno = EAGAIN; // frames to read here, or an error on the socket
-            return -1;
-        }
-        const ssize_t n = vde_send(conn_, frame.data(), frame.size(), 0);
-        if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return n;
-        // Room was taken back before the send (poll's wake-up is a hint): wait on.
+std::size_t VdeWire::flush() noexcept {
+    return backlog_.flush([this](std::span<const std::uint8_t> f, std::uint64_t) { return try_send(f); });
+}
+
+bool VdeWire::try_send(std::span<const std::uint8_t> frame) noexcept {
+    const ssize_t n = vde_send(conn_, frame.data(), frame.size(), 0);
+    if (n == static_cast<ssize_t>(frame.size())) [[likely]] {
+        wire_.tx_frames.fetch_add(1, std::memory_order_relaxed);
+        wire_.tx_bytes.fetch_add(frame.size(), std::memory_order_relaxed);
+        return true;
     }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS)) return false; // paused
+    wire_.tx_failures.fetch_add(1, std::memory_order_relaxed);
+    wire_.tx_last_errno.store(n < 0 ? errno : EMSGSIZE, std::memory_order_relaxed);
+    return true;
 }
 
 } // namespace rdmasim::net

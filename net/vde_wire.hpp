@@ -18,6 +18,7 @@
 #include "net/frame_sink.hpp"
 #include "net/frame_source.hpp"
 #include "net/result.hpp"
+#include "net/tx_backlog.hpp"
 
 // libvdeplug's connection, declared at global scope as <libvdeplug.h> does.
 struct vdeconn;
@@ -34,7 +35,7 @@ struct VdeWireOptions {
 struct WireCounters {
     std::atomic<std::uint64_t> tx_frames{0};
     std::atomic<std::uint64_t> tx_bytes{0};
-    std::atomic<std::uint64_t> tx_failures{0}; // vde_send refused (no peer, peer's queue full, ...)
+    std::atomic<std::uint64_t> tx_failures{0}; // frames lost: vde_send refused them (no peer, peer gone, ...)
     std::atomic<int> tx_last_errno{0};         // errno of the latest failure
     std::atomic<std::uint64_t> rx_errors{0};   // vde_recv errors other than "nothing now"
     std::atomic<std::uint64_t> rx_empty{0};    // zero-byte datagrams, ignored
@@ -80,14 +81,20 @@ public:
     }
     [[nodiscard]] int wait_fd() const noexcept override { return data_fd_; }
 
-    // --- sink: one datagram per frame. A full peer queue is waited on, as
-    // a lossless link's pause holds a NIC's transmit queue, for at most
-    // kFullQueueWaitMs, and only while no frame waits to be read here (the
-    // peer may be waiting on us); a refusal is counted. After a wait that
-    // ran out, refusals are immediate until a send gets through (a stopped
-    // peer costs one wait, not one per frame) ---
-    static constexpr int kFullQueueWaitMs = 500;
+    // --- sink: one datagram per frame. A frame the peer's queue cannot take
+    // now waits in the backlog, in order, as a NIC's transmit queue waits
+    // under Ethernet pause, and flush() sends it once there is room (net/README.md,
+    // "Lossless links"). Any other refusal (no peer, a peer gone) loses the
+    // frame and is counted in tx_failures ---
     void send(std::span<const std::uint8_t> frame, std::uint64_t ts_ns) noexcept override;
+    std::size_t flush() noexcept override;
+    [[nodiscard]] bool congested() const noexcept override { return backlog_.congested(); }
+    // The data socket: writable when the peer's queue (ptp://, once the
+    // ends are connected) or the switch's socket has room.
+    [[nodiscard]] int room_fd() const noexcept override { return data_fd_; }
+    [[nodiscard]] const TxBacklogCounters* backlog_counters() const noexcept override {
+        return &backlog_.counters();
+    }
 
     [[nodiscard]] const WireCounters& wire_counters() const noexcept { return wire_; }
     [[nodiscard]] const std::string& url() const noexcept { return url_; }
@@ -96,9 +103,9 @@ private:
     VdeWire() = default;
     // After a read found nothing: did the switch close its control connection?
     void check_hangup() noexcept;
-    // send()'s wait for room in the peer's queue, then one more send; as
-    // vde_send (-1 and errno when refused).
-    ssize_t wait_and_resend(std::span<const std::uint8_t> frame) noexcept;
+    // One datagram onto the wire: true when it went, or when it is lost
+    // for good (counted); false when the peer's queue is full (EAGAIN).
+    bool try_send(std::span<const std::uint8_t> frame) noexcept;
     // ptp://: did `from` come from the peer's socket file? Caches the
     // address last found to be the peer's, so a frame costs one compare.
     bool from_peer(const sockaddr_un& from, socklen_t len) noexcept;
@@ -111,7 +118,7 @@ private:
     SourceCounters counters_;
     WireCounters wire_;
     std::atomic<bool> hung_up_{false};
-    std::atomic<bool> stalled_{false}; // a wait for the peer ran out; none succeeded since
+    TxBacklog backlog_;                // frames waiting for room on the wire; under the port lock
     std::string hangup_; // failure()'s text once hung up, made at open
     bool ptp_ = false;
     std::string peer_path_;            // ptp://: the socket file the peer binds

@@ -40,9 +40,14 @@ std::uint32_t pull(net::FrameSource& source, FaultStage* faults, std::span<net::
 
 BurstResult run_burst(device::Device& dev, net::FrameSource& source, FrameBatch& pending,
                       std::uint32_t limit, Pacing& pacing, FaultStage* faults) noexcept {
+    std::lock_guard lock(dev.port.mutex());
+    return run_burst_locked(dev, source, pending, limit, pacing, faults);
+}
+
+BurstResult run_burst_locked(device::Device& dev, net::FrameSource& source, FrameBatch& pending,
+                             std::uint32_t limit, Pacing& pacing, FaultStage* faults) noexcept {
     datapath::Port& port = dev.port;
     BurstResult r;
-    std::lock_guard lock(port.mutex());
     port.begin_burst();
     while (r.frames < limit) {
         if (pending.head == pending.due) {
@@ -79,6 +84,7 @@ BurstResult run_burst(device::Device& dev, net::FrameSource& source, FrameBatch&
     r.held = port.held_frames() != 0;
     r.exhausted = source.exhausted() && (faults == nullptr || faults->empty());
     r.next_deadline_ns = port.next_deadline_ns();
+    r.tx_waiting = port.tx_waiting() > 0;
     r.pending = !pending.empty();
     pacing.burst_done(r);
     return r;

@@ -55,6 +55,7 @@ struct BurstResult {
     bool exhausted = false;                     // the source, read once after the burst: the
                                                 // engine decides idle and its next wait on one answer
     std::uint64_t next_deadline_ns = UINT64_MAX; // earliest delay-drop timeout or ARP retry
+    bool tx_waiting = false;                    // frames wait for room on a wire: retry soon
 };
 
 // Moves frames from `source` (after `pending`, frames pulled earlier and not
@@ -68,6 +69,11 @@ struct BurstResult {
 BurstResult run_burst(device::Device& dev, net::FrameSource& source,
                       FrameBatch& pending, std::uint32_t limit,
                       Pacing& pacing, FaultStage* faults = nullptr) noexcept;
+// The same, called holding the port lock (a program's poll that took it:
+// sim/README.md, "Progress").
+BurstResult run_burst_locked(device::Device& dev, net::FrameSource& source,
+                             FrameBatch& pending, std::uint32_t limit,
+                             Pacing& pacing, FaultStage* faults = nullptr) noexcept;
 
 // The fault stage's pull, one frame: what the stage hands out first, else
 // the next frame of `source` offered to the stage (passed through untouched,

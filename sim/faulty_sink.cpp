@@ -70,13 +70,35 @@ void FaultySink::send(std::span<const std::uint8_t> frame, std::uint64_t ts_ns) 
     drain();
 }
 
-void FaultySink::flush() noexcept {
+void FaultySink::release_held() noexcept {
     try {
         faults_->flush();
     } catch (const std::bad_alloc&) {
         // what could not be moved stays held, and counted so
     }
     drain();
+}
+
+std::size_t FaultySink::flush() noexcept {
+    std::size_t waiting = 0;
+    for (const auto& s : inner_) waiting += s->flush();
+    return waiting;
+}
+
+bool FaultySink::congested() const noexcept {
+    return std::any_of(inner_.begin(), inner_.end(), [](const auto& s) { return s->congested(); });
+}
+
+int FaultySink::room_fd() const noexcept {
+    for (const auto& s : inner_)
+        if (const int fd = s->room_fd(); fd >= 0) return fd;
+    return -1;
+}
+
+const net::TxBacklogCounters* FaultySink::backlog_counters() const noexcept {
+    for (const auto& s : inner_)
+        if (const auto* c = s->backlog_counters()) return c;
+    return nullptr;
 }
 
 } // namespace rdmasim::sim

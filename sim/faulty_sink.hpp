@@ -57,7 +57,12 @@ public:
     void send(std::span<const std::uint8_t> frame, std::uint64_t ts_ns) noexcept override;
     // Hands every held frame on (the port stops or the sink is detached).
     // Under the port lock, as send().
-    void flush() noexcept;
+    void release_held() noexcept;
+    // Lossless links: the inner sinks' backlogs (net/frame_sink.hpp).
+    std::size_t flush() noexcept override;
+    [[nodiscard]] bool congested() const noexcept override;
+    [[nodiscard]] int room_fd() const noexcept override;
+    [[nodiscard]] const net::TxBacklogCounters* backlog_counters() const noexcept override;
 
     [[nodiscard]] const TxFaultCounters& counters() const noexcept { return counters_; }
     // Faults injected so far, by kind: under the port lock, or once no

@@ -57,7 +57,27 @@ void RocePort::drain_loopback(std::uint64_t now_ns) noexcept {
 }
 
 bool RocePort::attach(RoceQp& qp) {
+    // Each QP waits at most once, and a resumed one may queue again before
+    // the resumed are erased: twice the QPs, never a reallocation under load.
+    room_waiters_.reserve(2 * (qps_.size() + 1));
     return qps_.emplace(qp.attrs().qpn, &qp).second;
+}
+
+void RocePort::wait_for_room(RoceQp& qp) noexcept {
+    if (qp.waiting_for_room()) return;
+    qp.set_waiting_for_room(true);
+    if (room_waiters_.size() < room_waiters_.capacity()) room_waiters_.push_back(qp.attrs().qpn);
+}
+
+void RocePort::resume_waiting(std::uint64_t now_ns) noexcept {
+    const std::size_t n = room_waiters_.size();
+    std::size_t i = 0;
+    for (; i < n && !tx_congested(); ++i)
+        if (RoceQp* qp = find(room_waiters_[i]); qp != nullptr && qp->waiting_for_room()) {
+            qp->set_waiting_for_room(false);
+            qp->resume(now_ns); // may wait again: appended after n
+        }
+    room_waiters_.erase(room_waiters_.begin(), room_waiters_.begin() + static_cast<std::ptrdiff_t>(i));
 }
 
 void RocePort::detach(std::uint32_t qpn) noexcept {

@@ -40,6 +40,9 @@ struct RocePortCounters {
 struct RoceWire {
     void (*send)(void* context, std::span<std::uint8_t> frame, std::uint64_t now_ns) noexcept = nullptr;
     void* context = nullptr;
+    // True while the wire's transmit backlog is above its high watermark
+    // (net::FrameSink::congested): requesters wait. nullptr: never.
+    bool (*congested)(void* context) noexcept = nullptr;
 };
 
 class RocePort {
@@ -60,6 +63,18 @@ public:
         else
             counters_.tx_unroutable.add();
     }
+
+    // Whether the wire is congested: a requester takes no WQE then, and
+    // waits for room (wait_for_room) instead (datapath/README.md, "Lossless links").
+    [[nodiscard]] bool tx_congested() const noexcept {
+        return wire_.congested != nullptr && wire_.congested(wire_.context);
+    }
+    // `qp`'s requester stopped on a congested wire: resume_waiting pumps it
+    // once the wire has room. Once per stop (the QP's flag); never allocates.
+    void wait_for_room(RoceQp& qp) noexcept;
+    // Pumps the waiting requesters, oldest first, while the wire is not
+    // congested. Called by the port's service after the wire's flush.
+    void resume_waiting(std::uint64_t now_ns) noexcept;
 
     // Attaching allocates (set-up only); false when the QPN is taken.
     bool attach(RoceQp& qp);
@@ -103,6 +118,7 @@ public:
 
 private:
     std::unordered_map<std::uint32_t, RoceQp*> qps_;
+    std::vector<std::uint32_t> room_waiters_; // QPNs, oldest first; capacity reserved at attach
     RoceWire wire_;
     RocePortCounters counters_;
     std::uint64_t next_deadline_ = kNoDeadline;

@@ -79,6 +79,12 @@ public:
     // post_recv on a QP in ERROR, as the transport does on entering it.
     void flush_receive_queue() noexcept;
 
+    // Lossless links (RocePort::wait_for_room): the requester stopped on a
+    // congested wire; resume() goes on once it has room.
+    [[nodiscard]] bool waiting_for_room() const noexcept { return req_.waiting_room; }
+    void set_waiting_for_room(bool waiting) noexcept { req_.waiting_room = waiting; }
+    void resume(std::uint64_t now_ns) noexcept { pump(now_ns); }
+
     [[nodiscard]] TransportState state() const noexcept { return state_; }
     [[nodiscard]] const TransportAttrs& attrs() const noexcept { return attrs_; }
     [[nodiscard]] const RoceCounters& counters() const noexcept { return counters_; }
@@ -120,6 +126,8 @@ private:
     [[gnu::always_inline]] [[nodiscard]] inline int check_send(const SendWr& wr, std::span<const Sge> sges,
                                  std::uint64_t& total) const noexcept;
     void pump(std::uint64_t now_ns) noexcept;
+    // False, and the QP waits for room, when the wire is congested.
+    [[gnu::always_inline]] inline bool wire_has_room() noexcept;
     enum class Admit : std::uint8_t { go, wait, failed };
     [[gnu::always_inline]] inline Admit assign_psns(SendSlot& s, std::uint32_t mtu) noexcept;
     [[gnu::always_inline]] inline bool send_data_packets(SendSlot& s, std::uint64_t now_ns) noexcept;

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "datapath/roce/port.hpp"
 #include "datapath/roce/qp.hpp"
 
 namespace rdmasim::datapath {
@@ -231,8 +232,15 @@ void RoceQp::note_sent(std::uint32_t psn, std::uint32_t after) noexcept {
         req_.sent_psn = after;
 }
 
-// Sends what the window, the READ/atomic limit, a fence and an RNR wait
-// allow: first what go_back rewound, then new WQEs.
+bool RoceQp::wire_has_room() noexcept {
+    if (!port_.tx_congested()) [[likely]]
+        return true;
+    port_.wait_for_room(*this);
+    return false;
+}
+
+// Sends what the window, the READ/atomic limit, a fence, an RNR wait and
+// the wire's room allow: first what go_back rewound, then new WQEs.
 // In SQD only WQEs already started are (re)sent.
 void RoceQp::pump(std::uint64_t now_ns) noexcept {
     const bool sqd = state_ == TransportState::sqd;
@@ -243,6 +251,7 @@ void RoceQp::pump(std::uint64_t now_ns) noexcept {
            (state_ == TransportState::rts || state_ == TransportState::sqd)) {
         SendSlot& s = sq_.slot(req_.send_idx);
         if (sqd && !s.assigned) break;
+        if (!wire_has_room()) break;
         if (s.wr.op == SendOp::local) { // no packets: done once reached, in order
             if (!s.assigned) {
                 s.assigned = s.done = true;
@@ -314,7 +323,7 @@ bool RoceQp::send_data_packets(SendSlot& s, std::uint64_t now_ns) noexcept {
         }
         if (rc && net::psn_diff(psn, comp_.una) >= static_cast<std::int32_t>(limits_.window))
             return false;
-        if (!send_packet(req_.send_idx, req_.send_pkt, now_ns)) return false;
+        if (!wire_has_room() || !send_packet(req_.send_idx, req_.send_pkt, now_ns)) return false;
         ++req_.send_pkt;
     }
     if (!rc) s.done = true;

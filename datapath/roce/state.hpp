@@ -63,6 +63,7 @@ struct ReqState {
     std::uint32_t sent_psn = 0; // after the highest PSN ever sent (older ones are retransmissions)
     std::uint32_t rd_in_flight = 0;
     std::uint64_t rnr_deadline = kNoDeadline;   // sending waits for it
+    bool waiting_room = false;                  // stopped on a congested wire (RocePort::wait_for_room)
     std::vector<std::span<const std::uint8_t>> pieces; // gather list of one packet
 };
 
