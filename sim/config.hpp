@@ -20,6 +20,8 @@ namespace rdmasim::sim {
 
 enum class EngineKind { inline_, thread };
 enum class StartTrigger { first_flow, now, delay, manual };
+// Who moves a live source's frames under the thread engine (sim/README.md, "Progress").
+enum class Progress { auto_, thread, inline_ };
 
 // One configuration key as the reference shows it. `NAME.N` stands for
 // NAME.0 .. NAME.15 (device N; NAME.0 is NAME).
@@ -57,6 +59,7 @@ struct Config {
     // Devices wired back to back in this process: pairs of device indexes.
     std::vector<std::pair<std::uint32_t, std::uint32_t>> links;
     EngineKind engine = EngineKind::thread;
+    Progress progress = Progress::auto_;
     StartTrigger start = StartTrigger::first_flow;
     std::uint64_t start_delay_ns = 0;
     double speed = 0;                       // 0 = topspeed, else a multiple of capture time

@@ -43,6 +43,8 @@ const std::vector<KeyInfo>& Config::keys() {
          "devices wired back to back in this process (a source for both ends)"},
         {"engine", "thread, inline", "thread", "inline", "--engine",
          "thread: real time; inline: virtual time, frames pulled when the program polls"},
+        {"progress", "auto, thread, inline", "auto", "thread", "",
+         "thread engine, live sources: who moves frames; auto: the program's CQ polls while it polls, the engine otherwise"},
         {"deterministic", "on, off", "off", "on", "--deterministic",
          "on: engine=inline, bit-identical reruns; off leaves the engine as set"},
         {"start", "first-flow, now, a delay like 250ms, manual", "first-flow", "250ms", "--start",

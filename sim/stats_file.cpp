@@ -37,6 +37,7 @@ nlohmann::json config_json(const Config& c) {
         {"io", io},
         {"links", links},
         {"engine", c.engine == EngineKind::inline_ ? "inline" : "thread"},
+        {"progress", c.progress == Progress::auto_ ? "auto" : c.progress == Progress::thread ? "thread" : "inline"},
         {"speed", c.speed},
         {"burst", c.burst},
         {"faults", c.faults},
@@ -71,8 +72,20 @@ std::uint64_t not_sent(const std::vector<std::shared_ptr<net::FrameSink>>& sinks
             n += link->overflow_drops();
         else if (const net::SendCounters* live = live_send_counters(*sink))
             n += live->failures();
+        if (const net::TxBacklogCounters* b = sink->backlog_counters()) n += b->overflow.load();
     }
     return n;
+}
+
+// The wire's transmit backlog, if the device's sinks have one: how often
+// and how long the port was paused (net/README.md, "Lossless links").
+nlohmann::json backlog_json(const std::vector<std::shared_ptr<net::FrameSink>>& sinks) {
+    for (const auto& sink : sinks)
+        if (const net::TxBacklogCounters* b = sink->backlog_counters())
+            return {{"queued", b->queued.load()},       {"overflow", b->overflow.load()},
+                    {"pauses", b->pauses.load()},       {"paused_ns", b->paused_ns.load()},
+                    {"max_frames", b->max_frames.load()}, {"max_bytes", b->max_bytes.load()}};
+    return nullptr;
 }
 
 // The device's wire, if it has one: what it ignored or dropped before the
@@ -128,6 +141,7 @@ nlohmann::json device_json(Simulator& sim, std::size_t i) {
                    {"bytes", stats ? stats->sent_bytes() : 0},
                    {"not_sent", not_sent(sim.sinks(i))}};
     if (nlohmann::json wire = wire_json(sim.sinks(i)); !wire.is_null()) out["wire"] = std::move(wire);
+    if (nlohmann::json b = backlog_json(sim.sinks(i)); !b.is_null()) out["tx_backlog"] = std::move(b);
     out["faults"] = faults_json(faults);
     if (const TxFaultCounters* tx = sim.tx_fault_counters(i))
         out["tx_faults"] = {{"sent", tx->sent.load()},           {"duplicated", tx->duplicated.load()},

@@ -55,8 +55,30 @@ ThreadEngine::~ThreadEngine() { stop(); }
 
 std::uint64_t ThreadEngine::now_ns() const noexcept { return to_ns(Clock::now() - t0_); }
 
+// A poll's burst runs at the engine's clock, unpaced: every frame is due now.
+class ThreadEngine::PollPacing final : public Pacing {
+public:
+    explicit PollPacing(ThreadEngine& engine) noexcept : engine_(engine), now_(engine.now_ns()) {}
+    std::uint32_t arrivals(std::span<const net::Frame> frames, std::uint64_t* out) noexcept override {
+        std::fill_n(out, frames.size(), now_);
+        return static_cast<std::uint32_t>(frames.size());
+    }
+    std::uint64_t service_time(std::uint32_t) noexcept override { return engine_.now_ns(); }
+    void burst_done(const BurstResult&) noexcept override {
+        if (engine_.timeline_) engine_.timeline_->tick();
+    }
+    std::uint32_t pull_limit() const noexcept override { return FrameBatch::kCapacity; }
+
+private:
+    ThreadEngine& engine_;
+    std::uint64_t now_;
+};
+
 void ThreadEngine::start() {
     if (thread_.joinable()) return;
+    // Polls move frames only from a live source (a wire, a link, an
+    // interface), unpaced: a capture replay stays the engine's alone.
+    poll_progress_ = config_.progress != Progress::thread && source_->wait_fd() >= 0 && config_.speed <= 0;
     if (const int fd = source_->wait_fd(); fd >= 0 && !source_fd_) {
         boost::system::error_code ec;
         source_fd_.emplace(io_);
@@ -136,7 +158,34 @@ void ThreadEngine::on_receiver_ready(device::Device&) noexcept {
     if (config_.start == StartTrigger::first_flow && !started_.exchange(true)) post_step();
 }
 
+void ThreadEngine::on_poll(device::Device& dev) noexcept {
+    if (!poll_progress_ || !started_.load(std::memory_order_relaxed)) return;
+    last_poll_ns_.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
+    std::unique_lock lock(dev.port.mutex(), std::try_to_lock);
+    if (lock.owns_lock()) poll_burst(dev); // else the engine or another poll is at it now
+}
+
+void ThreadEngine::poll_burst(device::Device& dev) noexcept {
+    count_step();
+    PollPacing pacing(*this);
+    const BurstResult r = run_burst_locked(dev, *source_, poll_pending_, config_.burst, pacing, faults_);
+    // The engine's timer must not fire later than what this burst armed.
+    const std::uint64_t wake = wake_at_ns_.load(std::memory_order_relaxed);
+    const auto retry = static_cast<std::uint64_t>(std::chrono::nanoseconds(kRoomRetry).count());
+    if (r.next_deadline_ns < wake || (r.tx_waiting && wake > now_ns() + retry)) post_step();
+}
+
+Clock::time_point ThreadEngine::next_look() noexcept {
+    if (!poll_progress_) return Clock::time_point::max();
+    const auto now = Clock::now();
+    if (config_.progress == Progress::inline_) return now + kInlineLook;
+    const Clock::time_point quiet_at =
+        Clock::time_point(Clock::duration(last_poll_ns_.load(std::memory_order_relaxed))) + kPollQuiet;
+    return quiet_at > now ? quiet_at : Clock::time_point::max();
+}
+
 void ThreadEngine::schedule(Clock::time_point when) {
+    wake_at_ns_.store(to_ns(when - t0_), std::memory_order_relaxed);
     timer_.expires_at(when);
     timer_.async_wait([this](const boost::system::error_code& ec) {
         if (!ec) post_step();
@@ -239,13 +288,22 @@ void ThreadEngine::step() {
     Clock::time_point when = r.pending ? next_due_ - kSpinAhead : Clock::time_point::max();
     if (r.next_deadline_ns != UINT64_MAX) // a delay-drop timeout or an ARP retry
         when = std::min(when, t0_ + std::chrono::nanoseconds(r.next_deadline_ns));
+    if (r.tx_waiting) // frames wait for room on the wire
+        when = std::min(when, Clock::now() + kRoomRetry);
     if (!r.pending && !r.exhausted) { // a live source with nothing now
-        if (source_fd_)
-            wait_for_source();
-        else
+        if (const auto look = next_look(); look != Clock::time_point::max()) {
+            when = std::min(when, look); // the program's polls move its frames meanwhile
+        } else if (!source_fd_) {
             when = std::min(when, Clock::now() + kPollInterval);
+        } else if (source_->prepare_wait()) {
+            wait_for_source();
+        } else { // a frame came as the source armed its doorbell
+            post_step();
+            return;
+        }
     }
     if (when != Clock::time_point::max()) schedule(when);
+    else wake_at_ns_.store(UINT64_MAX, std::memory_order_relaxed);
 }
 
 bool ThreadEngine::wait_idle(std::chrono::milliseconds timeout) {

@@ -16,6 +16,7 @@ namespace rdmasim::sim {
 
 class ThreadEngine final : public Engine, private Pacing {
 public:
+    using Clock = std::chrono::steady_clock;
     ThreadEngine(device::Device& dev, std::unique_ptr<net::FrameSource> source, const Config& config);
     ~ThreadEngine() override;
 
@@ -24,7 +25,10 @@ public:
     void begin() noexcept override;
     bool wait_idle(std::chrono::milliseconds timeout) override;
 
-    void on_poll(device::Device&) noexcept override {}
+    // A program polls a CQ it found empty: with progress auto or inline it
+    // moves the wire's frames itself when it can take the port lock
+    // (sim/README.md, "Progress").
+    void on_poll(device::Device& dev) noexcept override;
     void on_post(device::Device&) noexcept override;
     void on_receiver_ready(device::Device&) noexcept override;
     std::uint64_t clock_ns() const noexcept override { return now_ns(); }
@@ -35,6 +39,15 @@ public:
     static constexpr std::chrono::microseconds kSpinAhead{50};
     // How often a live source without a wait_fd is polled.
     static constexpr std::chrono::microseconds kPollInterval{100};
+    // How soon a wire's backlog is offered again while frames wait for room
+    // and no descriptor says when (datapath/README.md, "Lossless links").
+    static constexpr std::chrono::microseconds kRoomRetry{20};
+    // progress=auto: the engine sleeps on the source's descriptor only after
+    // no program polled for this long; while polls come, they move frames.
+    static constexpr std::chrono::microseconds kPollQuiet{200};
+    // progress=inline: how often the engine looks at the source itself, for
+    // traffic that came while the program was not polling.
+    static constexpr std::chrono::microseconds kInlineLook{1000};
     // Bursts one step runs back to back at most: full ones, and paced frames
     // due within kSpinAhead (ThreadEngine::step).
     static constexpr std::uint32_t kBurstsPerStep = 16;
@@ -44,6 +57,13 @@ private:
     void place_thread() noexcept;
     void step();            // on the engine thread, as is all below but post_step
     void wait_for_source(); // arms one wait for the source's descriptor to be readable
+    // When the source is live and nothing is pending: when to look at it
+    // next (a program's polls may be moving its frames), or max() to sleep
+    // on its descriptor.
+    Clock::time_point next_look() noexcept;
+    // A poll's burst, under the port lock the poll took; then wakes the
+    // engine if a timer or the wire's backlog needs it sooner.
+    void poll_burst(device::Device& dev) noexcept;
     // Real time; with a speed set, a frame is due at its capture offset
     // divided by the speed, from the first frame on. Unpaced, every frame of
     // a burst arrives at the burst's start (burst_start_): a clock read per
@@ -79,6 +99,12 @@ private:
     FrameBatch pending_;                        // pulled but not yet due
     std::chrono::steady_clock::time_point next_due_{}; // when pending_ is due
     std::atomic<bool> step_queued_{false};
+    // Progress in the program's polls (sim/README.md, "Progress").
+    bool poll_progress_ = false;                 // set by start(): auto or inline, live, unpaced
+    std::atomic<std::int64_t> last_poll_ns_{INT64_MIN / 2}; // steady clock, of the latest poll
+    std::atomic<std::uint64_t> wake_at_ns_{UINT64_MAX};     // the engine's next timer, engine clock
+    class PollPacing;                            // the poll's clock: now, unpaced
+    FrameBatch poll_pending_;                    // empty between polls (unpaced)
     std::mutex idle_mu_;
     std::condition_variable idle_cv_;
 };
