@@ -138,6 +138,7 @@ Result<std::unique_ptr<VdeWire>> VdeWire::open(const std::string& url, const Vde
     wire->data_fd_ = vde_datafd(wire->conn_);
     wire->ctl_fd_ = vde_ctlfd(wire->conn_);
     if (auto r = make_nonblocking(wire->data_fd_, url); !r) return r.error();
+    wire->poll_first_ = scheme == Scheme::vxvde;
     if (scheme == Scheme::ptp) {
         // libvdeplug pairs the ends by name: the end that created PATH talks
         // to PATH+, the other (bound to PATH+) to PATH.
@@ -194,6 +195,11 @@ bool VdeWire::next(Frame& out) noexcept {
                 continue;
             }
         } else {
+            pollfd p{data_fd_, POLLIN, 0};
+            if (poll_first_ && ::poll(&p, 1, 0) == 0) {
+                errno = EAGAIN; // nothing to read: vde_recv would block the engine
+                break;
+            }
             n = vde_recv(conn_, buf_.data(), buf_.size(), 0);
         }
         if (n != 0) [[likely]] break;

@@ -121,6 +121,9 @@ private:
     TxBacklog backlog_;                // frames waiting for room on the wire; under the port lock
     std::string hangup_; // failure()'s text once hung up, made at open
     bool ptp_ = false;
+    // vxvde://: libvdeplug's recv waits in epoll_wait(-1) whatever the
+    // descriptor's flags, so next() polls its epoll descriptor first.
+    bool poll_first_ = false;
     std::string peer_path_;            // ptp://: the socket file the peer binds
     bool connected_to_peer_ = false;   // ptp://: the kernel refuses strangers too
     sockaddr_un accepted_{};           // the sender address last found to be the peer

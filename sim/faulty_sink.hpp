@@ -8,7 +8,7 @@
 //
 // send() runs under the port lock and never blocks: a reordered or delayed
 // frame is held and goes out on a later send (by time for delay, behind the
-// frames it waits for for reorder) or at flush(). Every frame is counted.
+// frames it waits for for reorder) or at release_held(). Every frame is counted.
 #pragma once
 
 #include <atomic>
