@@ -70,7 +70,7 @@ void FaultySink::send(std::span<const std::uint8_t> frame, std::uint64_t ts_ns) 
     drain();
 }
 
-void FaultySink::flush() noexcept {
+void FaultySink::release_held() noexcept {
     try {
         faults_->flush();
     } catch (const std::bad_alloc&) {

@@ -8,7 +8,7 @@
 //
 // send() runs under the port lock and never blocks: a reordered or delayed
 // frame is held and goes out on a later send (by time for delay, behind the
-// frames it waits for for reorder) or at flush(). Every frame is counted.
+// frames it waits for for reorder) or at release_held(). Every frame is counted.
 #pragma once
 
 #include <atomic>
@@ -57,7 +57,7 @@ public:
     void send(std::span<const std::uint8_t> frame, std::uint64_t ts_ns) noexcept override;
     // Hands every held frame on (the port stops or the sink is detached).
     // Under the port lock, as send().
-    void flush() noexcept;
+    void release_held() noexcept;
 
     [[nodiscard]] const TxFaultCounters& counters() const noexcept { return counters_; }
     // Faults injected so far, by kind: under the port lock, or once no

@@ -236,7 +236,7 @@ Simulator::~Simulator() {
     for (DeviceSlot& slot : slots_) {
         datapath::Port& port = slot.device->port;
         std::lock_guard lock(port.mutex());
-        if (slot.faulty_sink) slot.faulty_sink->flush(); // what it holds back still goes out
+        if (slot.faulty_sink) slot.faulty_sink->release_held(); // what it holds back still goes out
         for (auto& sink : slot.sinks) port.detach_sink(*sink);
         if (slot.stats) port.detach_sink(*slot.stats);
     }
