@@ -117,6 +117,7 @@ TEST_CASE("ShmWire: garbage in the shared rings is counted, and the wire keeps w
     ShmWire& victim = *c.value();
     exchange(*a.value(), *b.value(), 3); // both MACs learned
     pull_all(victim);
+    (void)victim.prepare_wait(); // as the engine does: next() alone never waits for a producer
     Scribbler evil(path);
     const std::uint32_t v = victim.host();
     const std::uint64_t at = shm::word(evil.host(v).consumer).load();
