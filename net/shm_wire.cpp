@@ -120,8 +120,8 @@ std::uint32_t ShmWire::next_burst(std::span<Frame> out) noexcept {
     std::uint32_t len = 0;
     std::uint32_t n = 0;
     const std::uint64_t ts = realtime_ns();
-    while (n < out.size() && (n == 0 ? pull(data, len) : reader_.pull(data, len)))
-        hand_over(out[n++], data, len, ts);
+    // A short burst is the engine's last before it sleeps: pull() arms then too.
+    while (n < out.size() && pull(data, len)) hand_over(out[n++], data, len, ts);
     return n;
 }
 
