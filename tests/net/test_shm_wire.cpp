@@ -252,3 +252,21 @@ TEST_CASE("ShmWire: the files it creates have the wire's mode", "[net][shm]") {
     CHECK(S_ISFIFO(st.st_mode));
     CHECK((st.st_mode & 0777) == 0640);
 }
+
+TEST_CASE("ShmWire: without prepare_wait, a short burst leaves the doorbell armed", "[net][shm]") {
+    // An engine that sleeps on wait_fd() after a burst shorter than it asked for.
+    TempDir dir;
+    const std::string url = "shm://" + (dir / "seg");
+    auto a = open_ok(url), b = open_ok(url);
+    send(*b, frame(host_mac(1), host_mac(2), 0));
+    drain(*a);
+    send(*a, frame(host_mac(2), host_mac(1), 1));
+    send(*a, frame(host_mac(2), host_mac(1), 2));
+    std::array<Frame, 8> burst{};
+    REQUIRE(b->next_burst(burst) == 2);
+    pollfd p{b->wait_fd(), POLLIN, 0};
+    CHECK(::poll(&p, 1, 0) == 0);
+    send(*a, frame(host_mac(2), host_mac(1), 3));
+    CHECK(::poll(&p, 1, 1000) == 1);
+    CHECK(a->wire_counters().doorbells == 1);
+}
