@@ -126,8 +126,7 @@ std::uint32_t ShmWire::next_burst(std::span<Frame> out) noexcept {
 }
 
 bool ShmWire::prepare_wait() noexcept {
-    engine_prepares_ = true;
-    reader_.release();
+    engine_prepares_ = true; // the frames handed over stay valid: released at the next pull
     return arm();
 }
 
