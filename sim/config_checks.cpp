@@ -31,8 +31,8 @@ std::string_view stem(std::string_view key) { return key.substr(0, key.find('.')
 
 Result<void> check_wire(std::string_view key, std::string_view v) {
     constexpr std::string_view forms =
-        "ptp://PATH, vde://PATH or vxvde://GROUP (libvdeplug's other schemes are refused)";
-    for (const std::string_view scheme : {"ptp://", "vde://"}) {
+        "ptp://PATH, vde://PATH, vxvde://GROUP or shm://PATH (libvdeplug's other schemes are refused)";
+    for (const std::string_view scheme : {"ptp://", "vde://", "shm://"}) {
         if (!v.starts_with(scheme)) continue;
         const std::string_view path = v.substr(scheme.size());
         if (path.empty()) return bad(key, v, fmt::format("{} with a socket path after {}", forms, scheme));

@@ -7,6 +7,7 @@
 #include "net/capture_sink.hpp"
 #include "net/pcap_file_source.hpp"
 #include "net/pcap_writer.hpp"
+#include "net/shm_wire.hpp"
 #include "net/vde_wire.hpp"
 #include "sim/addresses.hpp"
 #include "sim/live_io.hpp"
@@ -53,7 +54,13 @@ Result<DeviceIo> open_device_io(const Config& config, std::uint32_t index) {
         if (auto r = open_iface(config, index, name, io); !r) return r.error();
     if (const std::string& name = slot(config.pcap_live, index); !name.empty())
         if (auto r = open_pcap_live(config, index, name, io); !r) return r.error();
-    if (const std::string& url = slot(config.wire, index); !url.empty()) {
+    if (const std::string& url = slot(config.wire, index); url.starts_with("shm://")) {
+        // One object receives and sends (net/README.md, "Shared-memory wire").
+        auto wire = net::ShmWire::open(url, net::ShmWireOptions{config.wire_mode});
+        if (!wire) return wire.error();
+        io.sinks.push_back(borrowed_sink(*wire.value()));
+        io.source = std::move(wire.value());
+    } else if (!url.empty()) {
         // One object receives and sends (net/README.md, "Virtual wires").
         net::VdeWireOptions options;
         options.mode = config.wire_mode;

@@ -13,6 +13,7 @@
 #include "device/registry.hpp"
 #include "net/link_channel.hpp"
 #include "net/memory_source.hpp"
+#include "net/shm_wire.hpp"
 #include "net/vde_wire.hpp"
 #include "sim/addresses.hpp"
 #include "sim/device_io.hpp"
@@ -211,6 +212,16 @@ void report_losses(std::size_t index, const net::FrameSource& source) {
         else
             log().info("rdmasim{}: wire {}: {} frame(s) sent, {} received", index, wire->url(),
                        c.tx_frames.load(), wire->counters().frames);
+    } else if (const auto* shm = dynamic_cast<const net::ShmWire*>(&source)) {
+        const auto& c = shm->wire_counters();
+        const auto lost = c.tx_no_peer.load() + c.tx_dropped.load();
+        if (lost != 0 || c.rx_corrupt.load() != 0)
+            log().warn("rdmasim{}: wire {}: {} frame(s) sent, {} lost (no peer {}, dropped {}), "
+                       "{} corrupt ring entries", index, shm->url(), c.tx_frames.load(), lost,
+                       c.tx_no_peer.load(), c.tx_dropped.load(), c.rx_corrupt.load());
+        else
+            log().info("rdmasim{}: wire {}: {} frame(s) sent, {} received", index, shm->url(),
+                       c.tx_frames.load(), shm->counters().frames);
     } else if (const auto* link = dynamic_cast<const net::LinkChannel*>(&source)) {
         if (link->overflow_drops() != 0)
             log().warn("rdmasim{}: {}: {} frame(s) dropped, its queue of {} full", index, link->describe(),

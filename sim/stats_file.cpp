@@ -12,6 +12,7 @@
 #include "device/device.hpp"
 #include "device/verb_faults.hpp"
 #include "net/link_channel.hpp"
+#include "net/shm_wire.hpp"
 #include "net/vde_wire.hpp"
 #include "sim/device_stats.hpp"
 #include "sim/live_io.hpp"
@@ -68,6 +69,8 @@ std::uint64_t not_sent(const std::vector<std::shared_ptr<net::FrameSink>>& sinks
     for (const auto& sink : sinks) {
         if (const auto* wire = dynamic_cast<const net::VdeWire*>(sink.get()))
             n += wire->wire_counters().tx_failures.load();
+        else if (const auto* shm = dynamic_cast<const net::ShmWire*>(sink.get()))
+            n += shm->wire_counters().tx_no_peer.load() + shm->wire_counters().tx_dropped.load();
         else if (const auto* link = dynamic_cast<const net::LinkChannel*>(sink.get()))
             n += link->overflow_drops();
         else if (const net::SendCounters* live = live_send_counters(*sink))
@@ -99,6 +102,13 @@ nlohmann::json wire_json(const std::vector<std::shared_ptr<net::FrameSink>>& sin
                     {"rx_errors", c.rx_errors.load()},
                     {"tx_frames", c.tx_frames.load()},
                     {"tx_failures", c.tx_failures.load()}};
+        } else if (const auto* shm = dynamic_cast<const net::ShmWire*>(sink.get())) {
+            const net::ShmWireCounters& c = shm->wire_counters();
+            return {{"host_slot", shm->host()},     {"tx_frames", c.tx_frames.load()},
+                    {"tx_floods", c.tx_floods.load()}, {"tx_no_peer", c.tx_no_peer.load()},
+                    {"tx_dropped", c.tx_dropped.load()}, {"doorbells", c.doorbells.load()},
+                    {"rx_frames", shm->counters().frames}, {"rx_corrupt", c.rx_corrupt.load()},
+                    {"peers_seen", c.peers_seen.load()}, {"peers_gone", c.peers_gone.load()}};
         }
     return nullptr;
 }

@@ -77,7 +77,7 @@ struct SourceFlags {
         sub->add_option("--pcap-live", pcap_live, "live interface for rdmasim0 through libpcap");
         sub->add_option("--filter", filter, "BPF expression for --pcap-live");
         sub->add_flag("--promisc", promisc, "live interfaces in promiscuous mode");
-        sub->add_option("--wire", wire, "virtual wire for rdmasim0: ptp:///path, vde:///path, vxvde://group");
+        sub->add_option("--wire", wire, "virtual wire for rdmasim0: ptp:///path, vde:///path, vxvde://group, shm:///path");
         sub->add_option("--tx-capture", tx_capture, "write every frame rdmasim0 sends to this pcap");
         sub->add_option("--link", link, "wire two devices back to back, like rdmasim0:rdmasim1");
         sub->add_option("--devices", devices, "number of devices (rdmasim0, rdmasim1, ...)");

@@ -34,10 +34,10 @@ std::string shell_quote(const std::string& s) {
     return out + "'";
 }
 
-// A ptp:// or vde:// wire URL with its socket path made absolute (the
+// A ptp://, vde:// or shm:// wire URL with its path made absolute (the
 // program may change directory); other values as they are.
 std::string absolute_wire(const std::string& url) {
-    for (const std::string_view scheme : {"ptp://", "vde://"}) {
+    for (const std::string_view scheme : {"ptp://", "vde://", "shm://"}) {
         if (!url.starts_with(scheme) || url.size() == scheme.size()) continue;
         const std::string path = url.substr(scheme.size());
         return std::string(scheme) + fs::absolute(path).string();
@@ -47,17 +47,17 @@ std::string absolute_wire(const std::string& url) {
 
 bool capture_key(const std::string& k) { return k == "pcap" || k.starts_with("pcap."); }
 
-// A ptp:// wire's socket directory, checked as the program's end will check
+// A ptp:// or shm:// wire's directory, checked as the program's end will check
 // it (net/socket_dir.hpp), so that an unsafe one stops `run` itself: the
 // error names the directory and why (status 1: the file system, not the
 // command, is at fault). The path's length is checked once made absolute.
 int check_wires(const sim::Config& config, std::string& error) {
     for (std::size_t i = 0; i < config.wire.size(); ++i) {
         const std::string& url = config.wire[i];
-        if (!url.starts_with("ptp://")) continue;
+        if (!url.starts_with("ptp://") && !url.starts_with("shm://")) continue;
         const std::string key = i == 0 ? "wire" : fmt::format("wire.{}", i);
         const std::string path = absolute_wire(url).substr(6);
-        if (path.size() > net::VdeWire::kMaxPtpPath) {
+        if (url.starts_with("ptp://") && path.size() > net::VdeWire::kMaxPtpPath) {
             error = fmt::format("configuration: {} = '{}': expected a ptp:// socket path of at most {} bytes "
                                 "(made absolute it has {})", key, url, net::VdeWire::kMaxPtpPath, path.size());
             return kExitUsage;

@@ -2,7 +2,10 @@
 """Issue 13, acceptance 3: what two emulated hosts send, captured with
 `--tx-capture` on both sides, is RoCE v2 as tshark and scapy read it.
 
-usage: roce_capture_test.py RDMASIM
+usage: roce_capture_test.py RDMASIM [--wire ptp|shm]
+
+--wire shm: the same over a shared-memory wire (shm://DIR/sock, issue 31):
+the frames must be the same as on ptp://.
 
 Runs (each side under its own `rdmasim run --wire ptp://DIR/sock
 --tx-capture SIDE.pcap --stats SIDE.json`):
@@ -285,7 +288,7 @@ def run(rdmasim, tmp, tag, args):
     """Runs the pair with both captures; returns (frames by side, (QPN, PSN) by side, peer's by side)."""
     caps = {side: os.path.join(tmp, tag + "-" + side + ".pcap") for side in ("server", "client")}
     pair = Pair(rdmasim, tmp, tag, args, server_opts=["--tx-capture", caps["server"]],
-                client_opts=["--tx-capture", caps["client"]])
+                client_opts=["--tx-capture", caps["client"]], scheme=SCHEME)
     pair.run()
     what = " ".join(args)
     if not check(pair.server.rc == 0 and pair.client.rc == 0,
@@ -307,11 +310,19 @@ def run(rdmasim, tmp, tag, args):
     return frames, me, peer
 
 
+SCHEME = "ptp"  # the wire: --wire
+
+
 def main():
-    if len(sys.argv) != 2:
+    global SCHEME
+    argv = sys.argv[1:]
+    if len(argv) == 3 and argv[1] == "--wire" and argv[2] in ("ptp", "shm"):
+        SCHEME = argv[2]
+        argv = argv[:1]
+    if len(argv) != 1:
         print(__doc__)
         return 2
-    rdmasim = sys.argv[1]
+    rdmasim = argv[0]
     if shutil.which("tshark") is None:
         print("SKIP: tshark not installed (Debian package tshark; tools/dev installs it)")
         return 77

@@ -3,7 +3,11 @@
 unmodified) between two emulated hosts, each under its own `rdmasim run
 --wire ptp://DIR/sock`, with message sizes below, at and above the MTU.
 
-usage: roce_programs_test.py RDMASIM
+usage: roce_programs_test.py RDMASIM [--wire ptp|shm]
+
+--wire shm runs every case over a shared-memory wire (shm://DIR/sock,
+issue 31) instead of ptp://, and checks its counters too: no frame lost
+(no peer, dropped) and no corrupt ring entry on either side.
 
 Each run: the server, then the client with 127.0.0.1 (a free TCP port per
 run), both with `-g 0 -d rdmasim0 -c` (validate the received buffer) and
@@ -61,6 +65,7 @@ CASES = [
 ]
 
 check = Checks()
+SCHEME = "ptp"  # the wire: --wire
 
 
 def expected_frames(tool, size, iters, mtu):
@@ -84,7 +89,7 @@ def expected_frames(tool, size, iters, mtu):
 def run_case(rdmasim, tmp, n, tool, size, iters, opts):
     args = [tool, "-g", "0", "-d", "rdmasim0", "-s", str(size), "-n", str(iters), "-c"]
     failed_before = len(check.failures)
-    pair = Pair(rdmasim, tmp, f"{n}-{tool}-{size}", args, rdmasim_opts=opts)
+    pair = Pair(rdmasim, tmp, f"{n}-{tool}-{size}", args, rdmasim_opts=opts, scheme=SCHEME)
     seconds = pair.run()
     what = f"{' '.join(args)} {' '.join(opts)}".strip()
     exited = check(pair.server.rc == 0 and pair.client.rc == 0,
@@ -97,7 +102,7 @@ def run_case(rdmasim, tmp, n, tool, size, iters, opts):
     # the peer has destroyed on its way out: dropped as for an unknown QP.
     stray = SRQ_QPS * (max(1, -(-size // MTU)) + 1) if tool == "ibv_srq_pingpong" else 0
     for side in ("server", "client"):
-        for problem in roce_problems(side, stats[side], unknown_qp_allowed=stray):
+        for problem in roce_problems(side, stats[side], unknown_qp_allowed=stray) + shm_problems(side, stats[side]):
             check(False, f"{what}: {problem}")
     notes = []
     if stats["server"] and stats["client"]:
@@ -117,11 +122,22 @@ def run_case(rdmasim, tmp, n, tool, size, iters, opts):
     print("\n".join(notes))
 
 
+def shm_problems(side, doc):
+    """On shm://: frames the wire lost or ring entries it could not trust (empty: none)."""
+    if SCHEME != "shm" or doc is None:
+        return []
+    w = doc["devices"][0].get("wire")
+    if w is None or "rx_corrupt" not in w:
+        return [f"{side}: no shm:// wire counters in --stats"]
+    bad = {k: w[k] for k in ("tx_no_peer", "tx_dropped", "rx_corrupt") if w[k]}
+    return [f"{side}: shm:// wire {bad}"] if bad else []
+
+
 def oversize_ud(rdmasim, tmp):
     """ud_pingpong -s 2048 at the default MTU 1024: refused by the tool itself."""
     for side, extra in (("server", []), ("client", ["127.0.0.1"])):
         args = ["ibv_ud_pingpong", "-g", "0", "-d", "rdmasim0", "-s", "2048", "-n", "10", "-p", "1", *extra]
-        p = Program(side, [rdmasim, "run", "--wire", f"ptp://{tmp}/oversize-{side}", "--", *args])
+        p = Program(side, [rdmasim, "run", "--wire", f"{SCHEME}://{tmp}/oversize-{side}", "--", *args])
         p.finish(60)
         check(p.rc == 1 and "Requested size larger than port MTU (1024)" in p.stderr,
               f"{' '.join(args)}: exit 1 and 'Requested size larger than port MTU (1024)' (the port's MTU)",
@@ -133,7 +149,7 @@ def xsrq_case(rdmasim, tmp, n, size, tests):
     """ibv_xsrq_pingpong: XRC (a domain, an XRC SRQ, INI and TGT QPs) between two hosts."""
     args = ["ibv_xsrq_pingpong", "-g", "0", "-d", "rdmasim0", "-m", str(MTU), "-s", str(size), "-n", str(tests)]
     failed_before = len(check.failures)
-    pair = Pair(rdmasim, tmp, f"{n}-xsrq-{size}", args)
+    pair = Pair(rdmasim, tmp, f"{n}-xsrq-{size}", args, scheme=SCHEME)
     seconds = pair.run()
     what = " ".join(args)
     check(pair.server.rc == 0 and pair.client.rc == 0 and "success" in pair.server.stdout
@@ -143,7 +159,7 @@ def xsrq_case(rdmasim, tmp, n, size, tests):
     notes = []
     for side in ("server", "client"):
         doc = pair.stats(side)
-        for problem in roce_problems(side, doc):
+        for problem in roce_problems(side, doc) + shm_problems(side, doc):
             check(False, f"{what}: {problem}")
         if doc:
             rx = roce_counters(doc)["rx"]
@@ -156,10 +172,15 @@ def xsrq_case(rdmasim, tmp, n, size, tests):
 
 
 def main():
-    if len(sys.argv) != 2:
+    global SCHEME
+    argv = sys.argv[1:]
+    if len(argv) == 3 and argv[1] == "--wire" and argv[2] in ("ptp", "shm"):
+        SCHEME = argv[2]
+        argv = argv[:1]
+    if len(argv) != 1:
         print(__doc__)
         return 2
-    rdmasim = sys.argv[1]
+    rdmasim = argv[0]
     missing = [t for t in ("ibv_rc_pingpong", "ibv_uc_pingpong", "ibv_ud_pingpong", "ibv_srq_pingpong",
                            "ibv_xsrq_pingpong")
                if shutil.which(t) is None]

@@ -1,5 +1,5 @@
 """Two emulated hosts: an RDMA program's server and client, each under its own
-`rdmasim run --wire ptp://DIR/sock`, as issue 13's acceptance runs them.
+`rdmasim run --wire ptp://DIR/sock` (or shm://DIR/sock), as issue 13's acceptance runs them.
 
 The programs (rdma-core's pingpongs, perftest) exchange their QP numbers,
 PSNs and GIDs over TCP on 127.0.0.1, then talk RoCE v2 over the wire. The
@@ -121,11 +121,12 @@ class Pair:
     """One server/client run; `server`, `client` (Programs) and their --stats documents."""
 
     def __init__(self, rdmasim, tmp, tag, args, port_flag="-p", server_opts=(), client_opts=(),
-                 rdmasim_opts=(), client_extra=("127.0.0.1",)):
+                 rdmasim_opts=(), client_extra=("127.0.0.1",), scheme="ptp"):
+        """`scheme`: the wire, ptp (a socket pair) or shm (a shared-memory segment), at DIR/sock."""
         self.dir = os.path.join(tmp, tag)
         os.makedirs(self.dir, mode=0o700)
         self.port = free_tcp_port()
-        url = f"ptp://{self.dir}/sock"
+        url = f"{scheme}://{self.dir}/sock"
         self.stats_path = {side: os.path.join(self.dir, f"{side}.json") for side in ("server", "client")}
 
         def cmd(side, opts):

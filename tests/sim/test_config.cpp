@@ -95,8 +95,10 @@ TEST_CASE("config: a bad wire value names the key and the accepted forms", "[sim
     Config c;
     auto r = c.set("wire", "bogus://x");
     REQUIRE_FALSE(r);
-    CHECK(r.error().message == "configuration: wire = 'bogus://x': expected ptp://PATH, vde://PATH or "
-                               "vxvde://GROUP (libvdeplug's other schemes are refused)");
+    CHECK(r.error().message == "configuration: wire = 'bogus://x': expected ptp://PATH, vde://PATH, "
+                               "vxvde://GROUP or shm://PATH (libvdeplug's other schemes are refused)");
+    CHECK_FALSE(c.set("wire", "shm://"));
+    CHECK(c.set("wire", "shm:///tmp/dir/seg"));
     r = c.set("wire", "ptp:///" + std::string(106, 'x'));
     REQUIRE_FALSE(r);
     CHECK(r.error().message.find("at most 106 bytes") != std::string::npos);

@@ -140,8 +140,8 @@ expect(1, ["config", "--check"], env={"RDMASIM_CONFIG": missing}, stderr_has=(mi
 # the value and the forms the key takes, and the program never starts.
 started = os.path.join(tmp, "started")
 for key, value, forms in [
-        ("wire", "bogus://x", "ptp://PATH, vde://PATH or vxvde://GROUP"),
-        ("wire.1", "tap://tap0", "ptp://PATH, vde://PATH or vxvde://GROUP"),
+        ("wire", "bogus://x", "ptp://PATH, vde://PATH, vxvde://GROUP or shm://PATH"),
+        ("wire.1", "tap://tap0", "ptp://PATH, vde://PATH, vxvde://GROUP or shm://PATH"),
         ("wire", "ptp://", "with a socket path"),
         ("wire", "ptp:///" + "x" * 120, "at most 106 bytes"),
         ("iface", "an-interface-name-too-long", "an interface name"),

@@ -1,0 +1,148 @@
+// A host's receive ring in a shm:// segment (net/README.md, "Shared-memory
+// wire"): many producers (the other hosts' ports), one consumer (the host's
+// engine), lock-free. A producer claims a position with a CAS on `reserve`,
+// copies the frame into its slot and publishes it with ONE release store
+// of the slot's stamp (position + 1): a producer that dies mid-copy leaves
+// nothing visible. The reader keeps its own index; the shared `consumer`
+// only tells producers which slots are free again. Every word the reader
+// takes from the segment is read once and checked: the reader never reads
+// outside its mapping, whatever a peer wrote.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <span>
+
+#include "net/shm_segment.hpp"
+
+namespace rdmasim::net::shm {
+
+inline std::uint64_t& slot_stamp(std::uint8_t* slot) noexcept { return *reinterpret_cast<std::uint64_t*>(slot); }
+inline std::uint32_t& slot_len(std::uint8_t* slot) noexcept { return *reinterpret_cast<std::uint32_t*>(slot + 8); }
+
+// Producer: copies `frame` (at most kMaxFrame bytes) into host `h`'s ring.
+// False when the ring is full, or other producers won the claim kClaimTries
+// times in a row: the caller keeps the frame and tries again later.
+inline bool ring_push(const Segment& s, std::uint32_t h, std::span<const std::uint8_t> frame) noexcept {
+    constexpr int kClaimTries = 4;
+    HostHeader& hh = s.host_header(h);
+    for (int i = 0; i < kClaimTries; ++i) {
+        std::uint64_t t = word(hh.reserve).load(std::memory_order_acquire);
+        const std::uint64_t c = word(hh.consumer).load(std::memory_order_acquire);
+        if (static_cast<std::int64_t>(t - c) < 0) continue; // t read before c moved past it
+        if (t - c >= kRingSlots) return false; // full (or a consumer index not to be trusted)
+        if (!word(hh.reserve).compare_exchange_weak(t, t + 1, std::memory_order_acq_rel,
+                                                    std::memory_order_relaxed))
+            continue;
+        std::uint8_t* slot = s.slot(h, t);
+        std::memcpy(slot + kSlotHeader, frame.data(), frame.size());
+        word(slot_len(slot)).store(static_cast<std::uint32_t>(frame.size()), std::memory_order_relaxed);
+        word(slot_stamp(slot)).store(t + 1, std::memory_order_release); // the publish
+        return true;
+    }
+    return false;
+}
+
+// Producer, after publishing: true when host `h`'s reader sleeps and this
+// producer took the job of waking it (cleared the flag): ring its doorbell.
+inline bool ring_needs_bell(const Segment& s, std::uint32_t h) noexcept {
+    HostHeader& hh = s.host_header(h);
+    std::atomic_thread_fence(std::memory_order_seq_cst); // the publish before the flag's read
+    if (word(hh.sleeping).load(std::memory_order_relaxed) == 0) return false;
+    return word(hh.sleeping).exchange(0, std::memory_order_acq_rel) != 0;
+}
+
+// The consumer of this host's ring.
+class RingReader {
+public:
+    // A claimed slot left unpublished this long: its producer died mid-copy
+    // (or lies): skipped and counted as corrupt.
+    static constexpr std::chrono::milliseconds kStallLimit{250};
+
+    RingReader(const Segment& s, std::atomic<std::uint64_t>& corrupt) noexcept
+        : s_(s), hh_(s.host_header(s.host())), corrupt_(corrupt),
+          c_(word(hh_.consumer).load(std::memory_order_relaxed)) {}
+
+    // Hands the slots read so far back to the producers (the engine is done with them).
+    void release() noexcept { word(hh_.consumer).store(c_, std::memory_order_release); }
+
+    // The next published frame: its bytes inside the slot and the length
+    // read once (checked: 1..kMaxFrame). False when none is there now.
+    bool pull(const std::uint8_t*& data, std::uint32_t& len) noexcept {
+        for (std::uint32_t guard = 0; guard < kRingSlots; ++guard) {
+            std::uint8_t* slot = s_.slot(s_.host(), c_);
+            if (word(slot_stamp(slot)).load(std::memory_order_acquire) != c_ + 1) {
+                if (!unstick()) return false;
+                continue;
+            }
+            const std::uint32_t n = word(slot_len(slot)).load(std::memory_order_relaxed);
+            ++c_;
+            if (n == 0 || n > kMaxFrame) [[unlikely]] {
+                corrupt_.fetch_add(1, std::memory_order_relaxed);
+                continue;
+            }
+            data = slot + kSlotHeader;
+            len = n;
+            return true;
+        }
+        return false; // the rest on the next call
+    }
+
+    // True when pull() may find something: a frame published, or a claim in progress.
+    [[nodiscard]] bool ready() const noexcept {
+        if (word(slot_stamp(s_.slot(s_.host(), c_))).load(std::memory_order_acquire) == c_ + 1) return true;
+        return word(hh_.reserve).load(std::memory_order_acquire) != c_;
+    }
+
+private:
+    // The slot at c_ is not published. True when c_ moved on (a stalled
+    // claim skipped); false: nothing to read now.
+    bool unstick() noexcept {
+        const std::uint64_t r = word(hh_.reserve).load(std::memory_order_acquire); // read once
+        if (r == c_) {
+            stall_pos_ = ~std::uint64_t{0};
+            return false; // empty
+        }
+        if (r - c_ > kRingSlots) [[unlikely]] {
+            // More claimed than the ring holds, or behind us: a lie. Resync
+            // the producers to where this reader is; what they claimed is lost.
+            corrupt_.fetch_add(1, std::memory_order_relaxed);
+            std::uint64_t seen = r;
+            word(hh_.reserve).compare_exchange_strong(seen, c_, std::memory_order_acq_rel);
+            stall_end_ = c_;
+            return false;
+        }
+        if (static_cast<std::int64_t>(stall_end_ - c_) > 0) { // claimed before a stall ran out
+            corrupt_.fetch_add(1, std::memory_order_relaxed);
+            ++c_;
+            return true;
+        }
+        const auto now = std::chrono::steady_clock::now();
+        if (stall_pos_ != c_) { // a producer is copying: give it time
+            stall_pos_ = c_;
+            stall_since_ = now;
+            stall_reserve_ = r;
+            return false;
+        }
+        if (now - stall_since_ < kStallLimit) return false;
+        // Skip it, and every claim as old that is still unpublished.
+        corrupt_.fetch_add(1, std::memory_order_relaxed);
+        stall_end_ = stall_reserve_;
+        ++c_;
+        stall_pos_ = ~std::uint64_t{0};
+        return true;
+    }
+
+    const Segment& s_;
+    HostHeader& hh_;
+    std::atomic<std::uint64_t>& corrupt_;
+    std::uint64_t c_; // private: the next position to read
+    std::uint64_t stall_pos_ = ~std::uint64_t{0}; // the unpublished position being timed
+    std::uint64_t stall_reserve_ = 0;           // the producers' index when that began
+    std::uint64_t stall_end_ = c_;              // unpublished positions below it: skipped at once
+    std::chrono::steady_clock::time_point stall_since_{};
+};
+
+} // namespace rdmasim::net::shm
