@@ -95,14 +95,9 @@ void ShmWire::hand_over(Frame& out, const std::uint8_t* data, std::uint32_t len,
 }
 
 bool ShmWire::pull(const std::uint8_t*& data, std::uint32_t& len) noexcept {
-    if (reader_.pull(data, len)) return true;
-    if (engine_prepares_) return false;
-    // An engine that never calls prepare_wait() sleeps on wait_fd() after
-    // this: arm the doorbell now. Armed means nothing was there; else read
-    // on (a claim in progress: until its producer publishes, briefly).
-    while (!arm())
-        if (reader_.pull(data, len)) return true;
-    return false;
+    // No doorbell here: an empty pull is a program's poll as often as an
+    // engine about to sleep, and the engine arms it (prepare_wait).
+    return reader_.pull(data, len);
 }
 
 bool ShmWire::next(Frame& out) noexcept {
@@ -120,14 +115,12 @@ std::uint32_t ShmWire::next_burst(std::span<Frame> out) noexcept {
     std::uint32_t len = 0;
     std::uint32_t n = 0;
     const std::uint64_t ts = realtime_ns();
-    // A short burst is the engine's last before it sleeps: pull() arms then too.
     while (n < out.size() && pull(data, len)) hand_over(out[n++], data, len, ts);
     return n;
 }
 
 bool ShmWire::prepare_wait() noexcept {
-    engine_prepares_ = true; // the frames handed over stay valid: released at the next pull
-    return arm();
+    return arm(); // the frames handed over stay valid: released at the next pull
 }
 
 bool ShmWire::arm() noexcept {

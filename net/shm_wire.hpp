@@ -97,8 +97,7 @@ private:
     void refresh_peers() noexcept;
     void note_peer(std::uint32_t h, bool alive) noexcept;
     bool arm() noexcept;
-    // The next frame's bytes from the ring; when none, arms the doorbell
-    // for an engine that does not call prepare_wait().
+    // The next frame's bytes from the ring, if one is there.
     bool pull(const std::uint8_t*& data, std::uint32_t& len) noexcept;
     void hand_over(Frame& out, const std::uint8_t* data, std::uint32_t len, std::uint64_t ts) noexcept;
 
@@ -106,7 +105,6 @@ private:
     shm::Segment seg_;
     shm::RingReader reader_;
     int bell_fd_ = -1;
-    bool engine_prepares_ = false; // the engine calls prepare_wait(): next() need not arm
     // Sender's view of the other hosts (under the port lock).
     std::array<int, shm::kHostSlots> peer_bells_{};
     std::array<std::uint32_t, shm::kHostSlots> peer_gen_{};

@@ -253,8 +253,9 @@ TEST_CASE("ShmWire: the files it creates have the wire's mode", "[net][shm]") {
     CHECK((st.st_mode & 0777) == 0640);
 }
 
-TEST_CASE("ShmWire: without prepare_wait, a short burst leaves the doorbell armed", "[net][shm]") {
-    // An engine that sleeps on wait_fd() after a burst shorter than it asked for.
+TEST_CASE("ShmWire: a pull never rings; only prepare_wait arms the doorbell", "[net][shm]") {
+    // A program's poll pulls as often as an engine does: a frame to a
+    // reader that only pulls costs its producer no system call.
     TempDir dir;
     const std::string url = "shm://" + (dir / "seg");
     auto a = open_ok(url), b = open_ok(url);
@@ -264,9 +265,14 @@ TEST_CASE("ShmWire: without prepare_wait, a short burst leaves the doorbell arme
     send(*a, frame(host_mac(2), host_mac(1), 2));
     std::array<Frame, 8> burst{};
     REQUIRE(b->next_burst(burst) == 2);
+    REQUIRE(b->next_burst(burst) == 0); // empty: still not armed
     pollfd p{b->wait_fd(), POLLIN, 0};
-    CHECK(::poll(&p, 1, 0) == 0);
     send(*a, frame(host_mac(2), host_mac(1), 3));
+    CHECK(::poll(&p, 1, 50) == 0);
+    CHECK(a->wire_counters().doorbells == 0);
+    REQUIRE(b->next_burst(burst) == 1);
+    REQUIRE(b->prepare_wait()); // the engine is about to sleep
+    send(*a, frame(host_mac(2), host_mac(1), 4));
     CHECK(::poll(&p, 1, 1000) == 1);
     CHECK(a->wire_counters().doorbells == 1);
 }
