@@ -56,8 +56,12 @@ public:
         for (net::FrameSink* s : sinks_) waiting += s->flush();
         return waiting;
     }
-    // Whether a sink's backlog is above its high watermark (requesters wait).
+    // Whether requesters must wait: frames wait for ARP (a burst released
+    // before the peer's MAC is known would overflow ArpWait), or a sink's
+    // backlog is above its high watermark.
     [[nodiscard]] bool congested() const noexcept {
+        if (!arp_wait_.empty()) [[unlikely]]
+            return true;
         return std::any_of(sinks_.begin(), sinks_.end(), [](const net::FrameSink* s) { return s->congested(); });
     }
     // A sink's descriptor that turns writable when its wire has room, or -1.
