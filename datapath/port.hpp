@@ -118,8 +118,10 @@ public:
     // Part of service(); a verb that sent calls it too.
     std::size_t flush_wire() noexcept {
         tx_waiting_ = host_.flush_sinks();
+        if (!roce_.room_waiters()) return tx_waiting_;
         roce_.resume_waiting(now_ns_);
         if (!roce_.loopback_empty()) roce_.drain_loopback(now_ns_);
+        tx_waiting_ = host_.flush_sinks(); // what the resumed requesters left waiting
         return tx_waiting_;
     }
     // Frames that waited for their wire at the last flush_wire().

@@ -75,6 +75,7 @@ public:
     // Pumps the waiting requesters, oldest first, while the wire is not
     // congested. Called by the port's service after the wire's flush.
     void resume_waiting(std::uint64_t now_ns) noexcept;
+    [[nodiscard]] bool room_waiters() const noexcept { return !room_waiters_.empty(); }
 
     // Attaching allocates (set-up only); false when the QPN is taken.
     bool attach(RoceQp& qp);
