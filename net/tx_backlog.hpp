@@ -29,7 +29,7 @@ struct TxBacklogCounters {
 
 class TxBacklog {
 public:
-    static constexpr std::size_t kDefaultHighBytes = 1u << 20;      // congested above this
+    static constexpr std::size_t kDefaultHighBytes = 128u << 10;    // congested above this
     static constexpr std::size_t kDefaultCapacityBytes = 64u << 20; // dropped beyond this
 
     explicit TxBacklog(std::size_t high_bytes = kDefaultHighBytes,

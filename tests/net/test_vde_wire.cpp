@@ -219,7 +219,7 @@ TEST_CASE("no peer loses the frame, counted; a peer that stopped reading pauses 
     CHECK(q.pauses == 1);
     CHECK(a->flush() == 2000 - c.tx_frames); // still no room
     CHECK(took < std::chrono::milliseconds(500)); // a send never waits on its peer
-    CHECK(a->congested()); // 3 MB waits: above the 1 MiB watermark, requesters stop
+    CHECK(a->congested()); // 3 MB waits: above the 128 KiB watermark, requesters stop
 }
 
 TEST_CASE("a peer slow to read loses nothing: frames wait in order and flush() sends them",
