@@ -72,7 +72,7 @@ int req_notify_cq(ibv_cq* c, int solicited_only) noexcept {
     // A completion written since armed_at was read, by a thread that found
     // the CQ not yet armed, is owed its event here.
     notify_if_owed(cq);
-    if (cq.device->hooks) cq.device->hooks->on_poll(*cq.device); // an inline engine completes frames, and notifies
+    if (cq.device->hooks) cq.device->hooks->on_arm(*cq.device); // an inline engine completes frames, and notifies
     return 0;
 }
 

@@ -56,6 +56,9 @@ public:
     virtual ~EngineHooks() = default;
     // A program is about to poll a CQ of `dev` (the inline engine pulls frames here).
     virtual void on_poll(Device& dev) noexcept = 0;
+    // A program armed a CQ of `dev` (ibv_req_notify_cq): it may sleep in
+    // ibv_get_cq_event next, so it will not poll. By default, a poll.
+    virtual void on_arm(Device& dev) noexcept { on_poll(dev); }
     // A program posted receive WQEs (held frames may now be delivered), or a
     // verb moved the port's next deadline earlier (a transport's timer).
     virtual void on_post(Device& dev) noexcept = 0;

@@ -165,6 +165,13 @@ void ThreadEngine::on_poll(device::Device& dev) noexcept {
     if (lock.owns_lock()) poll_burst(dev); // else the engine or another poll is at it now
 }
 
+void ThreadEngine::on_arm(device::Device& dev) noexcept {
+    on_poll(dev);
+    if (!poll_progress_) return;
+    last_poll_ns_.store(INT64_MIN / 2, std::memory_order_relaxed); // no poll to wait for
+    post_step();
+}
+
 void ThreadEngine::poll_burst(device::Device& dev) noexcept {
     count_step();
     PollPacing pacing(*this);

@@ -29,6 +29,10 @@ public:
     // moves the wire's frames itself when it can take the port lock
     // (sim/README.md, "Progress").
     void on_poll(device::Device& dev) noexcept override;
+    // A program armed a CQ: a poll, then the engine sleeps on the source's
+    // descriptor at once instead of after kPollQuiet (the program may sleep
+    // in ibv_get_cq_event and poll no more).
+    void on_arm(device::Device& dev) noexcept override;
     void on_post(device::Device&) noexcept override;
     void on_receiver_ready(device::Device&) noexcept override;
     std::uint64_t clock_ns() const noexcept override { return now_ns(); }
@@ -44,7 +48,7 @@ public:
     static constexpr std::chrono::microseconds kRoomRetry{20};
     // progress=auto: the engine sleeps on the source's descriptor only after
     // no program polled for this long; while polls come, they move frames.
-    static constexpr std::chrono::microseconds kPollQuiet{200};
+    static constexpr std::chrono::microseconds kPollQuiet{1000};
     // progress=inline: how often the engine looks at the source itself, for
     // traffic that came while the program was not polling.
     static constexpr std::chrono::microseconds kInlineLook{1000};
