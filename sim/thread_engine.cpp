@@ -11,6 +11,7 @@
 
 #include <boost/asio/post.hpp>
 
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 
@@ -215,6 +216,13 @@ void ThreadEngine::wait_for_source() {
             }
             post_step();
         });
+    // Asio's epoll reactor is edge-triggered and starts a wait without a
+    // speculative look: a frame (or a doorbell byte) that came after the
+    // step's last read but before this wait was queued spent its edge on
+    // no one, and the wait would sleep until the next frame or a timer (an
+    // ACK timeout: 67 ms of a stalled RC). Look once now.
+    pollfd p{source_fd_->native_handle(), POLLIN, 0};
+    if (::poll(&p, 1, 0) > 0) post_step();
 }
 
 std::uint32_t ThreadEngine::arrivals(std::span<const net::Frame> frames, std::uint64_t* out) noexcept {
