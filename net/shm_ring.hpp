@@ -1,7 +1,7 @@
 // A host's receive ring in a shm:// segment (net/README.md, "Shared-memory
 // wire"): many producers (the other hosts' ports), one consumer (the host's
 // engine), lock-free. A producer claims a position with a CAS on `reserve`,
-// copies the frame into its slot and publishes it with ONE release store
+// copies the frame into its slot and publishes it with ONE (seq_cst) store
 // of the slot's stamp (position + 1): a producer that dies mid-copy leaves
 // nothing visible. The reader keeps its own index; the shared `consumer`
 // only tells producers which slots are free again. Every word the reader
@@ -39,7 +39,7 @@ inline bool ring_push(const Segment& s, std::uint32_t h, std::span<const std::ui
         std::uint8_t* slot = s.slot(h, t);
         std::memcpy(slot + kSlotHeader, frame.data(), frame.size());
         word(slot_len(slot)).store(static_cast<std::uint32_t>(frame.size()), std::memory_order_relaxed);
-        word(slot_stamp(slot)).store(t + 1, std::memory_order_release); // the publish
+        word(slot_stamp(slot)).store(t + 1, std::memory_order_seq_cst); // the publish (seq_cst: ring_needs_bell)
         return true;
     }
     return false;
@@ -49,8 +49,9 @@ inline bool ring_push(const Segment& s, std::uint32_t h, std::span<const std::ui
 // producer took the job of waking it (cleared the flag): ring its doorbell.
 inline bool ring_needs_bell(const Segment& s, std::uint32_t h) noexcept {
     HostHeader& hh = s.host_header(h);
-    std::atomic_thread_fence(std::memory_order_seq_cst); // the publish before the flag's read
-    if (word(hh.sleeping).load(std::memory_order_relaxed) == 0) return false;
+    // seq_cst, as the publish before it: the reader's flag store and its
+    // look at the ring (ShmWire::arm) are too, so one side sees the other.
+    if (word(hh.sleeping).load(std::memory_order_seq_cst) == 0) return false;
     return word(hh.sleeping).exchange(0, std::memory_order_acq_rel) != 0;
 }
 
@@ -92,8 +93,9 @@ public:
 
     // True when pull() may find something: a frame published, or a claim in progress.
     [[nodiscard]] bool ready() const noexcept {
-        if (word(slot_stamp(s_.slot(s_.host(), c_))).load(std::memory_order_acquire) == c_ + 1) return true;
-        return word(hh_.reserve).load(std::memory_order_acquire) != c_;
+        // seq_cst: the second half of ShmWire::arm's Dekker with ring_needs_bell.
+        if (word(slot_stamp(s_.slot(s_.host(), c_))).load(std::memory_order_seq_cst) == c_ + 1) return true;
+        return word(hh_.reserve).load(std::memory_order_seq_cst) != c_;
     }
 
 private:

@@ -131,8 +131,11 @@ bool ShmWire::arm() noexcept {
     while (::read(bell_fd_, sink, sizeof sink) > 0) {
     }
     auto sleeping = shm::word(seg_.host_header(host()).sleeping);
+    // Dekker with the producers (shm::ring_needs_bell): the flag's store and
+    // the ring's loads in ready() are all seq_cst, as are the producer's
+    // publish and its load of the flag, so one of the two sees the other.
+    // (No fence: GCC's ThreadSanitizer cannot model one.)
     sleeping.store(1, std::memory_order_seq_cst);
-    std::atomic_thread_fence(std::memory_order_seq_cst); // the flag before the ring's read
     if (!reader_.ready()) return true;
     sleeping.store(0, std::memory_order_relaxed);
     return false;
