@@ -186,3 +186,49 @@ TEST_CASE("roce port: loopback between two QPs of the port, 2,000 SENDs and a 1 
         CHECK(c.loopback_overflow.get() == 0);
     }
 }
+
+TEST_CASE("roce port: a congested wire stops the requester before its next packet; "
+          "resume_waiting sends the rest, in order, once there is room",
+          "[datapath][roce][lossless]") {
+    datapath::RocePort port;
+    test::RoceEndpoint a({}, &port);
+    std::vector<std::uint32_t> psns;
+    a.out = [&](std::span<const std::uint8_t> f, std::uint64_t) {
+        net::RocePacket p;
+        REQUIRE(net::parse_roce_frame(f, p) == net::RoceDrop::none);
+        psns.push_back(p.headers.bth.psn);
+    };
+    bool congested = false;
+    struct Ctx {
+        test::RoceEndpoint* ep;
+        bool* congested;
+    } ctx{&a, &congested};
+    port.set_wire({.send = [](void* c, std::span<std::uint8_t> f, std::uint64_t now) noexcept {
+                       static_cast<Ctx*>(c)->ep->out(f, now);
+                   },
+                   .context = &ctx,
+                   .congested = [](void* c) noexcept { return *static_cast<Ctx*>(c)->congested; }});
+    const auto ta = test::RocePair::attrs(QpTransport::uc, 0x11, 0x22, 100, 1, a.pd());
+    for (auto st : {TransportState::init, TransportState::rtr, TransportState::rts}) a.qp->modify(ta, st, 0);
+    REQUIRE(port.attach(*a.qp));
+    std::vector<std::uint8_t> buf(4 * 1024, 7); // 4 packets at MTU 1024
+    const datapath::Sge s{reinterpret_cast<std::uint64_t>(buf.data()), 4096, a.reg(buf.data(), buf.size())};
+    datapath::SendWr w = test::send_wr(1);
+    REQUIRE(a.qp->post_send(w, {&s, 1}, 0) == 0);
+    CHECK(psns.size() == 4);
+    // The wire is full: the next message's packets wait, none is lost.
+    congested = true;
+    w = test::send_wr(2);
+    REQUIRE(a.qp->post_send(w, {&s, 1}, 0) == 0);
+    CHECK(psns.size() == 4);
+    CHECK(a.qp->waiting_for_room());
+    CHECK(port.room_waiters());
+    port.resume_waiting(10); // still congested: nothing moves
+    CHECK(psns.size() == 4);
+    congested = false;
+    port.resume_waiting(20);
+    CHECK_FALSE(a.qp->waiting_for_room());
+    CHECK_FALSE(port.room_waiters());
+    REQUIRE(psns.size() == 8);
+    for (std::size_t i = 0; i < psns.size(); ++i) CHECK(psns[i] == 100 + i);
+}
