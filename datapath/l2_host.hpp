@@ -64,12 +64,6 @@ public:
             return true;
         return std::any_of(sinks_.begin(), sinks_.end(), [](const net::FrameSink* s) { return s->congested(); });
     }
-    // A sink's descriptor that turns writable when its wire has room, or -1.
-    [[nodiscard]] int room_fd() const noexcept {
-        for (const net::FrameSink* s : sinks_)
-            if (const int fd = s->room_fd(); fd >= 0) return fd;
-        return -1;
-    }
     // A peer's MAC from the cache, or an ARP request on the sinks
     // (Neighbours::resolve), at the port's clock.
     [[nodiscard]] Resolution resolve(const net::Ipv4Address& ip) noexcept;

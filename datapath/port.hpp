@@ -126,8 +126,6 @@ public:
     }
     // Frames that waited for their wire at the last flush_wire().
     [[nodiscard]] std::size_t tx_waiting() const noexcept { return tx_waiting_; }
-    // A descriptor that turns writable when a sink's wire has room, or -1.
-    [[nodiscard]] int tx_room_fd() const noexcept { return host_.room_fd(); }
 
     // --- frame side ---
     // One frame arriving at `now_ns`: steering, RSS, the queue's pipeline.

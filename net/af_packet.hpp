@@ -63,7 +63,6 @@ public:
     void send(std::span<const std::uint8_t> frame, std::uint64_t ts_ns) noexcept override;
     std::size_t flush() noexcept override;
     [[nodiscard]] bool congested() const noexcept override { return backlog_.congested(); }
-    [[nodiscard]] int room_fd() const noexcept override { return fd_; }
     [[nodiscard]] const TxBacklogCounters* backlog_counters() const noexcept override {
         return &backlog_.counters();
     }

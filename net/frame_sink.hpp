@@ -22,8 +22,9 @@ public:
 
     // --- lossless wires (net/README.md, "Lossless links"). A wire that is
     // momentarily full keeps what it cannot take in a TxBacklog, in order,
-    // and the port calls flush() until it is empty. A sink that never
-    // waits keeps these defaults. All under the port lock. ---
+    // and the port calls flush() until it is empty (the engine retries on a
+    // short timer while frames wait). A sink that never waits keeps these
+    // defaults. All under the port lock. ---
 
     // Moves waiting frames onto the wire while it takes them; the frames
     // still waiting.
@@ -31,9 +32,6 @@ public:
     // True while the backlog is above its high watermark: the port's
     // requesters stop taking WQEs until it is not.
     [[nodiscard]] virtual bool congested() const noexcept { return false; }
-    // Writable (poll) when the wire may take a frame again; -1: none, the
-    // engine retries on a short timer while frames wait.
-    [[nodiscard]] virtual int room_fd() const noexcept { return -1; }
     // The backlog's counters, or nullptr for a sink without one.
     [[nodiscard]] virtual const TxBacklogCounters* backlog_counters() const noexcept { return nullptr; }
 };

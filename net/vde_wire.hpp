@@ -89,9 +89,6 @@ public:
     void send(std::span<const std::uint8_t> frame, std::uint64_t ts_ns) noexcept override;
     std::size_t flush() noexcept override;
     [[nodiscard]] bool congested() const noexcept override { return backlog_.congested(); }
-    // The data socket: writable when the peer's queue (ptp://, once the
-    // ends are connected) or the switch's socket has room.
-    [[nodiscard]] int room_fd() const noexcept override { return data_fd_; }
     [[nodiscard]] const TxBacklogCounters* backlog_counters() const noexcept override {
         return &backlog_.counters();
     }

@@ -89,12 +89,6 @@ bool FaultySink::congested() const noexcept {
     return std::any_of(inner_.begin(), inner_.end(), [](const auto& s) { return s->congested(); });
 }
 
-int FaultySink::room_fd() const noexcept {
-    for (const auto& s : inner_)
-        if (const int fd = s->room_fd(); fd >= 0) return fd;
-    return -1;
-}
-
 const net::TxBacklogCounters* FaultySink::backlog_counters() const noexcept {
     for (const auto& s : inner_)
         if (const auto* c = s->backlog_counters()) return c;

@@ -61,7 +61,6 @@ public:
     // Lossless links: the inner sinks' backlogs (net/frame_sink.hpp).
     std::size_t flush() noexcept override;
     [[nodiscard]] bool congested() const noexcept override;
-    [[nodiscard]] int room_fd() const noexcept override;
     [[nodiscard]] const net::TxBacklogCounters* backlog_counters() const noexcept override;
 
     [[nodiscard]] const TxFaultCounters& counters() const noexcept { return counters_; }

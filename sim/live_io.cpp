@@ -55,7 +55,6 @@ public:
     [[nodiscard]] const net::SendCounters& send_counters() const noexcept { return port_->send_counters(); }
     std::size_t flush() noexcept override { return port_->flush(); }
     [[nodiscard]] bool congested() const noexcept override { return port_->congested(); }
-    [[nodiscard]] int room_fd() const noexcept override { return port_->room_fd(); }
     [[nodiscard]] const net::TxBacklogCounters* backlog_counters() const noexcept override {
         return port_->backlog_counters();
     }
