@@ -126,6 +126,8 @@ public:
     }
     // Frames that waited for their wire at the last flush_wire().
     [[nodiscard]] std::size_t tx_waiting() const noexcept { return tx_waiting_; }
+    // Requesters wait for the next burst only (RocePort::turn_waiters).
+    [[nodiscard]] bool tx_ready() const noexcept { return roce_.turn_waiters(); }
 
     // --- frame side ---
     // One frame arriving at `now_ns`: steering, RSS, the queue's pipeline.
@@ -152,7 +154,10 @@ public:
     // meanwhile become visible together at end_burst(), in order
     // (CqRing::set_batching), rather than one by one: a program polling on
     // another core no longer pulls the CQ's index line across per frame.
-    void begin_burst() noexcept { delay_drop_.batch_completions(true); }
+    void begin_burst() noexcept {
+        delay_drop_.batch_completions(true);
+        roce_.new_turn(); // the wire is read now: the requesters' next turn
+    }
     void end_burst() noexcept { delay_drop_.batch_completions(false); }
 
     // --- injected faults (sim/README.md, "Fault injection") ---

@@ -139,7 +139,7 @@ int post_ib_send(IbQp& qp, ibv_send_wr* wr, ibv_send_wr** bad_wr, bool all_or_no
         after_transport_call(dev, dev.port.now_ns());
         // Frames the wire could not take wait in its backlog: the engine
         // retries them (datapath/README.md, "Lossless links").
-        wake = dev.port.next_deadline_ns() < deadline || dev.port.tx_waiting() > 0;
+        wake = dev.port.next_deadline_ns() < deadline || dev.port.tx_waiting() > 0 || dev.port.tx_ready();
     }
     if (wake && dev.hooks) dev.hooks->on_post(dev); // the engine's next wake-up is sooner
     return err;

@@ -85,6 +85,7 @@ BurstResult run_burst_locked(device::Device& dev, net::FrameSource& source, Fram
     r.exhausted = source.exhausted() && (faults == nullptr || faults->empty());
     r.next_deadline_ns = port.next_deadline_ns();
     r.tx_waiting = port.tx_waiting() > 0;
+    r.tx_ready = port.tx_ready();
     r.pending = !pending.empty();
     pacing.burst_done(r);
     return r;

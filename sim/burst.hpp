@@ -56,6 +56,7 @@ struct BurstResult {
                                                 // engine decides idle and its next wait on one answer
     std::uint64_t next_deadline_ns = UINT64_MAX; // earliest delay-drop timeout or ARP retry
     bool tx_waiting = false;                    // frames wait for room on a wire: retry soon
+    bool tx_ready = false;                      // requesters wait for the next burst only: run one
 };
 
 // Moves frames from `source` (after `pending`, frames pulled earlier and not

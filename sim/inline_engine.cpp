@@ -41,7 +41,7 @@ std::uint64_t InlineEngine::service_time(std::uint32_t frames) noexcept {
 void InlineEngine::burst_done(const BurstResult& r) noexcept {
     if (timeline_) timeline_->tick();
     held_.store(r.held, std::memory_order_release);
-    idle_.store(!r.pending && r.exhausted && !r.held, std::memory_order_release);
+    idle_.store(!r.pending && r.exhausted && !r.held && !r.tx_ready, std::memory_order_release);
 }
 
 void InlineEngine::pump() noexcept {

@@ -263,7 +263,7 @@ void ThreadEngine::burst_done(const BurstResult& r) noexcept {
     // r.exhausted, never a second read: a live source may end in between,
     // and step() must decide on the answer idle_ got (or it neither waits
     // nor ever goes idle).
-    const bool idle = !r.pending && r.exhausted && !r.held;
+    const bool idle = !r.pending && r.exhausted && !r.held && !r.tx_ready;
     if (idle != idle_.load()) {
         std::lock_guard l(idle_mu_);
         idle_.store(idle, std::memory_order_release);
@@ -305,6 +305,14 @@ void ThreadEngine::step() {
         when = std::min(when, t0_ + std::chrono::nanoseconds(r.next_deadline_ns));
     if (r.tx_waiting) // frames wait for room on the wire
         when = std::min(when, Clock::now() + kRoomRetry);
+    if (r.tx_ready) { // requesters wait for the next burst only
+        const auto look = next_look();
+        if (look == Clock::time_point::max()) { // nobody polls: the engine sends
+            post_step();
+            return;
+        }
+        when = std::min(when, look); // the program's polls send meanwhile
+    }
     if (!r.pending && !r.exhausted) { // a live source with nothing now
         if (const auto look = next_look(); look != Clock::time_point::max()) {
             when = std::min(when, look); // the program's polls move its frames meanwhile

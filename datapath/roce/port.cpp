@@ -72,7 +72,7 @@ void RocePort::wait_for_room(RoceQp& qp) noexcept {
 void RocePort::resume_waiting(std::uint64_t now_ns) noexcept {
     const std::size_t n = room_waiters_.size();
     std::size_t i = 0;
-    for (; i < n && !tx_congested(); ++i)
+    for (; i < n && requester_may_send(); ++i)
         if (RoceQp* qp = find(room_waiters_[i]); qp != nullptr && qp->waiting_for_room()) {
             qp->set_waiting_for_room(false);
             qp->resume(now_ns); // may wait again: appended after n

@@ -69,11 +69,28 @@ public:
     [[nodiscard]] bool tx_congested() const noexcept {
         return wire_.congested != nullptr && wire_.congested(wire_.context);
     }
-    // `qp`'s requester stopped on a congested wire: resume_waiting pumps it
-    // once the wire has room. Once per stop (the QP's flag); never allocates.
+    // The requesters' turn (datapath/README.md, "Lossless links"): between
+    // two reads of the wire they send at most kTurnPackets request packets,
+    // so a port sending a large window still reads its peer's ACKs and
+    // requests in between. new_turn() starts one (each engine or poll burst).
+    static constexpr std::uint32_t kTurnPackets = 64;
+    void new_turn() noexcept { turn_left_ = kTurnPackets; }
+    // A requester may send its next packet: turn left and the wire not congested.
+    [[nodiscard]] bool requester_may_send() const noexcept { return turn_left_ != 0 && !tx_congested(); }
+    // A request packet left (a first send or a resend).
+    void request_sent() noexcept {
+        if (turn_left_ != 0) --turn_left_;
+    }
+    // Requesters wait only for the next turn, not for the wire: a new
+    // burst resumes them at once (sim/README.md, "Progress").
+    [[nodiscard]] bool turn_waiters() const noexcept {
+        return !room_waiters_.empty() && turn_left_ == 0 && !tx_congested();
+    }
+    // `qp`'s requester stopped on a congested wire or an ended turn:
+    // resume_waiting pumps it once both allow. Once per stop (the QP's flag); never allocates.
     void wait_for_room(RoceQp& qp) noexcept;
     // Pumps the waiting requesters, oldest first, while the wire is not
-    // congested. Called by the port's service after the wire's flush.
+    // congested and the turn lasts. Called by the port's service after the wire's flush.
     void resume_waiting(std::uint64_t now_ns) noexcept;
     [[nodiscard]] bool room_waiters() const noexcept { return !room_waiters_.empty(); }
 
@@ -120,6 +137,7 @@ public:
 private:
     std::unordered_map<std::uint32_t, RoceQp*> qps_;
     std::vector<std::uint32_t> room_waiters_; // QPNs, oldest first; capacity reserved at attach
+    std::uint32_t turn_left_ = kTurnPackets;  // request packets left in this turn
     RoceWire wire_;
     RocePortCounters counters_;
     std::uint64_t next_deadline_ = kNoDeadline;

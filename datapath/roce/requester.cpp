@@ -181,6 +181,7 @@ bool RoceQp::send_packet(std::uint32_t idx, std::uint32_t pkt, std::uint64_t now
     if (info->immediate()) h.imm.value = s.wr.imm;
     if (info->invalidate()) h.ieth.rkey = s.wr.rkey;
     note_sent(h.bth.psn, net::psn_add(h.bth.psn, 1));
+    port_.request_sent();
     transmit(*path, h, req_.pieces, now_ns);
     arm_ack_timer(now_ns, false);
     return true;
@@ -218,6 +219,7 @@ bool RoceQp::send_read_request(std::uint32_t idx, std::uint32_t pkt,
                         cas ? s.wr.compare_add : 0};
     }
     note_sent(h.bth.psn, net::psn_add(s.first_psn, s.npkts));
+    port_.request_sent();
     transmit(attrs_.path, h, payload, now_ns);
     arm_ack_timer(now_ns, false);
     return true;
@@ -233,7 +235,7 @@ void RoceQp::note_sent(std::uint32_t psn, std::uint32_t after) noexcept {
 }
 
 bool RoceQp::wire_has_room() noexcept {
-    if (!port_.tx_congested()) [[likely]]
+    if (port_.requester_may_send()) [[likely]]
         return true;
     port_.wait_for_room(*this);
     return false;

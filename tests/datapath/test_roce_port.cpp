@@ -112,6 +112,8 @@ struct LoopbackPair {
     }
     // Time passes to the next deadline; the loopback drains after every call.
     bool idle_step() {
+        port.new_turn(); // a burst: the requesters' next turn
+        port.resume_waiting(now);
         port.drain_loopback(now);
         const std::uint64_t dl = port.next_deadline_ns();
         if (dl == datapath::kNoDeadline) return false;
@@ -231,4 +233,40 @@ TEST_CASE("roce port: a congested wire stops the requester before its next packe
     CHECK_FALSE(port.room_waiters());
     REQUIRE(psns.size() == 8);
     for (std::size_t i = 0; i < psns.size(); ++i) CHECK(psns[i] == 100 + i);
+}
+
+TEST_CASE("roce port: a requester sends at most kTurnPackets packets between two reads "
+          "of the wire; the next turn sends the rest, in order",
+          "[datapath][roce][lossless]") {
+    datapath::RocePort port;
+    test::RoceEndpoint a({}, &port);
+    std::vector<std::uint32_t> psns;
+    a.out = [&](std::span<const std::uint8_t> f, std::uint64_t) {
+        net::RocePacket p;
+        REQUIRE(net::parse_roce_frame(f, p) == net::RoceDrop::none);
+        psns.push_back(p.headers.bth.psn);
+    };
+    const auto ta = test::RocePair::attrs(QpTransport::uc, 0x11, 0x22, 100, 1, a.pd());
+    for (auto st : {TransportState::init, TransportState::rtr, TransportState::rts}) a.qp->modify(ta, st, 0);
+    REQUIRE(port.attach(*a.qp));
+    constexpr std::uint32_t kTurn = datapath::RocePort::kTurnPackets;
+    std::vector<std::uint8_t> buf((2 * kTurn + 10) * 1024, 7); // 2.x turns at MTU 1024
+    const datapath::Sge s{reinterpret_cast<std::uint64_t>(buf.data()), static_cast<std::uint32_t>(buf.size()),
+                          a.reg(buf.data(), buf.size())};
+    port.new_turn();
+    REQUIRE(a.qp->post_send(test::send_wr(1), {&s, 1}, 0) == 0);
+    // One turn's packets; the rest waits for the port to read its wire.
+    CHECK(psns.size() == kTurn);
+    CHECK(port.turn_waiters());
+    port.resume_waiting(1); // the same turn: nothing more
+    CHECK(psns.size() == kTurn);
+    port.new_turn();
+    port.resume_waiting(2);
+    CHECK(psns.size() == 2 * kTurn);
+    port.new_turn();
+    port.resume_waiting(3);
+    REQUIRE(psns.size() == 2 * kTurn + 10);
+    CHECK_FALSE(port.turn_waiters());
+    for (std::size_t i = 0; i < psns.size(); ++i) CHECK(psns[i] == 100 + i);
+    REQUIRE(a.send_cqes.size() == 1);
 }

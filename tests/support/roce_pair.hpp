@@ -167,6 +167,12 @@ public:
     // Runs the clock to the next event (a frame arriving, a deadline); false
     // when there is none before `until`.
     bool step(std::uint64_t until = UINT64_MAX) {
+        // Each step is a burst of both ports: the requesters' next turn
+        // (RocePort::new_turn), and those that waited for it go on.
+        for (RoceEndpoint* e : {&a, &b}) {
+            e->port->new_turn();
+            e->port->resume_waiting(now);
+        }
         const std::uint64_t dl = std::min(a.qp->next_deadline_ns(), b.qp->next_deadline_ns());
         const std::uint64_t fr = wire_.empty() ? UINT64_MAX : wire_.begin()->first.first;
         const std::uint64_t t = std::min(dl, fr);
