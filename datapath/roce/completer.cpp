@@ -222,7 +222,7 @@ void RoceQp::service(std::uint64_t now_ns) noexcept {
     }
     if (comp_.ack_deadline <= now_ns) {
         comp_.ack_deadline = kNoDeadline;
-        if (comp_.una == req_.next_psn) return;
+        if (!net::psn_before(comp_.una, req_.sent_psn)) return; // nothing in flight
         note(&RoceCounters::timeouts);
         if (comp_.retry_left == 0) {
             retire();

@@ -72,10 +72,12 @@ void RocePort::wait_for_room(RoceQp& qp) noexcept {
 void RocePort::resume_waiting(std::uint64_t now_ns) noexcept {
     const std::size_t n = room_waiters_.size();
     std::size_t i = 0;
-    for (; i < n && requester_may_send(); ++i)
+    for (; i < n && turn_open(); ++i)
         if (RoceQp* qp = find(room_waiters_[i]); qp != nullptr && qp->waiting_for_room()) {
             qp->set_waiting_for_room(false);
+            resuming_ = qp;
             qp->resume(now_ns); // may wait again: appended after n
+            resuming_ = nullptr;
         }
     room_waiters_.erase(room_waiters_.begin(), room_waiters_.begin() + static_cast<std::ptrdiff_t>(i));
 }

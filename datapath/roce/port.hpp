@@ -75,12 +75,21 @@ public:
     // requests in between. new_turn() starts one (each engine or poll burst).
     static constexpr std::uint32_t kTurnPackets = 64;
     void new_turn() noexcept { turn_left_ = kTurnPackets; }
-    // A requester may send its next packet: turn left and the wire not congested.
-    [[nodiscard]] bool requester_may_send() const noexcept { return turn_left_ != 0 && !tx_congested(); }
+    // Turn left and the wire not congested.
+    [[nodiscard]] bool turn_open() const noexcept { return turn_left_ != 0 && !tx_congested(); }
+    // `qp`'s requester may send its next packet: the turn is open and no
+    // QP waits before it (the waiting go first, oldest first: a QP woken
+    // by an ACK does not take the turn of one stopped without AckReq).
+    [[nodiscard]] bool requester_may_send(const RoceQp& qp) const noexcept {
+        return turn_open() && (room_waiters_.empty() || resuming_ == &qp);
+    }
     // A request packet left (a first send or a resend).
     void request_sent() noexcept {
         if (turn_left_ != 0) --turn_left_;
     }
+    // The packet about to go ends the turn: it asks for an ACK, so that
+    // what the QP sent so far is acknowledged while it waits.
+    [[nodiscard]] bool turn_ending() const noexcept { return turn_left_ == 1; }
     // Requesters wait only for the next turn, not for the wire: a new
     // burst resumes them at once (sim/README.md, "Progress").
     [[nodiscard]] bool turn_waiters() const noexcept {
@@ -138,6 +147,7 @@ private:
     std::unordered_map<std::uint32_t, RoceQp*> qps_;
     std::vector<std::uint32_t> room_waiters_; // QPNs, oldest first; capacity reserved at attach
     std::uint32_t turn_left_ = kTurnPackets;  // request packets left in this turn
+    const RoceQp* resuming_ = nullptr;         // the waiter resume_waiting pumps now
     RoceWire wire_;
     RocePortCounters counters_;
     std::uint64_t next_deadline_ = kNoDeadline;

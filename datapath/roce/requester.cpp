@@ -131,9 +131,12 @@ bool RoceQp::gather(std::uint32_t idx, std::uint32_t offset, std::uint32_t len) 
     return len == 0;
 }
 
+// The timer runs while a sent packet is unacknowledged (IBA 9.7.6.1.3):
+// PSNs taken by WQEs that wait for their turn or for the wire are not on
+// the wire, and a QP waiting with nothing in flight never times out.
 void RoceQp::arm_ack_timer(std::uint64_t now_ns, bool restart) noexcept {
     if (attrs_.type != QpTransport::rc) return;
-    if (comp_.una == req_.next_psn) {
+    if (!net::psn_before(comp_.una, req_.sent_psn)) {
         comp_.ack_deadline = kNoDeadline;
         return;
     }
@@ -175,7 +178,7 @@ bool RoceQp::send_packet(std::uint32_t idx, std::uint32_t pkt, std::uint64_t now
     h.xrceth.srqn = s.wr.xrc_srqn; // on the wire only under an XRC opcode
     if (attrs_.type == QpTransport::rc)
         h.bth.ack_req = pos == net::SegmentPosition::last || pos == net::SegmentPosition::only ||
-                        pkt % limits_.ack_every == limits_.ack_every - 1;
+                        pkt % limits_.ack_every == limits_.ack_every - 1 || port_.turn_ending();
     const net::OpcodeInfo* info = net::opcode_info(h.bth.opcode);
     if (info->has(net::kExtReth)) h.reth = {s.wr.remote_addr, s.wr.rkey, s.length};
     if (info->immediate()) h.imm.value = s.wr.imm;
@@ -235,7 +238,7 @@ void RoceQp::note_sent(std::uint32_t psn, std::uint32_t after) noexcept {
 }
 
 bool RoceQp::wire_has_room() noexcept {
-    if (port_.requester_may_send()) [[likely]]
+    if (port_.requester_may_send(*this)) [[likely]]
         return true;
     port_.wait_for_room(*this);
     return false;

@@ -270,3 +270,65 @@ TEST_CASE("roce port: a requester sends at most kTurnPackets packets between two
     for (std::size_t i = 0; i < psns.size(); ++i) CHECK(psns[i] == 100 + i);
     REQUIRE(a.send_cqes.size() == 1);
 }
+
+TEST_CASE("roce port: a QP that waits for the turn goes before one that has not waited; "
+          "the turn's last packet asks for an ACK; no ACK timer runs with nothing in flight",
+          "[datapath][roce][lossless]") {
+    datapath::RocePort port;
+    test::RoceEndpoint a({}, &port), b({}, &port);
+    std::vector<std::pair<std::uint32_t, bool>> sent; // (destination QPN, AckReq) in wire order
+    a.out = b.out = [&](std::span<const std::uint8_t> f, std::uint64_t) { // the port's wire
+        net::RocePacket p;
+        REQUIRE(net::parse_roce_frame(f, p) == net::RoceDrop::none);
+        sent.emplace_back(p.headers.bth.dest_qp, p.headers.bth.ack_req);
+    };
+    const auto ta = test::RocePair::attrs(QpTransport::rc, 0x11, 0x21, 100, 1, a.pd());
+    const auto tb = test::RocePair::attrs(QpTransport::rc, 0x12, 0x22, 100, 1, b.pd());
+    for (auto st : {TransportState::init, TransportState::rtr, TransportState::rts}) {
+        a.qp->modify(ta, st, 0);
+        b.qp->modify(tb, st, 0);
+    }
+    REQUIRE(port.attach(*a.qp));
+    REQUIRE(port.attach(*b.qp));
+    constexpr std::uint32_t kTurn = datapath::RocePort::kTurnPackets;
+    static_assert(kTurn > 20 && (kTurn - 10) % 32 != 31);
+    std::vector<std::uint8_t> buf(2 * kTurn * 1024, 7);
+    const std::uint32_t lk_a = a.reg(buf.data(), buf.size()), lk_b = b.reg(buf.data(), buf.size());
+    const auto sge = [&](std::uint32_t packets, std::uint32_t lkey) {
+        return datapath::Sge{reinterpret_cast<std::uint64_t>(buf.data()), packets * 1024, lkey};
+    };
+    // A: 10 packets, then kTurn; its turn ends inside the second message,
+    // at a packet that would not ask for an ACK by position.
+    port.new_turn();
+    const datapath::Sge a1 = sge(10, lk_a), a2 = sge(kTurn, lk_a), b1 = sge(kTurn + 20, lk_b);
+    REQUIRE(a.qp->post_send(test::send_wr(1), {&a1, 1}, 0) == 0);
+    REQUIRE(a.qp->post_send(test::send_wr(2), {&a2, 1}, 0) == 0);
+    REQUIRE(sent.size() == kTurn);
+    CHECK(sent.back().second); // the turn's last packet asks for an ACK
+    // All A sent is acknowledged; the rest of its message waits for a turn,
+    // not on the wire: no ACK timer runs.
+    net::RocePacket ack;
+    ack.headers.bth.opcode = static_cast<std::uint8_t>(net::RoceOpcode::rc_ack);
+    ack.headers.bth.dest_qp = 0x11;
+    ack.headers.bth.pkey = ta.pkey;
+    ack.headers.bth.psn = 100 + kTurn - 1;
+    ack.headers.aeth.syndrome = net::Aeth::make_syndrome(net::AckKind::ack, net::kCreditsInvalid);
+    ack.headers.aeth.msn = 1;
+    ack.info = net::opcode_info(ack.headers.bth.opcode);
+    REQUIRE(a.qp->receive(ack, 1) == datapath::RoceRx::consumed);
+    CHECK(a.qp->next_deadline_ns() == datapath::kNoDeadline);
+    CHECK(sent.size() == kTurn);
+    port.new_turn();           // a new turn, before the flush resumed A
+    REQUIRE(b.qp->post_send(test::send_wr(3), {&b1, 1}, 0) == 0);
+    CHECK(sent.size() == kTurn); // B queues behind A
+    CHECK(b.qp->waiting_for_room());
+    port.resume_waiting(1); // A's last 10, then B's first kTurn - 10
+    REQUIRE(sent.size() == 2 * kTurn);
+    for (std::uint32_t i = kTurn; i < kTurn + 10; ++i) CHECK(sent[i].first == 0x21);
+    for (std::uint32_t i = kTurn + 10; i < 2 * kTurn; ++i) CHECK(sent[i].first == 0x22);
+    port.new_turn();
+    port.resume_waiting(2); // B's rest
+    REQUIRE(sent.size() == 2 * kTurn + 30);
+    for (std::uint32_t i = 2 * kTurn; i < sent.size(); ++i) CHECK(sent[i].first == 0x22);
+    CHECK_FALSE(port.room_waiters());
+}
