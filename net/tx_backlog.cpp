@@ -36,6 +36,7 @@ bool TxBacklog::push(std::span<const std::uint8_t> frame, std::uint64_t ts_ns) n
     }
     bytes_ += frame.size();
     counters_.queued.fetch_add(1, std::memory_order_relaxed);
+    counters_.waiting.store(frames(), std::memory_order_relaxed);
     raise_max(counters_.max_frames, frames());
     raise_max(counters_.max_bytes, bytes_);
     return true;
@@ -51,6 +52,7 @@ void TxBacklog::pop() noexcept {
         }
     }
     entries_.pop_front();
+    counters_.waiting.store(frames(), std::memory_order_relaxed);
     if (!empty()) return;
     const auto d = std::chrono::steady_clock::now() - paused_since_;
     counters_.paused_ns.fetch_add(

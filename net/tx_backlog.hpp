@@ -25,6 +25,7 @@ struct TxBacklogCounters {
     std::atomic<std::uint64_t> paused_ns{0};  // time spent with frames waiting (completed pauses)
     std::atomic<std::uint64_t> max_frames{0}; // the deepest the backlog was
     std::atomic<std::uint64_t> max_bytes{0};
+    std::atomic<std::uint64_t> waiting{0}; // frames waiting now; at the end of a run, never sent
 };
 
 class TxBacklog {

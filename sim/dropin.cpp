@@ -33,6 +33,8 @@ std::mutex& shutdown_mutex() {
     return *m;
 }
 bool finished = false; // finish_run has run (under shutdown_mutex)
+// How long an exiting program waits for its wires to take what is queued.
+constexpr std::chrono::milliseconds kDrainLimit{1000};
 
 // What the wires lost, --stats and --report: once, by whichever exiting
 // thread comes first; another waits on the mutex until the files are whole
@@ -43,6 +45,11 @@ void finish_run() noexcept {
     finished = true;
     Simulator& sim = *instance();
     try {
+        // Frames a peer has not taken yet still go: a program may exit as
+        // soon as its last UC or UD send completed.
+        if (const std::size_t left = sim.drain_wires(kDrainLimit); left != 0)
+            log().warn("{} frame(s) still waiting for a wire after {} ms at exit: not sent", left,
+                       kDrainLimit.count());
         sim.report_losses();
     } catch (...) { // a log line that could not be formatted: nothing to undo
     }

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <mutex>
+#include <thread>
 
 #include "device/device.hpp"
 #include "device/registry.hpp"
@@ -239,6 +240,20 @@ void Simulator::report_losses() const {
             log().warn("rdmasim{}: {} ARP frame(s) from another MAC claimed this port's address {}: "
                        "give each host its own `ip` (and `mac`)",
                        i, n, net::to_string(port.neighbours().addresses().ipv4));
+    }
+}
+
+std::size_t Simulator::drain_wires(std::chrono::milliseconds limit) {
+    const auto until = std::chrono::steady_clock::now() + limit;
+    for (;;) {
+        std::size_t waiting = 0;
+        for (DeviceSlot& slot : slots_) {
+            datapath::Port& port = slot.device->port;
+            std::lock_guard lock(port.mutex());
+            waiting += port.flush_wire();
+        }
+        if (waiting == 0 || std::chrono::steady_clock::now() >= until) return waiting;
+        std::this_thread::sleep_for(std::chrono::microseconds(100)); // the peer reads meanwhile
     }
 }
 

@@ -99,6 +99,12 @@ public:
     // queue) as warnings, or their counts at info level. Call it while the
     // logger lives (the drop-in library does at exit).
     void report_losses() const;
+    // At the end of a run, with the engines still running: offers the ports'
+    // transmit backlogs to their wires until they are empty or `limit` has
+    // passed, as a NIC sends its queue before it goes down (a UC or UD send
+    // completed once its frame was queued). Returns the frames left: they
+    // count as not sent (TxBacklogCounters::waiting).
+    std::size_t drain_wires(std::chrono::milliseconds limit);
 
     // Device i's counters over time, sampled when the configuration has a
     // `report` (sim/timeline.hpp), else nullptr.

@@ -63,7 +63,8 @@ nlohmann::json source_json(const Engine& engine) {
 }
 
 // Frames the port's sinks could not pass on: a wire's peer refused them, a
-// link's queue was full, the kernel refused them on a live interface.
+// link's queue was full, the kernel refused them on a live interface, a
+// transmit backlog overflowed or still held them when the run ended.
 std::uint64_t not_sent(const std::vector<std::shared_ptr<net::FrameSink>>& sinks) {
     std::uint64_t n = 0;
     for (const auto& sink : sinks) {
@@ -75,7 +76,8 @@ std::uint64_t not_sent(const std::vector<std::shared_ptr<net::FrameSink>>& sinks
             n += link->overflow_drops();
         else if (const net::SendCounters* live = live_send_counters(*sink))
             n += live->failures();
-        if (const net::TxBacklogCounters* b = sink->backlog_counters()) n += b->overflow.load();
+        if (const net::TxBacklogCounters* b = sink->backlog_counters())
+            n += b->overflow.load() + b->waiting.load(); // dropped, or never sent
     }
     return n;
 }
@@ -87,7 +89,8 @@ nlohmann::json backlog_json(const std::vector<std::shared_ptr<net::FrameSink>>& 
         if (const net::TxBacklogCounters* b = sink->backlog_counters())
             return {{"queued", b->queued.load()},       {"overflow", b->overflow.load()},
                     {"pauses", b->pauses.load()},       {"paused_ns", b->paused_ns.load()},
-                    {"max_frames", b->max_frames.load()}, {"max_bytes", b->max_bytes.load()}};
+                    {"max_frames", b->max_frames.load()}, {"max_bytes", b->max_bytes.load()},
+                    {"waiting", b->waiting.load()}};
     return nullptr;
 }
 
