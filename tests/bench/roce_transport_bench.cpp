@@ -142,6 +142,7 @@ double run(datapath::SendOp op, std::uint32_t msg_len, net::PathMtu mtu, std::ui
         qa.modify(ta, st, 0);
         qb.modify(tb, st, 0);
     }
+    if (!a.port.attach(qa) || !b.port.attach(qb)) return -1; // for the requesters' waiting list
     const datapath::Sge sge{reinterpret_cast<std::uint64_t>(a.buf.data()), msg_len, a.lkey};
     datapath::SendWr wr;
     wr.op = op;
@@ -152,6 +153,10 @@ double run(datapath::SendOp op, std::uint32_t msg_len, net::PathMtu mtu, std::ui
     net::RocePacket p;
     const auto t0 = std::chrono::steady_clock::now();
     while (a.send_done < messages) {
+        for (Host* h : {&a, &b}) { // a burst: the requesters' next turn (RocePort::new_turn)
+            h->port.new_turn();
+            h->port.resume_waiting(now);
+        }
         while (posted < messages && qa.send_queue_size() < 128) {
             if (qa.post_send(wr, {&sge, 1}, now) != 0) break;
             ++posted;

@@ -149,6 +149,7 @@ int main(int argc, char** argv) {
         c.modify(tc, st, 0);
         d.modify(td, st, 0);
     }
+    if (!ha.port.attach(a) || !hb.port.attach(b) || !hc.port.attach(c) || !hd.port.attach(d)) return 1;
     std::vector<std::uint8_t> src(4096), dst(4096), rbuf(4096), atom(8, 0), remote(8192);
     for (std::size_t i = 0; i < src.size(); ++i)
         src[i] = static_cast<std::uint8_t>(i);
@@ -161,6 +162,10 @@ int main(int argc, char** argv) {
     // timers (the RNR wait) until nothing is left.
     auto run = [&] {
         for (;;) {
+            for (Host* h : {&ha, &hb, &hc, &hd}) { // a burst: the requesters' next turn
+                h->port.new_turn();
+                h->port.resume_waiting(now);
+            }
             while (!wire.fifo.empty()) {
                 auto [to, f] = std::move(wire.fifo.front());
                 wire.fifo.pop_front();

@@ -162,6 +162,7 @@ public:
         e.qp->modify(t, datapath::TransportState::init, now);
         e.qp->modify(t, datapath::TransportState::rtr, now);
         e.qp->modify(t, datapath::TransportState::rts, now);
+        REQUIRE(e.port->attach(*e.qp)); // a requester past its turn waits on the port's list
     }
 
     // Runs the clock to the next event (a frame arriving, a deadline); false
