@@ -57,7 +57,11 @@ BurstResult run_burst_locked(device::Device& dev, net::FrameSource& source, Fram
                 const std::uint32_t want =
                     std::min({limit - r.frames, FrameBatch::kCapacity, pacing.pull_limit()});
                 pending.head = pending.due = 0;
+                // Sampled before the pull: a short pull read all that came before it.
+                const std::uint64_t pulled_at = port.roce().live_wire() ? pacing.service_time(r.frames) : 0;
                 pending.count = pull(source, faults, {pending.frames.data(), want});
+                if (port.roce().live_wire() && (pending.count == 0 || (pending.count < want && faults == nullptr)))
+                    port.roce().wire_drained(pulled_at);
                 if (pending.count == 0) break;
             }
             // Timed only if they enter in this burst: a burst ends with

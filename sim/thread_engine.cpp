@@ -80,6 +80,8 @@ void ThreadEngine::start() {
     // Polls move frames only from a live source (a wire, a link, an
     // interface), unpaced: a capture replay stays the engine's alone.
     poll_progress_ = config_.progress != Progress::thread && source_->wait_fd() >= 0 && config_.speed <= 0;
+    // Before the thread: its bursts read it under the port lock.
+    dev_.port.roce().set_live_wire(source_->wait_fd() >= 0 && config_.speed <= 0);
     if (const int fd = source_->wait_fd(); fd >= 0 && !source_fd_) {
         boost::system::error_code ec;
         source_fd_.emplace(io_);

@@ -109,6 +109,7 @@ std::optional<RoceRx> RocePort::ingress(std::span<const std::uint8_t> frame,
 }
 
 void RocePort::service(std::uint64_t now_ns) noexcept {
+    now_ns = timers_clock(now_ns);
     if (now_ns < next_deadline_) return;
     // Due: fire what is, and find the next one (timers re-armed while
     // firing report themselves through deadline_changed as well).

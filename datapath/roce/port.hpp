@@ -114,8 +114,25 @@ public:
                                   std::uint64_t now_ns) noexcept;
 
     // Fires every attached QP's timers due at `now_ns`; O(1) when none is
-    // due (nothing is scanned before the earliest deadline).
+    // due (nothing is scanned before the earliest deadline). On a live wire,
+    // due at the clock timers_clock() gives.
     void service(std::uint64_t now_ns) noexcept;
+
+    // A live wire's timers expire only up to the last time the wire was
+    // found empty (wire_drained): an ACK that arrived before its deadline
+    // and waits unread in the socket or ring (the process was not
+    // scheduled) stops the timer, as it would have on a NIC. At most
+    // kMaxTimerDefer late. The engine turns it on for a live, unpaced
+    // source; off (replays, unit tests), timers expire at `now_ns`.
+    static constexpr std::uint64_t kMaxTimerDefer = 100'000'000; // ns
+    void set_live_wire(bool live) noexcept { live_wire_ = live; }
+    [[nodiscard]] bool live_wire() const noexcept { return live_wire_; }
+    // A read of the wire found it empty at `at_ns` or later: all that came before is in.
+    void wire_drained(std::uint64_t at_ns) noexcept { drained_at_ns_ = std::max(drained_at_ns_, at_ns); }
+    [[nodiscard]] std::uint64_t timers_clock(std::uint64_t now_ns) const noexcept {
+        if (!live_wire_ || drained_at_ns_ >= now_ns) return now_ns;
+        return std::max(drained_at_ns_, now_ns > kMaxTimerDefer ? now_ns - kMaxTimerDefer : 0);
+    }
     // A QP's timer moved earlier: the port's next deadline follows.
     void deadline_changed(std::uint64_t deadline_ns) noexcept {
         next_deadline_ = std::min(next_deadline_, deadline_ns);
@@ -148,6 +165,8 @@ private:
     std::vector<std::uint32_t> room_waiters_; // QPNs, oldest first; capacity reserved at attach
     std::uint32_t turn_left_ = kTurnPackets;  // request packets left in this turn
     const RoceQp* resuming_ = nullptr;         // the waiter resume_waiting pumps now
+    bool live_wire_ = false;                   // set_live_wire
+    std::uint64_t drained_at_ns_ = 0;          // wire_drained
     RoceWire wire_;
     RocePortCounters counters_;
     std::uint64_t next_deadline_ = kNoDeadline;

@@ -332,3 +332,39 @@ TEST_CASE("roce port: a QP that waits for the turn goes before one that has not 
     for (std::uint32_t i = 2 * kTurn; i < sent.size(); ++i) CHECK(sent[i].first == 0x22);
     CHECK_FALSE(port.room_waiters());
 }
+
+TEST_CASE("roce port: on a live wire an ACK timer expires only once the wire was found empty "
+          "after its deadline, and never more than kMaxTimerDefer late",
+          "[datapath][roce][lossless]") {
+    const bool drained = GENERATE(true, false);
+    datapath::RocePort port;
+    test::RoceEndpoint a({}, &port);
+    std::uint32_t frames = 0;
+    a.out = [&](std::span<const std::uint8_t>, std::uint64_t) { ++frames; };
+    const auto ta = test::RocePair::attrs(QpTransport::rc, 0x11, 0x22, 100, 1, a.pd()); // timeout 8: 1.05 ms
+    for (auto st : {TransportState::init, TransportState::rtr, TransportState::rts}) a.qp->modify(ta, st, 0);
+    REQUIRE(port.attach(*a.qp));
+    port.set_live_wire(true);
+    std::vector<std::uint8_t> buf(100, 7);
+    const datapath::Sge s{reinterpret_cast<std::uint64_t>(buf.data()), 100, a.reg(buf.data(), buf.size())};
+    port.wire_drained(1000);
+    REQUIRE(a.qp->post_send(test::send_wr(1), {&s, 1}, 1000) == 0);
+    REQUIRE(frames == 1);
+    const std::uint64_t due = a.qp->next_deadline_ns();
+    REQUIRE(due == 1000 + datapath::ack_timeout_ns(ta.timeout));
+    // Due, but the wire was last found empty before the deadline: what it
+    // holds unread may be the ACK.
+    port.service(due + 500'000);
+    CHECK(a.qp->counters().timeouts.get() == 0);
+    CHECK(frames == 1);
+    if (drained) { // read empty after the deadline: it expires
+        port.wire_drained(due + 600'000);
+        port.service(due + 700'000);
+    } else { // never found empty: at most kMaxTimerDefer late
+        port.service(due + datapath::RocePort::kMaxTimerDefer - 1);
+        CHECK(a.qp->counters().timeouts.get() == 0);
+        port.service(due + datapath::RocePort::kMaxTimerDefer);
+    }
+    CHECK(a.qp->counters().timeouts.get() == 1);
+    CHECK(frames == 2); // resent
+}
