@@ -1,6 +1,7 @@
 #include "datapath/l2_host.hpp"
 
 #include <algorithm>
+#include <utility>
 
 namespace rdmasim::datapath {
 
@@ -79,6 +80,46 @@ void L2Host::send_roce(std::span<std::uint8_t> frame) noexcept {
     std::memcpy(frame.data(), mac->data(), mac->size());
     roce_->count_tx_wire();
     to_wire(frame, *clock_);
+}
+
+} // namespace rdmasim::datapath
+
+namespace rdmasim::datapath {
+
+std::optional<net::MacAddress> L2Host::wire_mac(const net::RocePath& path) noexcept {
+    if (!arp_wait_.empty()) return std::nullopt; // in order, behind the frames waiting for ARP
+    const PortAddresses& own = neighbours_.addresses();
+    if (!net::is_ipv4_mapped(path.sgid)) // IPv6 (Ipv6Address and Gid: 16 bytes in network order)
+        return path.dgid == own.ipv6 ? std::nullopt : mac_of_link_local(path.dgid); // loopback, or the wire
+    net::Ipv4Address dst;
+    std::copy(path.dgid.begin() + 12, path.dgid.end(), dst.begin());
+    if (dst == own.ipv4 || !neighbours_.lookup(dst)) return std::nullopt; // loopback, or ARP first
+    const Resolution r = resolve(dst); // a cache hit, as send_roce's (it keeps the entry fresh)
+    return r.state == ResolveState::resolved ? std::optional(r.mac) : std::nullopt;
+}
+
+std::span<std::uint8_t> L2Host::claim_roce(const net::RocePath& path, std::size_t len) noexcept {
+    const std::optional<net::MacAddress> mac = wire_mac(path);
+    if (!mac) return {};
+    for (net::FrameSink* s : sinks_) {
+        const std::span<std::uint8_t> room = s->claim(len, mac->data());
+        if (room.empty()) continue;
+        claimed_ = s;
+        claimed_room_ = room.data();
+        claimed_mac_ = *mac;
+        return room;
+    }
+    return {};
+}
+
+void L2Host::commit_roce(std::size_t len) noexcept {
+    if (claimed_ == nullptr) [[unlikely]]
+        return;
+    std::memcpy(claimed_room_, claimed_mac_.data(), claimed_mac_.size());
+    roce_->count_tx_wire();
+    for (net::FrameSink* s : sinks_) // the same bytes as the wire's (captures, statistics)
+        if (s != claimed_) s->send({claimed_room_, len}, *clock_);
+    std::exchange(claimed_, nullptr)->commit(len, *clock_);
 }
 
 } // namespace rdmasim::datapath

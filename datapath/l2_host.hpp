@@ -21,6 +21,7 @@
 #include "datapath/roce/port.hpp"
 #include "net/frame.hpp"
 #include "net/frame_sink.hpp"
+#include "net/roce_frame.hpp"
 
 namespace rdmasim::datapath {
 
@@ -75,6 +76,15 @@ public:
     // reachable (there is no neighbour discovery); the rest count as
     // RocePortCounters::tx_unroutable. Its destination MAC is written in place.
     void send_roce(std::span<std::uint8_t> frame) noexcept;
+    // One copy (RoceWire::claim, net::FrameSink::claim): room for a
+    // `len`-byte RoCE frame along `path` straight in a sink's storage, when
+    // send_roce would put it on the wire at once (a cached MAC or a
+    // link-local IPv6 one; not the port's own address; nothing waits for
+    // ARP) and the first sink that can grants it; else empty: build it and
+    // send_roce it. commit_roce(len), next, writes the destination MAC,
+    // hands the frame's bytes to the other sinks (send), then commits it.
+    [[nodiscard]] std::span<std::uint8_t> claim_roce(const net::RocePath& path, std::size_t len) noexcept;
+    void commit_roce(std::size_t len) noexcept;
 
     // --- frame side ---
     // An untagged ARP frame from the wire: the host learns and answers, and
@@ -117,7 +127,13 @@ private:
             return read_address<4>(frame, p.l3_offset + kIpv4DstOffset) == own.ipv4;
         return read_address<16>(frame, p.l3_offset + kIpv6DstOffset) == own.ipv6;
     }
+    // send_roce's destination MAC for a frame along `path`, when it would send at once.
+    [[nodiscard]] std::optional<net::MacAddress> wire_mac(const net::RocePath& path) noexcept;
+
     std::vector<net::FrameSink*> sinks_;
+    net::FrameSink* claimed_ = nullptr; // the sink claim_roce's room is in, until commit_roce
+    std::uint8_t* claimed_room_ = nullptr;
+    net::MacAddress claimed_mac_{};
     Neighbours neighbours_;
     ArpWait arp_wait_;
     RocePort* roce_;

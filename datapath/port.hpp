@@ -46,7 +46,13 @@ public:
                             static_cast<L2Host*>(host)->send_roce(frame); // at the port's clock
                         },
                         .context = &host_,
-                        .congested = [](void* host) noexcept { return static_cast<L2Host*>(host)->congested(); }});
+                        .congested = [](void* host) noexcept { return static_cast<L2Host*>(host)->congested(); },
+                        .claim = [](void* host, const net::RocePath& path, std::size_t len) noexcept {
+                            return static_cast<L2Host*>(host)->claim_roce(path, len);
+                        },
+                        .commit = [](void* host, std::size_t len) noexcept {
+                            static_cast<L2Host*>(host)->commit_roce(len);
+                        }});
     }
     Port(const Port&) = delete;
     Port& operator=(const Port&) = delete;

@@ -20,6 +20,26 @@ public:
     // valid only during the call.
     virtual void send(std::span<const std::uint8_t> frame, std::uint64_t ts_ns) noexcept = 0;
 
+    // --- optional: one copy into the wire (net/README.md, "Frame sinks").
+    // claim() offers room for a `size`-byte frame (destination MAC on, no
+    // FCS) to `dst_mac` in the wire's own storage (a ring slot); the caller
+    // writes the frame there and hands it over with commit(len, ts_ns), len
+    // 1..size, before any other call on the sink, without blocking: the
+    // wire's reader may wait for it. The frame then counts and orders as
+    // send() would have sent it. Empty (the default: no such storage; no
+    // room; frames waiting in the backlog, which it never passes): send()
+    // it instead. The bytes may be rewritten by whoever else maps the
+    // storage: the caller reads back nothing it trusts. ---
+    [[nodiscard]] virtual std::span<std::uint8_t> claim(std::size_t size, const std::uint8_t* dst_mac) noexcept {
+        (void)size;
+        (void)dst_mac;
+        return {};
+    }
+    virtual void commit(std::size_t len, std::uint64_t ts_ns) noexcept {
+        (void)len;
+        (void)ts_ns;
+    }
+
     // --- lossless wires (net/README.md, "Lossless links"). A wire that is
     // momentarily full keeps what it cannot take in a TxBacklog, in order,
     // and the port calls flush() until it is empty (the engine retries on a

@@ -235,6 +235,15 @@ struct BuildLengths {
 
 } // namespace
 
+RoceBuildResult roce_frame_plan(const RocePath& path, const RoceHeaders& headers,
+                                std::size_t payload_len) noexcept {
+    const OpcodeInfo* info = opcode_info(headers.bth.opcode);
+    if (!info) return {0, RoceBuildError::unknown_opcode};
+    const BuildLengths n = build_lengths(path, *info, headers.bth.opcode, payload_len, is_ipv4_mapped(path.sgid));
+    if (n.error != RoceBuildError::none) return {0, n.error};
+    return {n.frame, RoceBuildError::none};
+}
+
 RoceBuildResult build_roce_frame(const RocePath& path, const RoceHeaders& headers,
                                  std::span<const std::span<const std::uint8_t>> payload,
                                  std::span<std::uint8_t> out) noexcept {

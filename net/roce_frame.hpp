@@ -80,6 +80,13 @@ inline constexpr std::size_t kMinEthernetFrame = 60; // without FCS: shorter fra
 [[nodiscard]] std::size_t roce_frame_len(const RocePath& path, std::uint8_t opcode,
                                          std::size_t payload_len) noexcept;
 
+// What build_roce_frame would do with these headers and `payload_len`
+// bytes of payload, writing nothing: the frame's length, or its error
+// (never buffer_too_small). A buffer of that length is then built into
+// without fail (a wire's claimed room: net::FrameSink::claim).
+[[nodiscard]] RoceBuildResult roce_frame_plan(const RocePath& path, const RoceHeaders& headers,
+                                              std::size_t payload_len) noexcept;
+
 // Writes the frame: IPv4 with ID 0, DF set, a computed header checksum;
 // IPv6 without extension headers; UDP checksum 0 (IPv4 as RoCE v2 hardware
 // sends it; IPv6 too, RFC 6935's zero-checksum mode); BTH pad count and zero pad to 4-byte

@@ -22,27 +22,48 @@ namespace rdmasim::net::shm {
 inline std::uint64_t& slot_stamp(std::uint8_t* slot) noexcept { return *reinterpret_cast<std::uint64_t*>(slot); }
 inline std::uint32_t& slot_len(std::uint8_t* slot) noexcept { return *reinterpret_cast<std::uint32_t*>(slot + 8); }
 
-// Producer: copies `frame` (at most kMaxFrame bytes) into host `h`'s ring.
-// False when the ring is full, or other producers won the claim kClaimTries
-// times in a row: the caller keeps the frame and tries again later.
-inline bool ring_push(const Segment& s, std::uint32_t h, std::span<const std::uint8_t> frame) noexcept {
+// Producer, first half of a push: claims the next position of host `h`'s
+// ring (`pos`) and returns its slot, or nullptr when the ring is full or
+// other producers won the claim kClaimTries times in a row (the caller
+// keeps the frame and tries again later). The claim must be published at
+// once (ring_publish): the reader waits at it, up to RingReader::kStallLimit.
+inline std::uint8_t* ring_claim(const Segment& s, std::uint32_t h, std::uint64_t& pos) noexcept {
     constexpr int kClaimTries = 4;
     HostHeader& hh = s.host_header(h);
     for (int i = 0; i < kClaimTries; ++i) {
         std::uint64_t t = word(hh.reserve).load(std::memory_order_acquire);
         const std::uint64_t c = word(hh.consumer).load(std::memory_order_acquire);
         if (static_cast<std::int64_t>(t - c) < 0) continue; // t read before c moved past it
-        if (t - c >= kRingSlots) return false; // full (or a consumer index not to be trusted)
+        if (t - c >= kRingSlots) return nullptr; // full (or a consumer index not to be trusted)
         if (!word(hh.reserve).compare_exchange_weak(t, t + 1, std::memory_order_acq_rel,
                                                     std::memory_order_relaxed))
             continue;
-        std::uint8_t* slot = s.slot(h, t);
-        std::memcpy(slot + kSlotHeader, frame.data(), frame.size());
-        word(slot_len(slot)).store(static_cast<std::uint32_t>(frame.size()), std::memory_order_relaxed);
-        word(slot_stamp(slot)).store(t + 1, std::memory_order_seq_cst); // the publish (seq_cst: ring_needs_bell)
-        return true;
+        pos = t;
+        return s.slot(h, t);
     }
-    return false;
+    return nullptr;
+}
+
+// The frame's bytes start here in a claimed slot (at most kMaxFrame of them).
+inline std::uint8_t* slot_frame(std::uint8_t* slot) noexcept { return slot + kSlotHeader; }
+
+// Producer, second half: the `len` bytes (1..kMaxFrame) written at
+// slot_frame(slot) become visible with ONE seq_cst store of the stamp
+// (seq_cst: ring_needs_bell).
+inline void ring_publish(std::uint8_t* slot, std::uint64_t pos, std::uint32_t len) noexcept {
+    word(slot_len(slot)).store(len, std::memory_order_relaxed);
+    word(slot_stamp(slot)).store(pos + 1, std::memory_order_seq_cst);
+}
+
+// Producer: copies `frame` (at most kMaxFrame bytes) into host `h`'s ring;
+// false as ring_claim.
+inline bool ring_push(const Segment& s, std::uint32_t h, std::span<const std::uint8_t> frame) noexcept {
+    std::uint64_t pos = 0;
+    std::uint8_t* slot = ring_claim(s, h, pos);
+    if (slot == nullptr) return false;
+    std::memcpy(slot_frame(slot), frame.data(), frame.size());
+    ring_publish(slot, pos, static_cast<std::uint32_t>(frame.size()));
+    return true;
 }
 
 // Producer, after publishing: true when host `h`'s reader sleeps and this

@@ -155,6 +155,35 @@ std::size_t ShmWire::flush() noexcept {
     });
 }
 
+std::span<std::uint8_t> ShmWire::claim(std::size_t size, const std::uint8_t* dst_mac) noexcept {
+    // send()'s rules: never past waiting frames; what is not plain unicast
+    // to a live peer (floods, drops) goes through send().
+    if (size < kMacHeader || size > kMaxFrame || multicast(dst_mac)) return {};
+    if (!backlog_.empty() && flush() != 0) return {};
+    if (std::chrono::steady_clock::now() - peers_checked_ >= kPeerRefresh) refresh_peers();
+    const int h = seg_.lookup(dst_mac);
+    if (h < 0 || static_cast<std::uint32_t>(h) == host() || !peer_alive(static_cast<std::uint32_t>(h)))
+        return {};
+    std::uint8_t* slot = shm::ring_claim(seg_, static_cast<std::uint32_t>(h), claimed_.pos);
+    if (slot == nullptr) return {};
+    claimed_.slot = slot;
+    claimed_.host = static_cast<std::uint32_t>(h);
+    return {shm::slot_frame(slot), size};
+}
+
+void ShmWire::commit(std::size_t len, std::uint64_t) noexcept {
+    if (claimed_.slot == nullptr || len < kMacHeader || len > kMaxFrame) [[unlikely]]
+        return; // outside the contract (a claim left unpublished: the reader skips it)
+    std::uint8_t src[6]; // read once: a peer may rewrite the slot
+    std::memcpy(src, shm::slot_frame(claimed_.slot) + 6, sizeof src);
+    if (!multicast(src)) seg_.learn(src);
+    shm::ring_publish(claimed_.slot, claimed_.pos, static_cast<std::uint32_t>(len));
+    claimed_.slot = nullptr;
+    published(claimed_.host);
+    wire_.tx_frames.fetch_add(1, std::memory_order_relaxed);
+    wire_.tx_bytes.fetch_add(len, std::memory_order_relaxed);
+}
+
 ShmWire::Delivery ShmWire::deliver(std::span<const std::uint8_t> frame) noexcept {
     if (frame.size() < kMacHeader || frame.size() > kMaxFrame) [[unlikely]] {
         wire_.tx_dropped.fetch_add(1, std::memory_order_relaxed);

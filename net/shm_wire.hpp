@@ -76,6 +76,13 @@ public:
     // that is full (or contended) keeps the frame, in order, in the backlog ---
     void send(std::span<const std::uint8_t> frame, std::uint64_t ts_ns) noexcept override;
     std::size_t flush() noexcept override;
+    // One copy: room in the ring of the host `dst_mac` was learned from, if
+    // it is alive, nothing waits in the backlog and the ring has room (else
+    // empty: send() floods, drops and queues). commit() publishes it and
+    // counts it as send() does; the source MAC is learned from the bytes
+    // written (read once, before the publish).
+    [[nodiscard]] std::span<std::uint8_t> claim(std::size_t size, const std::uint8_t* dst_mac) noexcept override;
+    void commit(std::size_t len, std::uint64_t ts_ns) noexcept override;
     [[nodiscard]] bool congested() const noexcept override { return backlog_.congested(); }
     [[nodiscard]] const TxBacklogCounters* backlog_counters() const noexcept override {
         return &backlog_.counters();
@@ -101,8 +108,15 @@ private:
     bool pull(const std::uint8_t*& data, std::uint32_t& len) noexcept;
     void hand_over(Frame& out, const std::uint8_t* data, std::uint32_t len, std::uint64_t ts) noexcept;
 
+    struct Claimed { // the slot claim() handed out, until commit()
+        std::uint8_t* slot = nullptr;
+        std::uint64_t pos = 0;
+        std::uint32_t host = 0;
+    };
+
     std::string url_;
     shm::Segment seg_;
+    Claimed claimed_;
     shm::RingReader reader_;
     int bell_fd_ = -1;
     // Sender's view of the other hosts (under the port lock).

@@ -56,6 +56,23 @@ void RocePort::drain_loopback(std::uint64_t now_ns) noexcept {
     draining_ = false;
 }
 
+std::size_t RocePort::transmit_in_place(const net::RocePath& path, const net::RoceHeaders& h,
+                                       std::span<const std::span<const std::uint8_t>> payload) noexcept {
+    if (wire_.claim == nullptr) return 0;
+    std::size_t payload_len = 0;
+    for (const auto& piece : payload)
+        payload_len += piece.size();
+    if (payload_len < kInPlaceMin) return 0;
+    const net::RoceBuildResult plan = net::roce_frame_plan(path, h, payload_len);
+    if (plan.error != net::RoceBuildError::none) [[unlikely]]
+        return 0;
+    const std::span<std::uint8_t> room = wire_.claim(wire_.context, path, plan.len);
+    if (room.empty()) return 0;
+    (void)net::build_roce_frame(path, h, payload, room.first(plan.len)); // planned: cannot fail
+    wire_.commit(wire_.context, plan.len);
+    return plan.len;
+}
+
 bool RocePort::attach(RoceQp& qp) {
     // Each QP waits at most once, and a resumed one may queue again before
     // the resumed are erased: twice the QPs, never a reallocation under load.

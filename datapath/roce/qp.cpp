@@ -47,6 +47,11 @@ void RoceQp::transmit(const net::RocePath& path, const net::RoceHeaders& h,
         xrc_headers.bth.opcode = static_cast<std::uint8_t>(net::kXrcOpcodeBase | h.bth.opcode);
         headers = &xrc_headers;
     }
+    if (const std::size_t len = port_.transmit_in_place(path, *headers, payload)) { // one copy
+        note(&RoceCounters::tx_packets);
+        note(&RoceCounters::tx_bytes, len);
+        return;
+    }
     const auto r = net::build_roce_frame(path, *headers, payload, tx_buf_);
     if (r.error != net::RoceBuildError::none) [[unlikely]]
         return; // the transport never builds a frame the codec refuses (sizes fixed above)

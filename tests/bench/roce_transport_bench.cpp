@@ -5,7 +5,10 @@
 // request packets/s, payload Gbit/s and ns per request packet (both ends'
 // work included); last, issue 31's figure: ns per packet of 64 KiB RC
 // WRITEs at MTU 1024 and 4096.
-// Usage: roce_transport_bench [messages]
+// Usage: roce_transport_bench [messages [two-copies]]: frames are built
+// straight into the wire's entries (one copy of the payload), or, with
+// `two-copies`, into the QP's buffer and then copied (the path of a port
+// whose sinks cannot claim room).
 #include <infiniband/verbs.h>
 
 #include <chrono>
@@ -13,6 +16,7 @@
 #include <cstdlib>
 #include <deque>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "datapath/roce/port.hpp"
@@ -39,6 +43,20 @@ struct Fifo {
         v.assign(f.begin(), f.end());
         frames.push_back(std::move(v));
     }
+    // One copy (net::FrameSink::claim): the frame is built in the entry itself.
+    std::vector<std::uint8_t> claimed;
+    std::span<std::uint8_t> claim(std::size_t len) {
+        if (!spare.empty()) {
+            claimed = std::move(spare.back());
+            spare.pop_back();
+        }
+        claimed.resize(len);
+        return claimed;
+    }
+    void commit(std::size_t len) {
+        claimed.resize(len);
+        frames.push_back(std::move(claimed));
+    }
     [[nodiscard]] bool empty() const noexcept { return frames.empty(); }
     std::vector<std::uint8_t>& front() noexcept { return frames.front(); }
     void pop() {
@@ -46,6 +64,10 @@ struct Fifo {
         frames.pop_front();
     }
 };
+
+// Frames built into the wire's entries (RocePort::transmit_in_place), or
+// built into the QP's buffer and copied in (argument `two-copies`).
+bool one_copy = true;
 
 struct Host final : datapath::TransportHost {
     int pd_token = 0;
@@ -61,10 +83,14 @@ struct Host final : datapath::TransportHost {
     Host() {
         scq.init(256);
         rcq.init(256);
-        port.set_wire({[](void* h, std::span<std::uint8_t> f, std::uint64_t) noexcept {
+        port.set_wire({.send = [](void* h, std::span<std::uint8_t> f, std::uint64_t) noexcept {
                            static_cast<Host*>(h)->wire->push(f);
                        },
-                       this});
+                       .context = this,
+                       .claim = one_copy ? +[](void* h, const net::RocePath&, std::size_t len) noexcept {
+                           return static_cast<Host*>(h)->wire->claim(len);
+                       } : nullptr,
+                       .commit = [](void* h, std::size_t len) noexcept { static_cast<Host*>(h)->wire->commit(len); }});
     }
     bool peek_recv(datapath::RecvView& v) noexcept override {
         if (rq.empty()) return false;
@@ -194,6 +220,7 @@ double run(datapath::SendOp op, std::uint32_t msg_len, net::PathMtu mtu, std::ui
 
 int main(int argc, char** argv) {
     const std::uint64_t n = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 100000;
+    one_copy = !(argc > 2 && std::string_view(argv[2]) == "two-copies");
     double write_ns[2] = {};
     for (auto op : {datapath::SendOp::send, datapath::SendOp::write})
         for (auto mtu : {net::PathMtu::mtu1024, net::PathMtu::mtu4096})
