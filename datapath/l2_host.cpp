@@ -82,10 +82,6 @@ void L2Host::send_roce(std::span<std::uint8_t> frame) noexcept {
     to_wire(frame, *clock_);
 }
 
-} // namespace rdmasim::datapath
-
-namespace rdmasim::datapath {
-
 std::optional<net::MacAddress> L2Host::wire_mac(const net::RocePath& path) noexcept {
     if (!arp_wait_.empty()) return std::nullopt; // in order, behind the frames waiting for ARP
     const PortAddresses& own = neighbours_.addresses();

@@ -82,8 +82,13 @@ bool RocePort::attach(RoceQp& qp) {
 
 void RocePort::wait_for_room(RoceQp& qp) noexcept {
     if (qp.waiting_for_room()) return;
+    // Flagged only when listed: a QP the list cannot hold (not attached)
+    // stays unflagged, so the next ACK or post pumps it again rather than
+    // nothing ever resuming it.
+    if (room_waiters_.size() == room_waiters_.capacity()) [[unlikely]]
+        return;
     qp.set_waiting_for_room(true);
-    if (room_waiters_.size() < room_waiters_.capacity()) room_waiters_.push_back(qp.attrs().qpn);
+    room_waiters_.push_back(qp.attrs().qpn);
 }
 
 void RocePort::resume_waiting(std::uint64_t now_ns) noexcept {

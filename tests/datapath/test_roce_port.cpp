@@ -368,3 +368,19 @@ TEST_CASE("roce port: on a live wire an ACK timer expires only once the wire was
     CHECK(a.qp->counters().timeouts.get() == 1);
     CHECK(frames == 2); // resent
 }
+
+TEST_CASE("roce port: a QP the waiting list cannot hold (not attached) is not marked waiting",
+          "[datapath][roce][lossless]") {
+    datapath::RocePort port;
+    test::RoceEndpoint a({}, &port);
+    a.out = [](std::span<const std::uint8_t>, std::uint64_t) {};
+    const auto ta = test::RocePair::attrs(QpTransport::uc, 0x11, 0x22, 100, 1, a.pd());
+    for (auto st : {TransportState::init, TransportState::rtr, TransportState::rts}) a.qp->modify(ta, st, 0);
+    std::vector<std::uint8_t> buf((datapath::RocePort::kTurnPackets + 1) * 1024, 7);
+    const datapath::Sge s{reinterpret_cast<std::uint64_t>(buf.data()), static_cast<std::uint32_t>(buf.size()),
+                          a.reg(buf.data(), buf.size())};
+    port.new_turn();
+    REQUIRE(a.qp->post_send(test::send_wr(1), {&s, 1}, 0) == 0); // stops after the turn
+    CHECK_FALSE(a.qp->waiting_for_room()); // the flag means "listed": never set in vain
+    CHECK_FALSE(port.room_waiters());
+}
