@@ -1,8 +1,8 @@
 #include "sim/burst.hpp"
 
 #include <algorithm>
-#include <new>
 #include <mutex>
+#include <new>
 
 #include "device/device.hpp"
 #include "sim/fault_stage.hpp"
@@ -49,6 +49,10 @@ BurstResult run_burst_locked(device::Device& dev, net::FrameSource& source, Fram
     datapath::Port& port = dev.port;
     BurstResult r;
     port.begin_burst();
+    // A live wire found empty at this time: told to the timers once what
+    // the pull brought is in (an ACK read with it must stop its timer first).
+    constexpr std::uint64_t kNotDrained = ~std::uint64_t{0};
+    std::uint64_t drained_at = kNotDrained;
     while (r.frames < limit) {
         if (pending.head == pending.due) {
             if (pending.empty()) {
@@ -61,7 +65,7 @@ BurstResult run_burst_locked(device::Device& dev, net::FrameSource& source, Fram
                 const std::uint64_t pulled_at = port.roce().live_wire() ? pacing.service_time(r.frames) : 0;
                 pending.count = pull(source, faults, {pending.frames.data(), want});
                 if (port.roce().live_wire() && (pending.count == 0 || (pending.count < want && faults == nullptr)))
-                    port.roce().wire_drained(pulled_at);
+                    drained_at = pulled_at;
                 if (pending.count == 0) break;
             }
             // Timed only if they enter in this burst: a burst ends with
@@ -75,13 +79,21 @@ BurstResult run_burst_locked(device::Device& dev, net::FrameSource& source, Fram
         const net::Frame* const frames = pending.frames.data();
         const std::uint64_t* const at = pending.arrival.data();
         const std::uint32_t end = pending.due;
+        // A replay's timers fire between the frames, at their times; a live
+        // wire's pull came in before its timers (the burst's end) run.
+        const bool live = port.roce().live_wire();
         for (std::uint32_t i = pending.head; i < end;) {
-            if (port.next_deadline_ns() <= at[i]) device::service(dev, at[i]);
+            if (!live && port.next_deadline_ns() <= at[i]) device::service(dev, at[i]);
             i += port.ingress_burst({frames + i, end - i}, at + i); // up to the next deadline
         }
         r.frames += end - pending.head;
         pending.head = end;
+        if (drained_at != kNotDrained && pending.empty()) {
+            port.roce().wire_drained(drained_at);
+            drained_at = kNotDrained;
+        }
     }
+    if (drained_at != kNotDrained) port.roce().wire_drained(drained_at);
     // Before the service that notifies: it sees the burst's completions.
     port.end_burst();
     device::service(dev, pacing.service_time(r.frames));

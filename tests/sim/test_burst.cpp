@@ -21,6 +21,8 @@
 #include "datapath/counters.hpp"
 #include "device/device.hpp"
 #include "net/arp.hpp"
+#include "net/roce_frame.hpp"
+#include "net/roce_opcodes.hpp"
 #include "sim/burst.hpp"
 #include "tests/device/ib_qp_helpers.hpp"
 #include "support/golden_frames.hpp"
@@ -63,8 +65,9 @@ public:
 class BatchSource final : public net::FrameSource {
 public:
     explicit BatchSource(std::vector<std::uint64_t> ts = {1000, 1001, 1002, 1003, 1004, 1005, 1006,
-                                                          1007, 1008, 1009})
-        : ts_(std::move(ts)) {}
+                                                          1007, 1008, 1009},
+                         std::vector<std::uint8_t> bytes = {golden::kUntagged.begin(), golden::kUntagged.end()})
+        : bytes_(std::move(bytes)), ts_(std::move(ts)) {}
     bool next(net::Frame& out) noexcept override { return next_burst({&out, 1}) == 1; }
     std::uint32_t next_burst(std::span<net::Frame> out) noexcept override {
         std::uint32_t n = 0;
@@ -82,7 +85,7 @@ public:
     [[nodiscard]] const net::SourceCounters& counters() const noexcept override { return counters_; }
 
 private:
-    std::array<std::uint8_t, golden::kUntagged.size()> bytes_ = golden::kUntagged;
+    std::vector<std::uint8_t> bytes_; // every frame's
     std::vector<std::uint64_t> ts_;
     std::size_t next_ = 0;
     net::SourceCounters counters_;
@@ -99,6 +102,48 @@ void one_batch(device::Device& dev, std::vector<std::uint64_t> ts) {
     const auto r = sim::run_burst(dev, src, pending, sim::FrameBatch::kCapacity, pacing);
     CHECK(r.frames == n);
     CHECK(pacing.asked == std::vector<std::size_t>{n});
+}
+
+// An RC QP whose peer never answers, with the shortest ACK timeout, sends
+// one SEND: it goes out at once (after the ARP request the port makes), the
+// retransmit when the timer expires.
+void send_to_silent_peer(test::SimFixture& fx, test::IbQp& qp, test::RecordingSink& sink) {
+    device::Device& dev = fx.device();
+    // The peer is on the port's own subnet (GID 0 is IPv4-mapped): into RTR
+    // the port asks for its MAC, and the test answers.
+    ibv_gid own{};
+    REQUIRE(ibv_query_gid(fx.ctx, 1, 0, &own) == 0);
+    const ibv_qp_type t = IBV_QPT_RC;
+    REQUIRE(qp.modify(IBV_QPS_INIT, test::init_mask(t)) == 0);
+    ibv_qp_attr at = test::good_attr(IBV_QPS_RTR);
+    at.ah_attr.grh.dgid = own;
+    at.ah_attr.grh.dgid.raw[15] = static_cast<std::uint8_t>(own.raw[15] + 99);
+    REQUIRE(ibv_modify_qp(qp.qp, &at, test::rtr_mask(t)) == 0);
+    REQUIRE(sink.frames.size() == 1);
+    const auto request = net::parse_arp(sink.frames[0]);
+    REQUIRE(request.has_value());
+    {
+        const net::MacAddress peer_mac{0x02, 0x52, 0x44, 0x4d, 0, 0x99};
+        std::array<std::uint8_t, net::kMinFrameLen> reply{};
+        net::build_arp(reply, request->sender_mac, net::arp_reply(*request, peer_mac));
+        net::Frame f;
+        f.data = reply.data();
+        f.len = f.wire_len = static_cast<std::uint32_t>(reply.size());
+        std::lock_guard lock(dev.port.mutex());
+        dev.port.ingress(f, dev.port.now_ns());
+    }
+    at = test::good_attr(IBV_QPS_RTS);
+    at.timeout = 1;
+    REQUIRE(ibv_modify_qp(qp.qp, &at, test::rts_mask(t)) == 0);
+    char payload[8] = "ping";
+    ibv_sge sge{reinterpret_cast<std::uint64_t>(payload), sizeof payload, 0};
+    ibv_send_wr wr{};
+    wr.opcode = IBV_WR_SEND;
+    wr.send_flags = IBV_SEND_INLINE | IBV_SEND_SIGNALED;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    ibv_send_wr* bad = nullptr;
+    REQUIRE(ibv_post_send(qp.qp, &wr, &bad) == 0);
 }
 
 std::uint64_t port_frames(device::Device& dev) { return dev.port.counters().frames.get(); }
@@ -214,44 +259,8 @@ TEST_CASE("run_burst: a RoCE retransmit that falls due between two frames of a b
         std::lock_guard lock(dev.port.mutex());
         dev.port.attach_sink(sink);
     }
-    // An RC QP whose peer never answers, with the shortest ACK timeout: its
-    // first SEND goes out at once, the retransmit when the timer expires.
-    // The peer is on the port's own subnet (GID 0 is IPv4-mapped): into RTR
-    // the port asks for its MAC, and the test answers.
-    ibv_gid own{};
-    REQUIRE(ibv_query_gid(fx.ctx, 1, 0, &own) == 0);
     test::IbQp qp(fx.pd, IBV_QPT_RC);
-    const ibv_qp_type t = IBV_QPT_RC;
-    REQUIRE(qp.modify(IBV_QPS_INIT, test::init_mask(t)) == 0);
-    ibv_qp_attr at = test::good_attr(IBV_QPS_RTR);
-    at.ah_attr.grh.dgid = own;
-    at.ah_attr.grh.dgid.raw[15] = static_cast<std::uint8_t>(own.raw[15] + 99);
-    REQUIRE(ibv_modify_qp(qp.qp, &at, test::rtr_mask(t)) == 0);
-    REQUIRE(sink.frames.size() == 1);
-    const auto request = net::parse_arp(sink.frames[0]);
-    REQUIRE(request.has_value());
-    {
-        const net::MacAddress peer_mac{0x02, 0x52, 0x44, 0x4d, 0, 0x99};
-        std::array<std::uint8_t, net::kMinFrameLen> reply{};
-        net::build_arp(reply, request->sender_mac, net::arp_reply(*request, peer_mac));
-        net::Frame f;
-        f.data = reply.data();
-        f.len = f.wire_len = static_cast<std::uint32_t>(reply.size());
-        std::lock_guard lock(dev.port.mutex());
-        dev.port.ingress(f, dev.port.now_ns());
-    }
-    at = test::good_attr(IBV_QPS_RTS);
-    at.timeout = 1;
-    REQUIRE(ibv_modify_qp(qp.qp, &at, test::rts_mask(t)) == 0);
-    char payload[8] = "ping";
-    ibv_sge sge{reinterpret_cast<std::uint64_t>(payload), sizeof payload, 0};
-    ibv_send_wr wr{};
-    wr.opcode = IBV_WR_SEND;
-    wr.send_flags = IBV_SEND_INLINE | IBV_SEND_SIGNALED;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    ibv_send_wr* bad = nullptr;
-    REQUIRE(ibv_post_send(qp.qp, &wr, &bad) == 0);
+    send_to_silent_peer(fx, qp, sink);
     REQUIRE(sink.times.size() == 2); // the ARP request, the SEND
     const std::uint64_t sent = sink.times[1];
     std::uint64_t due = 0;
@@ -270,4 +279,58 @@ TEST_CASE("run_burst: a RoCE retransmit that falls due between two frames of a b
     CHECK(sink.times[2] == due + 50);
     CHECK(sink.frames[2] == sink.frames[1]); // the same packet, PSN and all
     CHECK(dev.port.roce().counters().qps.retransmitted.get() == 1);
+}
+
+TEST_CASE("run_burst: on a live wire, an ACK that a pull brings in after the timer fell due "
+          "enters before the timer runs: nothing is retransmitted",
+          "[sim][burst][roce][lossless]") {
+    test::RecordingSink sink;
+    test::SimFixture fx;
+    device::Device& dev = fx.device();
+    {
+        std::lock_guard lock(dev.port.mutex());
+        dev.port.attach_sink(sink);
+        dev.port.roce().set_live_wire(true);
+    }
+    test::IbQp qp(fx.pd, IBV_QPT_RC);
+    send_to_silent_peer(fx, qp, sink);
+    REQUIRE(sink.frames.size() == 2); // the ARP request, the SEND
+    net::RocePacket send;
+    REQUIRE(net::parse_roce_frame(sink.frames[1], send) == net::RoceDrop::none);
+    // The peer's ACK of it, back along the same path.
+    net::RocePath back;
+    std::copy_n(send.src_mac, 6, back.dst_mac.begin());
+    std::copy_n(send.dst_mac, 6, back.src_mac.begin());
+    back.sgid = send.dgid;
+    back.dgid = send.sgid;
+    net::RoceHeaders h;
+    h.bth.opcode = static_cast<std::uint8_t>(net::RoceOpcode::rc_ack);
+    h.bth.dest_qp = qp.qp->qp_num;
+    h.bth.psn = send.headers.bth.psn;
+    h.aeth.syndrome = net::Aeth::make_syndrome(net::AckKind::ack, 31);
+    std::vector<std::uint8_t> ack(256);
+    const auto built = net::build_roce_frame(back, h, std::span<const std::uint8_t>{}, ack);
+    REQUIRE(built.error == net::RoceBuildError::none);
+    ack.resize(built.len);
+    std::uint64_t due = 0;
+    {
+        std::lock_guard lock(dev.port.mutex());
+        due = dev.port.next_deadline_ns();
+    }
+    REQUIRE(due > 5100);
+    // The pull starts 40 ns after the deadline and finds the ACK (arrival
+    // due + 50) and nothing else: the wire was empty at due + 40.
+    BatchSource src({due - 4950}, ack);
+    ScriptedPacing pacing;
+    pacing.script = {1};
+    pacing.last = due + 40;
+    sim::FrameBatch pending;
+    const auto r = sim::run_burst(dev, src, pending, sim::FrameBatch::kCapacity, pacing);
+    CHECK(r.frames == 1);
+    CHECK(dev.port.roce().counters().qps.timeouts.get() == 0);
+    CHECK(dev.port.roce().counters().qps.retransmitted.get() == 0);
+    CHECK(sink.frames.size() == 2);
+    ibv_wc wc{};
+    REQUIRE(ibv_poll_cq(qp.cq, 1, &wc) == 1);
+    CHECK(wc.status == IBV_WC_SUCCESS);
 }
