@@ -65,6 +65,10 @@ public:
             return true;
         return std::any_of(sinks_.begin(), sinks_.end(), [](const net::FrameSink* s) { return s->congested(); });
     }
+    // Whether a sink's far end has not yet read all it was sent (net::FrameSink::unread).
+    [[nodiscard]] bool unread() const noexcept {
+        return std::any_of(sinks_.begin(), sinks_.end(), [](const net::FrameSink* s) { return s->unread(); });
+    }
     // A peer's MAC from the cache, or an ARP request on the sinks
     // (Neighbours::resolve), at the port's clock.
     [[nodiscard]] Resolution resolve(const net::Ipv4Address& ip) noexcept;

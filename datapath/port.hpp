@@ -52,7 +52,8 @@ public:
                         },
                         .commit = [](void* host, std::size_t len) noexcept {
                             static_cast<L2Host*>(host)->commit_roce(len);
-                        }});
+                        },
+                        .unread = [](void* host) noexcept { return static_cast<L2Host*>(host)->unread(); }});
     }
     Port(const Port&) = delete;
     Port& operator=(const Port&) = delete;

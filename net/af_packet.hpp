@@ -63,6 +63,7 @@ public:
     void send(std::span<const std::uint8_t> frame, std::uint64_t ts_ns) noexcept override;
     std::size_t flush() noexcept override;
     [[nodiscard]] bool congested() const noexcept override { return backlog_.congested(); }
+    [[nodiscard]] bool unread() const noexcept override { return !backlog_.empty(); }
     [[nodiscard]] const TxBacklogCounters* backlog_counters() const noexcept override {
         return &backlog_.counters();
     }

@@ -52,6 +52,12 @@ public:
     // True while the backlog is above its high watermark: the port's
     // requesters stop taking WQEs until it is not.
     [[nodiscard]] virtual bool congested() const noexcept { return false; }
+    // True while frames this sink took have not all been read by the far
+    // end: some wait in the backlog, in the socket's queue (SIOCOUTQ), in a
+    // peer's ring. The port's ACK timers wait on it (a live peer that was
+    // not scheduled has not seen the requests yet). May cost a syscall:
+    // asked only when a timer falls due.
+    [[nodiscard]] virtual bool unread() const noexcept { return false; }
     // The backlog's counters, or nullptr for a sink without one.
     [[nodiscard]] virtual const TxBacklogCounters* backlog_counters() const noexcept { return nullptr; }
 };

@@ -243,6 +243,18 @@ ShmWire::Delivery ShmWire::flood(std::span<const std::uint8_t> frame) noexcept {
     return Delivery::done;
 }
 
+bool ShmWire::unread() const noexcept {
+    if (!backlog_.empty()) return true;
+    for (std::uint32_t h = 0; h < shm::kHostSlots; ++h) {
+        if (h == host() || !peer_alive_[h]) continue;
+        shm::HostHeader& hh = seg_.host_header(h);
+        if (shm::word(hh.reserve).load(std::memory_order_acquire) !=
+            shm::word(hh.consumer).load(std::memory_order_acquire))
+            return true;
+    }
+    return false;
+}
+
 void ShmWire::published(std::uint32_t h) noexcept {
     if (!shm::ring_needs_bell(seg_, h)) return;
     if (peer_bells_[h] < 0) peer_bells_[h] = open_bell(seg_.bell_path(h), 0600, false);

@@ -84,6 +84,8 @@ public:
     [[nodiscard]] std::span<std::uint8_t> claim(std::size_t size, const std::uint8_t* dst_mac) noexcept override;
     void commit(std::size_t len, std::uint64_t ts_ns) noexcept override;
     [[nodiscard]] bool congested() const noexcept override { return backlog_.congested(); }
+    // Frames in the backlog, or in a live peer's ring not yet released by its reader.
+    [[nodiscard]] bool unread() const noexcept override;
     [[nodiscard]] const TxBacklogCounters* backlog_counters() const noexcept override {
         return &backlog_.counters();
     }

@@ -4,8 +4,10 @@
 // <libvdeplug.h> declares C functions without extern "C" of its own.
 extern "C" {
 #include <libvdeplug.h>
+#include <linux/sockios.h>
 }
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -247,6 +249,12 @@ void VdeWire::send(std::span<const std::uint8_t> frame, std::uint64_t ts_ns) noe
     if (backlog_.empty() && try_send(frame)) [[likely]]
         return;
     (void)backlog_.push(frame, ts_ns); // a full backlog counts the loss (overflow)
+}
+
+bool VdeWire::unread() const noexcept {
+    if (!backlog_.empty()) return true;
+    int queued = 0;
+    return data_fd_ >= 0 && ::ioctl(data_fd_, SIOCOUTQ, &queued) == 0 && queued > 0;
 }
 
 std::size_t VdeWire::flush() noexcept {

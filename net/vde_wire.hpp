@@ -89,6 +89,9 @@ public:
     void send(std::span<const std::uint8_t> frame, std::uint64_t ts_ns) noexcept override;
     std::size_t flush() noexcept override;
     [[nodiscard]] bool congested() const noexcept override { return backlog_.congested(); }
+    // Frames in the backlog, or in the socket's queue (SIOCOUTQ: not yet
+    // read by the peer or the switch).
+    [[nodiscard]] bool unread() const noexcept override;
     [[nodiscard]] const TxBacklogCounters* backlog_counters() const noexcept override {
         return &backlog_.counters();
     }

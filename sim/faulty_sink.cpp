@@ -85,6 +85,10 @@ std::size_t FaultySink::flush() noexcept {
     return waiting;
 }
 
+bool FaultySink::unread() const noexcept {
+    return std::any_of(inner_.begin(), inner_.end(), [](const auto& s) { return s->unread(); });
+}
+
 bool FaultySink::congested() const noexcept {
     return std::any_of(inner_.begin(), inner_.end(), [](const auto& s) { return s->congested(); });
 }

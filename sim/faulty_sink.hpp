@@ -61,6 +61,8 @@ public:
     // Lossless links: the inner sinks' backlogs (net/frame_sink.hpp).
     std::size_t flush() noexcept override;
     [[nodiscard]] bool congested() const noexcept override;
+    // The inner sinks' (frames the faults hold are not on the wire yet: not counted).
+    [[nodiscard]] bool unread() const noexcept override;
     [[nodiscard]] const net::TxBacklogCounters* backlog_counters() const noexcept override;
 
     [[nodiscard]] const TxFaultCounters& counters() const noexcept { return counters_; }

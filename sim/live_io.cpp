@@ -55,6 +55,7 @@ public:
     [[nodiscard]] const net::SendCounters& send_counters() const noexcept { return port_->send_counters(); }
     std::size_t flush() noexcept override { return port_->flush(); }
     [[nodiscard]] bool congested() const noexcept override { return port_->congested(); }
+    [[nodiscard]] bool unread() const noexcept override { return port_->unread(); }
     [[nodiscard]] const net::TxBacklogCounters* backlog_counters() const noexcept override {
         return port_->backlog_counters();
     }

@@ -88,6 +88,7 @@ nlohmann::json roce_json(const datapath::RocePortCounters& c, const datapath::Ar
         {"tx_bytes", q.tx_bytes.get()},
         {"retransmitted", q.retransmitted.get()},
         {"timeouts", q.timeouts.get()},
+        {"ack_timer_holds", q.ack_timer_holds.get()},
         {"seq_naks_received", q.seq_naks_received.get()},
         {"rnr_naks_received", q.rnr_naks_received.get()},
         {"acks_sent", q.acks_sent.get()},

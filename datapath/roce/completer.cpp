@@ -77,6 +77,7 @@ bool RoceQp::ack_through(std::uint32_t psn, std::uint64_t now_ns) noexcept {
     if (moved) {
         comp_.retry_left = attrs_.retry_cnt;
         comp_.rnr_left = attrs_.rnr_retry;
+        comp_.held_since = kNoDeadline;
         arm_ack_timer(now_ns, true);
     }
     return moved || again;
@@ -213,7 +214,7 @@ void RoceQp::fail_and_stop(std::uint32_t idx, std::uint8_t status) noexcept {
     enter_error();
 }
 
-void RoceQp::service(std::uint64_t now_ns) noexcept {
+void RoceQp::service(std::uint64_t now_ns, bool peer_unread) noexcept {
     now_ns_ = now_ns;
     if (state_ != TransportState::rts && state_ != TransportState::sqd) return;
     if (req_.rnr_deadline <= now_ns) {
@@ -223,6 +224,15 @@ void RoceQp::service(std::uint64_t now_ns) noexcept {
     if (comp_.ack_deadline <= now_ns) {
         comp_.ack_deadline = kNoDeadline;
         if (!net::psn_before(comp_.una, req_.sent_psn)) return; // nothing in flight
+        if (peer_unread) {
+            if (comp_.held_since == kNoDeadline) comp_.held_since = now_ns;
+            if (now_ns - comp_.held_since < kMaxAckHold) {
+                note(&RoceCounters::ack_timer_holds);
+                arm_ack_timer(now_ns, true);
+                return;
+            }
+        }
+        comp_.held_since = kNoDeadline;
         note(&RoceCounters::timeouts);
         if (comp_.retry_left == 0) {
             retire();

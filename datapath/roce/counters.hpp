@@ -47,6 +47,7 @@ struct RoceCounters {
     Counter tx_bytes;
     Counter retransmitted;     // request packets sent again (go-back-N)
     Counter timeouts;          // local ACK timeouts that fired
+    Counter ack_timer_holds;   // ACK timeouts restarted: the peer had not read the requests yet
     Counter seq_naks_received; // NAK sequence error
     Counter rnr_naks_received;
     Counter acks_sent; // ACKs (not NAKs) sent by the responder

@@ -136,8 +136,9 @@ void RocePort::service(std::uint64_t now_ns) noexcept {
     // Due: fire what is, and find the next one (timers re-armed while
     // firing report themselves through deadline_changed as well).
     std::uint64_t next = kNoDeadline;
+    const bool unread = live_wire_ && wire_.unread != nullptr && wire_.unread(wire_.context);
     for (auto& [qpn, qp] : qps_) {
-        if (qp->next_deadline_ns() <= now_ns) qp->service(now_ns);
+        if (qp->next_deadline_ns() <= now_ns) qp->service(now_ns, unread);
         next = std::min(next, qp->next_deadline_ns());
     }
     next_deadline_ = next;

@@ -48,6 +48,10 @@ struct RoceWire {
     // Room granted is handed over with commit, next. nullptr: never.
     std::span<std::uint8_t> (*claim)(void* context, const net::RocePath& path, std::size_t len) noexcept = nullptr;
     void (*commit)(void* context, std::size_t len) noexcept = nullptr;
+    // True while frames sent have not all been read by the other end (a
+    // backlog, a socket's queue, a peer's ring: net::FrameSink::unread).
+    // Asked on a live wire when an ACK timer falls due. nullptr: never.
+    bool (*unread)(void* context) noexcept = nullptr;
 };
 
 class RocePort {
@@ -131,7 +135,8 @@ public:
 
     // Fires every attached QP's timers due at `now_ns`; O(1) when none is
     // due (nothing is scanned before the earliest deadline). On a live wire,
-    // due at the clock timers_clock() gives.
+    // due at the clock timers_clock() gives, and an ACK timeout waits while
+    // the wire says the peer has not read what was sent (RoceQp::service).
     void service(std::uint64_t now_ns) noexcept;
 
     // A live wire's timers expire only up to the last time the wire was

@@ -71,8 +71,13 @@ public:
     // matched BTH DestQP). Returns its outcome, also counted.
     RoceRx receive(const net::RocePacket& packet, std::uint64_t now_ns) noexcept;
 
-    // Fires the timers due at `now_ns` (ACK timeout, RNR wait).
-    void service(std::uint64_t now_ns) noexcept;
+    // Fires the timers due at `now_ns` (ACK timeout, RNR wait). With
+    // `peer_unread` (the wire says the other end has not yet read all that
+    // was sent: RoceWire::unread), a due ACK timeout restarts instead of
+    // firing, counted in ack_timer_holds, for up to kMaxAckHold: the
+    // requests are still on their way, as on a paused link.
+    static constexpr std::uint64_t kMaxAckHold = 1'000'000'000; // ns
+    void service(std::uint64_t now_ns, bool peer_unread = false) noexcept;
     [[nodiscard]] std::uint64_t next_deadline_ns() const noexcept;
 
     // Flushes posted receive WQEs (not an SRQ's): the host calls it after a

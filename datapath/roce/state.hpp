@@ -73,6 +73,9 @@ struct CompState {
     std::uint8_t retry_left = 7;
     std::uint8_t rnr_left = 7;
     std::uint64_t ack_deadline = kNoDeadline;
+    // The first time the ACK timer fell due while the peer had not read what
+    // was sent (RoceQp::service); kNoDeadline when it is not held.
+    std::uint64_t held_since = kNoDeadline;
     std::uint32_t read_gap_psn = 0; // a READ re-request was made for this PSN
     bool read_gap_pending = false;
     bool drain_pending = false; // in SQD, SQ_DRAINED not raised yet

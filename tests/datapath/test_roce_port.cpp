@@ -369,6 +369,58 @@ TEST_CASE("roce port: on a live wire an ACK timer expires only once the wire was
     CHECK(frames == 2); // resent
 }
 
+TEST_CASE("roce port: on a live wire a due ACK timeout restarts while the peer has not read "
+          "the requests, for up to kMaxAckHold; then it fires",
+          "[datapath][roce][lossless]") {
+    datapath::RocePort port;
+    test::RoceEndpoint a({}, &port);
+    std::uint32_t frames = 0;
+    bool unread = true;
+    struct Ctx {
+        std::uint32_t* frames;
+        bool* unread;
+    } ctx{&frames, &unread};
+    port.set_wire({.send = [](void* c, std::span<std::uint8_t>, std::uint64_t) noexcept { ++*static_cast<Ctx*>(c)->frames; },
+                   .context = &ctx,
+                   .unread = [](void* c) noexcept { return *static_cast<Ctx*>(c)->unread; }});
+    const auto ta = test::RocePair::attrs(QpTransport::rc, 0x11, 0x22, 100, 1, a.pd()); // timeout 8: 1.05 ms
+    for (auto st : {TransportState::init, TransportState::rtr, TransportState::rts}) a.qp->modify(ta, st, 0);
+    REQUIRE(port.attach(*a.qp));
+    port.set_live_wire(true);
+    std::vector<std::uint8_t> buf(100, 7);
+    const datapath::Sge s{reinterpret_cast<std::uint64_t>(buf.data()), 100, a.reg(buf.data(), buf.size())};
+    REQUIRE(a.qp->post_send(test::send_wr(1), {&s, 1}, 1000) == 0);
+    REQUIRE(frames == 1);
+    const std::uint64_t t = datapath::ack_timeout_ns(ta.timeout);
+    std::uint64_t now = 1000 + t;
+    port.wire_drained(now); // only the peer holds it up
+    port.service(now);      // due, the peer has not read the request: restarted
+    CHECK(a.qp->counters().timeouts.get() == 0);
+    CHECK(a.qp->counters().ack_timer_holds.get() == 1);
+    CHECK(a.qp->next_deadline_ns() == now + t);
+    CHECK(frames == 1);
+    SECTION("the peer reads: the restarted timer fires a full timeout later, not at once") {
+        unread = false;
+        port.wire_drained(now + t - 1);
+        port.service(now + t - 1);
+        CHECK(a.qp->counters().timeouts.get() == 0);
+        port.wire_drained(now + t);
+        port.service(now + t);
+        CHECK(a.qp->counters().timeouts.get() == 1);
+        CHECK(frames == 2); // resent
+    }
+    SECTION("a peer that never reads: held for kMaxAckHold, then the timeout fires") {
+        const std::uint64_t first = now;
+        while (now - first < datapath::RoceQp::kMaxAckHold) {
+            now = a.qp->next_deadline_ns();
+            port.wire_drained(now);
+            port.service(now);
+        }
+        CHECK(a.qp->counters().timeouts.get() == 1);
+        CHECK(frames == 2);
+    }
+}
+
 TEST_CASE("roce port: a QP the waiting list cannot hold (not attached) is not marked waiting",
           "[datapath][roce][lossless]") {
     datapath::RocePort port;

@@ -108,6 +108,21 @@ TEST_CASE("ShmWire: ARP-style broadcast reaches every other host, learned unicas
     CHECK(c->wire_counters().peers_seen == 2); // a and b were there when c came
 }
 
+TEST_CASE("ShmWire: sent frames are unread until the peer's reader is done with them", "[net][shm]") {
+    TempDir dir;
+    const std::string url = "shm://" + (dir / "seg");
+    auto a = open_ok(url), b = open_ok(url);
+    CHECK_FALSE(a->unread());
+    send(*a, frame(host_mac(2), host_mac(1), 1));
+    CHECK(a->unread());
+    Frame f;
+    REQUIRE(b->next(f));
+    CHECK(a->unread()); // handed over, not released: the engine may still be at it
+    CHECK_FALSE(b->next(f)); // the next pull releases it
+    CHECK_FALSE(a->unread());
+    CHECK_FALSE(b->unread());
+}
+
 TEST_CASE("ShmWire: two hosts; unknown unicast floods; oversize frames are dropped", "[net][shm]") {
     TempDir dir;
     const std::string url = "shm://" + (dir / "seg");

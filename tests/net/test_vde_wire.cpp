@@ -135,6 +135,24 @@ TEST_CASE("two ends of a ptp wire carry frames both ways, byte for byte, without
     CHECK(b->counters().frames == 1);
 }
 
+TEST_CASE("a ptp end's frames are unread until its peer reads them (SIOCOUTQ)", "[net][wire]") {
+    RDMASIM_SKIP_WITHOUT_VDEPLUG();
+    TempDir dir;
+    const std::string url = "ptp://" + (dir / "sock");
+    auto a = open_ok(url);
+    auto b = open_ok(url);
+    CHECK_FALSE(a->unread());
+    a->send(pattern(100, 3), 0);
+    a->send(pattern(100, 4), 0);
+    CHECK(a->unread());
+    Frame f;
+    REQUIRE(next_frame(*b, f));
+    CHECK(a->unread()); // one of two read
+    REQUIRE(next_frame(*b, f));
+    CHECK_FALSE(a->unread());
+    CHECK_FALSE(b->unread());
+}
+
 TEST_CASE("a ptp wire's socket files are the owner's only unless wire_mode widens them", "[net][wire]") {
     RDMASIM_SKIP_WITHOUT_VDEPLUG();
     TempDir dir;
