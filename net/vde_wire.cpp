@@ -246,6 +246,10 @@ void VdeWire::check_hangup() noexcept {
 
 void VdeWire::send(std::span<const std::uint8_t> frame, std::uint64_t ts_ns) noexcept {
     // Behind frames already waiting, never past them: a link keeps its order.
+    // A long run of sends behind a backlog (a READ's responses, built in one
+    // go) offers it to the wire every kRetryEvery frames: the peer keeps
+    // receiving meanwhile (a syscall per retry, not per frame).
+    if (!backlog_.empty() && ++behind_ % kRetryEvery == 0) (void)flush();
     if (backlog_.empty() && try_send(frame)) [[likely]]
         return;
     (void)backlog_.push(frame, ts_ns); // a full backlog counts the loss (overflow)

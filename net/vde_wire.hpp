@@ -111,6 +111,8 @@ private:
     bool from_peer(const sockaddr_un& from, socklen_t len) noexcept;
 
     ::vdeconn* conn_ = nullptr;
+    static constexpr std::uint32_t kRetryEvery = 16; // send(): see there
+    std::uint32_t behind_ = 0;                       // sends made while the backlog waited
     int data_fd_ = -1;
     int ctl_fd_ = -1;
     std::string url_;

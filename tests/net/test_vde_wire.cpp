@@ -283,6 +283,29 @@ TEST_CASE("a peer slow to read loses nothing: frames wait in order and flush() s
     CHECK(a->backlog_counters()->paused_ns > 0);
 }
 
+TEST_CASE("a long run of sends behind a backlog retries the wire as it goes, without flush()",
+          "[net][wire]") {
+    RDMASIM_SKIP_WITHOUT_VDEPLUG();
+    TempDir dir;
+    const std::string url = "ptp://" + (dir / "sock");
+    auto a = open_ok(url);
+    auto b = open_ok(url);
+    const Bytes f100 = pattern(100, 5);
+    // Fill the peer's socket queue until a frame waits.
+    while (a->backlog_counters()->queued == 0) a->send(f100, 0);
+    // The peer reads everything; the sender goes on sending (never calling
+    // flush(), as a responder building a READ's responses in one burst).
+    Frame f;
+    std::uint64_t read = 0;
+    while (b->next(f)) ++read;
+    const std::uint64_t before = a->wire_counters().tx_frames;
+    REQUIRE(read == before);
+    for (int i = 0; i < 64; ++i) a->send(f100, 0);
+    CHECK(a->wire_counters().tx_frames > before); // the run moved frames onto the wire
+    while (b->next(f)) ++read;
+    CHECK(a->wire_counters().tx_frames == read);
+}
+
 TEST_CASE("two senders that do not read hold nothing up: both queue, and both drain once read",
           "[net][wire]") {
     RDMASIM_SKIP_WITHOUT_VDEPLUG();
