@@ -50,7 +50,8 @@ BurstResult run_burst_locked(device::Device& dev, net::FrameSource& source, Fram
     BurstResult r;
     port.begin_burst();
     // A live wire found empty at this time: told to the timers once what
-    // the pull brought is in (an ACK read with it must stop its timer first).
+    // the pull brought is in (an ACK read with it must stop its timer
+    // first), before the burst's service, the only one a live wire gets.
     constexpr std::uint64_t kNotDrained = ~std::uint64_t{0};
     std::uint64_t drained_at = kNotDrained;
     while (r.frames < limit) {
@@ -88,12 +89,8 @@ BurstResult run_burst_locked(device::Device& dev, net::FrameSource& source, Fram
         }
         r.frames += end - pending.head;
         pending.head = end;
-        if (drained_at != kNotDrained && pending.empty()) {
-            port.roce().wire_drained(drained_at);
-            drained_at = kNotDrained;
-        }
     }
-    if (drained_at != kNotDrained) port.roce().wire_drained(drained_at);
+    if (drained_at != kNotDrained) port.roce().wire_drained(drained_at); // its frames are in
     // Before the service that notifies: it sees the burst's completions.
     port.end_burst();
     device::service(dev, pacing.service_time(r.frames));
