@@ -125,6 +125,10 @@ public:
     // Part of service(); a verb that sent calls it too.
     std::size_t flush_wire() noexcept {
         tx_waiting_ = host_.flush_sinks();
+        if (!roce_.held_empty()) { // responders first, as responses are never held
+            roce_.release_held(now_ns_);
+            tx_waiting_ = host_.flush_sinks();
+        }
         if (!roce_.room_waiters()) return tx_waiting_;
         roce_.resume_waiting(now_ns_);
         if (!roce_.loopback_empty()) roce_.drain_loopback(now_ns_);

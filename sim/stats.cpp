@@ -96,12 +96,15 @@ nlohmann::json roce_json(const datapath::RocePortCounters& c, const datapath::Ar
         {"read_responses_sent", q.read_responses_sent.get()},
         {"loopback_frames", c.loopback_frames.get()},
         {"loopback_overflow", c.loopback_overflow.get()},
+        {"requests_held", c.requests_held.get()},
+        {"requests_held_overflow", c.requests_held_overflow.get()},
         {"tx_wire", c.tx_wire.get()},
         {"tx_unroutable", c.tx_unroutable.get()},
-        {"arp_wait", {{"queued", w.queued.get()},
-                      {"sent", w.sent.get()},
-                      {"unresolved", w.unresolved.get()},
-                      {"overflow", w.overflow.get()}}},
+        {"arp_wait",
+         {{"queued", w.queued.get()},
+          {"sent", w.sent.get()},
+          {"unresolved", w.unresolved.get()},
+          {"overflow", w.overflow.get()}}},
     };
 }
 

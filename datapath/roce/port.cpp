@@ -5,40 +5,25 @@
 
 namespace rdmasim::datapath {
 
+namespace {
+
+// A packet the QP's responder answers (not a response to its requester).
+bool is_request(const net::RocePacket& p) noexcept {
+    const net::RoceOp op = p.info->op;
+    return op != net::RoceOp::rdma_read_response && op != net::RoceOp::ack &&
+           op != net::RoceOp::atomic_ack;
+}
+
+} // namespace
+
 RocePort::RocePort(std::size_t loopback_bytes, std::uint32_t loopback_frames)
-    : lb_bytes_(loopback_bytes), lb_entries_(std::bit_ceil(std::max(1u, loopback_frames))) {}
+    : loopback_(loopback_bytes, loopback_frames), held_(kHeldBytes, kHeldFrames) {}
 
 bool RocePort::queue_loopback(std::span<const std::uint8_t> frame) noexcept {
-    const std::size_t len = frame.size();
-    const std::size_t cap = lb_bytes_.size();
-    std::size_t off = 0;
-    bool room = lb_head_ - lb_tail_ < lb_entries_.size();
-    if (room && lb_head_ == lb_tail_) {
-        lb_write_ = 0; // empty: start over
-        room = len <= cap;
-    } else if (room) {
-        // The oldest frame's bytes start at `rd`; the writer never catches up
-        // with it (strict <), so lb_write_ == rd only when the queue is empty.
-        const std::size_t rd = lb_entries_[lb_tail_ & (lb_entries_.size() - 1)].off;
-        if (lb_write_ >= rd) {
-            if (cap - lb_write_ >= len)
-                off = lb_write_;
-            else
-                room = len < rd; // wrap to the start
-        } else {
-            off = lb_write_;
-            room = lb_write_ + len < rd;
-        }
-    }
-    if (!room) [[unlikely]] {
+    if (!loopback_.push(frame)) [[unlikely]] {
         counters_.loopback_overflow.add();
         return false;
     }
-    std::copy(frame.begin(), frame.end(), lb_bytes_.data() + off);
-    lb_entries_[lb_head_ & (lb_entries_.size() - 1)] = {static_cast<std::uint32_t>(off),
-                                                        static_cast<std::uint32_t>(len)};
-    ++lb_head_;
-    lb_write_ = off + len;
     counters_.loopback_frames.add();
     return true;
 }
@@ -46,12 +31,11 @@ bool RocePort::queue_loopback(std::span<const std::uint8_t> frame) noexcept {
 void RocePort::drain_loopback(std::uint64_t now_ns) noexcept {
     if (draining_) return;
     draining_ = true;
-    while (lb_head_ != lb_tail_) {
-        const LoopbackEntry e = lb_entries_[lb_tail_ & (lb_entries_.size() - 1)];
-        // The entry stays queued while it is processed, so frames it causes
+    while (!loopback_.empty()) {
+        // The frame stays queued while it is processed, so frames it causes
         // are placed around its bytes, never over them.
-        (void)ingress({lb_bytes_.data() + e.off, e.len}, now_ns);
-        ++lb_tail_;
+        (void)ingress(loopback_.front(), now_ns);
+        loopback_.pop();
     }
     draining_ = false;
 }
@@ -127,7 +111,55 @@ std::optional<RoceRx> RocePort::ingress(std::span<const std::uint8_t> frame,
         counters_.unknown_qp.add();
         return std::nullopt;
     }
-    return qp->receive(p, now_ns);
+    switch (hold(*qp, p, frame)) {
+    case Hold::no:
+        return qp->receive(p, now_ns);
+    case Hold::held:
+        return RoceRx::consumed;
+    case Hold::lost:
+        return std::nullopt;
+    }
+    return std::nullopt;
+}
+
+RocePort::Hold RocePort::hold(RoceQp& qp, const net::RocePacket& p,
+                              std::span<const std::uint8_t> frame) noexcept {
+    if (releasing_) return Hold::no; // the frame being let go
+    if (qp.held_requests() == 0) {
+        if (p.info->op != net::RoceOp::rdma_read_request || !tx_congested()) [[likely]]
+            return Hold::no;
+    } else if (!is_request(p)) {
+        return Hold::no; // a response or an ACK to this QP's requester: never held
+    }
+    if (!held_.push(frame)) {
+        counters_.requests_held_overflow.add();
+        return Hold::lost;
+    }
+    qp.add_held_requests(1);
+    counters_.requests_held.add();
+    return Hold::held;
+}
+
+void RocePort::release_held(std::uint64_t now_ns) noexcept {
+    if (releasing_) return;
+    // Each let go as it arrived, while the wire has room; one may fill it again.
+    while (!held_.empty() && !tx_congested()) {
+        const std::span<const std::uint8_t> frame = held_.front();
+        net::RocePacket p;
+        if (net::parse_roce_frame(frame, p) == net::RoceDrop::none) { // it parsed on arrival
+            if (RoceQp* qp = find(p.headers.bth.dest_qp)) {
+                if (qp->held_requests() != 0)
+                    qp->add_held_requests(-1); // 0: a new QP under its number
+                releasing_ = true;
+                (void)qp->receive(p, now_ns);
+                releasing_ = false;
+            } else {
+                counters_.unknown_qp.add(); // destroyed while its requests waited
+            }
+        }
+        held_.pop();
+        drain_loopback(now_ns);
+    }
 }
 
 void RocePort::service(std::uint64_t now_ns) noexcept {

@@ -13,8 +13,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "datapath/roce/frame_ring.hpp"
 #include "datapath/roce/qp.hpp"
-#include "datapath/uninit_bytes.hpp"
 #include "net/roce_frame.hpp"
 
 namespace rdmasim::datapath {
@@ -22,11 +22,16 @@ namespace rdmasim::datapath {
 struct RocePortCounters {
     RoceCounters qps; // the sum of every attached QP's counters (each QP adds as it counts)
     Counter frames;   // RoCE frames offered: = parse drops + unknown_qp + qps.rx_frames
+                      //   + requests_held_overflow + held_now()
     std::array<Counter, net::kRoceDropCount> parse_drops; // by net::RoceDrop (index 0 unused)
     Counter unknown_qp; // BTH DestQP names no attached QP (the port answers nothing)
     // Loopback (observations: a looped frame is counted again in `frames` when drained).
     Counter loopback_frames;   // frames queued for a QP of this port
     Counter loopback_overflow; // frames lost because the loopback queue was full
+    // Held requests (observations: a held frame reaches its QP, and its
+    // outcome, when it is let go; `frames` counted it once, on arrival).
+    Counter requests_held;          // requests that waited for the wire to have room
+    Counter requests_held_overflow; // lost: the hold queue was full (RC resends them)
     // To the wire (L2Host::send_roce; frames that waited for ARP are ArpWaitCounters').
     Counter tx_wire;        // frames handed to the port's sinks at once
     Counter tx_unroutable;  // frames for an address the port cannot reach (dropped)
@@ -59,6 +64,9 @@ public:
     // The loopback queue's storage (allocated here, once): `bytes` of frame
     // data and at most `frames` frames.
     explicit RocePort(std::size_t loopback_bytes = 8u << 20, std::uint32_t loopback_frames = 16384);
+    // The hold queue's storage: see "held requests" below.
+    static constexpr std::size_t kHeldBytes = 8u << 20;
+    static constexpr std::uint32_t kHeldFrames = 16384;
 
     // The counters a QP of this port must be constructed with (RoceQp's port_counters).
     [[nodiscard]] RoceCounters* qp_counters() noexcept { return &counters_.qps; }
@@ -129,7 +137,9 @@ public:
 
     // One frame (no FCS) the port classified as RoCE v2 (UDP 4791): parsed,
     // handed to the QP its BTH names. Returns the QP's outcome, or nullopt
-    // for a parse drop or an unknown QP (counted here).
+    // for a parse drop or an unknown QP (counted here). A held request
+    // (below) returns consumed: the port took it; the QP's outcome comes
+    // when it is let go; one the hold queue cannot take returns nullopt.
     std::optional<RoceRx> ingress(std::span<const std::uint8_t> frame,
                                   std::uint64_t now_ns) noexcept;
 
@@ -174,7 +184,18 @@ public:
     // port (post_send, service, ingress, modify) once it has returned; a
     // call made while draining returns at once.
     void drain_loopback(std::uint64_t now_ns) noexcept;
-    [[nodiscard]] bool loopback_empty() const noexcept { return lb_head_ == lb_tail_; }
+    [[nodiscard]] bool loopback_empty() const noexcept { return loopback_.empty(); }
+
+    // Held requests: a READ request that arrives while the wire is
+    // congested (its responses would pile up in the transmit backlog; a
+    // NIC's responder is paused by the link) waits here, copied, and so do
+    // the requests of its QP that follow it, in order, until
+    // release_held() finds room: responses, ACKs and other QPs' requests
+    // go on meanwhile, so the port keeps receiving. A request the queue
+    // cannot take is lost (requests_held_overflow; RC resends it).
+    void release_held(std::uint64_t now_ns) noexcept;
+    [[nodiscard]] bool held_empty() const noexcept { return held_.empty(); }
+    [[nodiscard]] std::uint32_t held_now() const noexcept { return held_.size(); }
 
     [[nodiscard]] const RocePortCounters& counters() const noexcept { return counters_; }
     void count_tx_wire() noexcept { counters_.tx_wire.add(); }
@@ -191,17 +212,14 @@ private:
     RoceWire wire_;
     RocePortCounters counters_;
     std::uint64_t next_deadline_ = kNoDeadline;
-    // Loopback: a byte ring of frames (each contiguous) and a ring of (offset,
-    // length); an entry is written before it is read, so neither is zeroed.
-    struct LoopbackEntry {
-        std::uint32_t off;
-        std::uint32_t len;
-    };
-    UninitBytes lb_bytes_;
-    UninitArray<LoopbackEntry> lb_entries_;   // power of two
-    std::uint32_t lb_head_ = 0, lb_tail_ = 0; // free-running entry indices
-    std::size_t lb_write_ = 0;                // where the next frame's bytes go
+    // Whether a parsed frame for `qp` is held (copied into held_), lost (the
+    // hold queue full), or goes to the QP now.
+    enum class Hold : std::uint8_t { no, held, lost };
+    Hold hold(RoceQp& qp, const net::RocePacket& p, std::span<const std::uint8_t> frame) noexcept;
+    FrameRing loopback_;
     bool draining_ = false;
+    FrameRing held_;
+    bool releasing_ = false;
 };
 
 } // namespace rdmasim::datapath

@@ -89,6 +89,11 @@ public:
     [[nodiscard]] bool waiting_for_room() const noexcept { return req_.waiting_room; }
     void set_waiting_for_room(bool waiting) noexcept { req_.waiting_room = waiting; }
     void resume(std::uint64_t now_ns) noexcept { pump(now_ns); }
+    // Requests of this QP the port holds (RocePort, "held requests"); the port's to keep.
+    [[nodiscard]] std::uint32_t held_requests() const noexcept { return held_requests_; }
+    void add_held_requests(std::int32_t n) noexcept {
+        held_requests_ += static_cast<std::uint32_t>(n);
+    }
 
     [[nodiscard]] TransportState state() const noexcept { return state_; }
     [[nodiscard]] const TransportAttrs& attrs() const noexcept { return attrs_; }
@@ -98,6 +103,7 @@ public:
     [[nodiscard]] std::uint32_t next_send_psn() const noexcept { return req_.next_psn; }
 
 private:
+    std::uint32_t held_requests_ = 0; // add_held_requests
     // Helpers marked always_inline are called only from their stage's own
     // file (the per-packet path keeps the calls it had as one function).
     // The QP as a whole (qp.cpp): counting, framing, completions, errors.

@@ -421,6 +421,59 @@ TEST_CASE("roce port: on a live wire a due ACK timeout restarts while the peer h
     }
 }
 
+TEST_CASE("roce port: a READ request that finds the wire congested waits, and so do its QP's "
+          "requests after it; once there is room they go on, in order, and nothing is resent",
+          "[datapath][roce][lossless]") {
+    test::RocePair pr(QpTransport::rc);
+    pr.through_ports = true;
+    bool congested = false;
+    struct Ctx {
+        test::RoceEndpoint* ep;
+        bool* congested;
+    } ctx{&pr.b, &congested};
+    pr.b.port->set_wire(
+        {.send = [](void* c, std::span<std::uint8_t> f,
+                    std::uint64_t now) noexcept { static_cast<Ctx*>(c)->ep->out(f, now); },
+         .context = &ctx,
+         .congested = [](void* c) noexcept { return *static_cast<Ctx*>(c)->congested; }});
+    std::vector<std::uint8_t> remote(5000), local(5000, 0), src(300, 0x5a);
+    for (std::size_t i = 0; i < remote.size(); ++i)
+        remote[i] = static_cast<std::uint8_t>(i * 7);
+    const std::uint32_t rkey = pr.b.reg(remote.data(), remote.size());
+    const std::uint32_t lkey = pr.a.reg(local.data(), local.size());
+    const std::uint32_t skey = pr.a.reg(src.data(), src.size());
+    datapath::Sge rd{reinterpret_cast<std::uint64_t>(local.data()), 5000, lkey};
+    datapath::Sge wr{reinterpret_cast<std::uint64_t>(src.data()), 300, skey};
+    congested = true; // B's wire: the READ's 5 responses would only pile up
+    REQUIRE(pr.a.qp->post_send(test::rdma_wr(1, datapath::SendOp::read, remote.data(), rkey),
+                               test::one_sge(rd), pr.now) == 0);
+    // The WRITE lands where the READ reads: it must not pass it.
+    REQUIRE(pr.a.qp->post_send(test::rdma_wr(2, datapath::SendOp::write, remote.data(), rkey),
+                               test::one_sge(wr), pr.now) == 0);
+    const std::uint64_t sent_by_a = pr.log_a_to_b.size();
+    REQUIRE(sent_by_a == 2);
+    pr.run_until([&] { return pr.b.port->held_now() == 2; }, pr.now + 100'000);
+    CHECK(pr.b.port->held_now() == 2);
+    CHECK(pr.b.port->counters().requests_held.get() == 2);
+    CHECK(pr.frames == sent_by_a); // B answered nothing
+    CHECK(remote[0] == 0);         // nor wrote
+    congested = false;
+    pr.b.port->release_held(pr.now);
+    CHECK(pr.b.port->held_now() == 0);
+    pr.run_idle(pr.now + 100'000);
+    REQUIRE(pr.a.send_cqes.size() == 2);
+    CHECK(pr.a.send_cqes[0].wr_id == 1);
+    CHECK(pr.a.send_cqes[0].status == IBV_WC_SUCCESS);
+    CHECK(pr.a.send_cqes[1].wr_id == 2);
+    CHECK(pr.a.send_cqes[1].status == IBV_WC_SUCCESS);
+    for (std::size_t i = 0; i < local.size(); ++i) // what was there before the WRITE
+        if (local[i] != static_cast<std::uint8_t>(i * 7)) FAIL("READ data differs at byte " << i);
+    CHECK(remote[0] == 0x5a);
+    CHECK(pr.a.qp->counters().retransmitted.get() == 0);
+    CHECK(pr.a.qp->counters().timeouts.get() == 0);
+    CHECK(pr.b.port->counters().requests_held_overflow.get() == 0);
+}
+
 TEST_CASE("roce port: a QP the waiting list cannot hold (not attached) is not marked waiting",
           "[datapath][roce][lossless]") {
     datapath::RocePort port;

@@ -206,6 +206,7 @@ public:
     datapath::TransportAttrs attrs_a, attrs_b;
     std::uint64_t now = 0;
     bool peer_gone = false;                                         // frames to B vanish
+    bool through_ports = false; // frames enter by their port's ingress, not straight into the QP
     std::vector<std::pair<std::uint64_t, std::uint8_t>> log_a_to_b; // (time, opcode) sent by A
     std::uint64_t frames = 0;
 
@@ -234,7 +235,10 @@ private:
         REQUIRE(drop == net::RoceDrop::none); // every frame the transport builds parses, ICRC good
         RoceEndpoint& e = f.to == 0 ? a : b;
         REQUIRE(p.headers.bth.dest_qp == e.qp->attrs().qpn);
-        e.qp->receive(p, now);
+        if (through_ports)
+            (void)e.port->ingress(f.bytes, now);
+        else
+            e.qp->receive(p, now);
     }
 
     Faults faults_;
