@@ -333,25 +333,41 @@ TEST_CASE("roce port: a QP that waits for the turn goes before one that has not 
     CHECK_FALSE(port.room_waiters());
 }
 
+namespace {
+
+// An RC QP of `port` (timeout 8: 1.05 ms) in RTS and attached, the port on a
+// live wire, and a 100-byte buffer registered for it (`sge`).
+struct LiveRc {
+    explicit LiveRc(datapath::RocePort& port) : a({}, &port) {
+        ta = test::RocePair::attrs(QpTransport::rc, 0x11, 0x22, 100, 1, a.pd());
+        for (auto st : {TransportState::init, TransportState::rtr, TransportState::rts})
+            a.qp->modify(ta, st, 0);
+        REQUIRE(port.attach(*a.qp));
+        port.set_live_wire(true);
+        sge = {reinterpret_cast<std::uint64_t>(buf.data()), 100, a.reg(buf.data(), buf.size())};
+    }
+    test::RoceEndpoint a;
+    datapath::TransportAttrs ta;
+    std::vector<std::uint8_t> buf = std::vector<std::uint8_t>(100, 7);
+    datapath::Sge sge{};
+};
+
+} // namespace
+
 TEST_CASE("roce port: on a live wire an ACK timer expires only once the wire was found empty "
           "after its deadline, and never more than kMaxTimerDefer late",
           "[datapath][roce][lossless]") {
     const bool drained = GENERATE(true, false);
     datapath::RocePort port;
-    test::RoceEndpoint a({}, &port);
+    LiveRc rc(port);
+    test::RoceEndpoint& a = rc.a;
     std::uint32_t frames = 0;
     a.out = [&](std::span<const std::uint8_t>, std::uint64_t) { ++frames; };
-    const auto ta = test::RocePair::attrs(QpTransport::rc, 0x11, 0x22, 100, 1, a.pd()); // timeout 8: 1.05 ms
-    for (auto st : {TransportState::init, TransportState::rtr, TransportState::rts}) a.qp->modify(ta, st, 0);
-    REQUIRE(port.attach(*a.qp));
-    port.set_live_wire(true);
-    std::vector<std::uint8_t> buf(100, 7);
-    const datapath::Sge s{reinterpret_cast<std::uint64_t>(buf.data()), 100, a.reg(buf.data(), buf.size())};
     port.wire_drained(1000);
-    REQUIRE(a.qp->post_send(test::send_wr(1), {&s, 1}, 1000) == 0);
+    REQUIRE(a.qp->post_send(test::send_wr(1), {&rc.sge, 1}, 1000) == 0);
     REQUIRE(frames == 1);
     const std::uint64_t due = a.qp->next_deadline_ns();
-    REQUIRE(due == 1000 + datapath::ack_timeout_ns(ta.timeout));
+    REQUIRE(due == 1000 + datapath::ack_timeout_ns(rc.ta.timeout));
     // Due, but the wire was last found empty before the deadline: what it
     // holds unread may be the ACK.
     port.service(due + 500'000);
@@ -373,25 +389,21 @@ TEST_CASE("roce port: on a live wire a due ACK timeout restarts while the peer h
           "the requests, for up to kMaxAckHold; then it fires",
           "[datapath][roce][lossless]") {
     datapath::RocePort port;
-    test::RoceEndpoint a({}, &port);
+    LiveRc rc(port);
+    test::RoceEndpoint& a = rc.a;
     std::uint32_t frames = 0;
     bool unread = true;
     struct Ctx {
         std::uint32_t* frames;
         bool* unread;
     } ctx{&frames, &unread};
-    port.set_wire({.send = [](void* c, std::span<std::uint8_t>, std::uint64_t) noexcept { ++*static_cast<Ctx*>(c)->frames; },
+    port.set_wire({.send = [](void* c, std::span<std::uint8_t>,
+                              std::uint64_t) noexcept { ++*static_cast<Ctx*>(c)->frames; },
                    .context = &ctx,
                    .unread = [](void* c) noexcept { return *static_cast<Ctx*>(c)->unread; }});
-    const auto ta = test::RocePair::attrs(QpTransport::rc, 0x11, 0x22, 100, 1, a.pd()); // timeout 8: 1.05 ms
-    for (auto st : {TransportState::init, TransportState::rtr, TransportState::rts}) a.qp->modify(ta, st, 0);
-    REQUIRE(port.attach(*a.qp));
-    port.set_live_wire(true);
-    std::vector<std::uint8_t> buf(100, 7);
-    const datapath::Sge s{reinterpret_cast<std::uint64_t>(buf.data()), 100, a.reg(buf.data(), buf.size())};
-    REQUIRE(a.qp->post_send(test::send_wr(1), {&s, 1}, 1000) == 0);
+    REQUIRE(a.qp->post_send(test::send_wr(1), {&rc.sge, 1}, 1000) == 0);
     REQUIRE(frames == 1);
-    const std::uint64_t t = datapath::ack_timeout_ns(ta.timeout);
+    const std::uint64_t t = datapath::ack_timeout_ns(rc.ta.timeout);
     std::uint64_t now = 1000 + t;
     port.wire_drained(now); // only the peer holds it up
     port.service(now);      // due, the peer has not read the request: restarted

@@ -49,6 +49,13 @@ bool next_frame(VdeWire& w, Frame& f) {
     return false;
 }
 
+// Both ends of a fresh ptp:// wire in a temporary directory.
+struct PtpEnds {
+    TempDir dir;
+    std::unique_ptr<VdeWire> a = open_ok("ptp://" + (dir / "sock"));
+    std::unique_ptr<VdeWire> b = open_ok("ptp://" + (dir / "sock"));
+};
+
 Bytes pattern(std::size_t n, std::uint8_t seed) {
     Bytes b(n);
     for (std::size_t i = 0; i < n; ++i) b[i] = static_cast<std::uint8_t>(seed + i * 7);
@@ -137,10 +144,9 @@ TEST_CASE("two ends of a ptp wire carry frames both ways, byte for byte, without
 
 TEST_CASE("a ptp end's frames are unread until its peer reads them (SIOCOUTQ)", "[net][wire]") {
     RDMASIM_SKIP_WITHOUT_VDEPLUG();
-    TempDir dir;
-    const std::string url = "ptp://" + (dir / "sock");
-    auto a = open_ok(url);
-    auto b = open_ok(url);
+    PtpEnds ends;
+    VdeWire* a = ends.a.get();
+    VdeWire* b = ends.b.get();
     CHECK_FALSE(a->unread());
     a->send(pattern(100, 3), 0);
     a->send(pattern(100, 4), 0);
@@ -286,10 +292,9 @@ TEST_CASE("a peer slow to read loses nothing: frames wait in order and flush() s
 TEST_CASE("a long run of sends behind a backlog retries the wire as it goes, without flush()",
           "[net][wire]") {
     RDMASIM_SKIP_WITHOUT_VDEPLUG();
-    TempDir dir;
-    const std::string url = "ptp://" + (dir / "sock");
-    auto a = open_ok(url);
-    auto b = open_ok(url);
+    PtpEnds ends;
+    VdeWire* a = ends.a.get();
+    VdeWire* b = ends.b.get();
     const Bytes f100 = pattern(100, 5);
     // Fill the peer's socket queue until a frame waits.
     while (a->backlog_counters()->queued == 0) a->send(f100, 0);
