@@ -163,14 +163,23 @@ void RocePort::release_held(std::uint64_t now_ns) noexcept {
 }
 
 void RocePort::service(std::uint64_t now_ns) noexcept {
-    now_ns = timers_clock(now_ns);
+    // The cached deadline may be early (a timer that moved later since): it
+    // is looked at again once real time passes it, even while a live wire
+    // holds the timers' clock back, and only what is due by that clock
+    // fires. (Compared with the held clock, a stale deadline stayed stale
+    // as long as pulls came back full, and every poll woke the engine for it.)
     if (now_ns < next_deadline_) return;
-    // Due: fire what is, and find the next one (timers re-armed while
-    // firing report themselves through deadline_changed as well).
+    const std::uint64_t clock = timers_clock(now_ns);
+    // Timers re-armed while firing report themselves through deadline_changed as well.
     std::uint64_t next = kNoDeadline;
-    const bool unread = live_wire_ && wire_.unread != nullptr && wire_.unread(wire_.context);
+    int unread = -1; // the wire is asked once, and only when a timer fires
     for (auto& [qpn, qp] : qps_) {
-        if (qp->next_deadline_ns() <= now_ns) qp->service(now_ns, unread);
+        if (qp->next_deadline_ns() <= clock) {
+            if (unread < 0)
+                unread =
+                    live_wire_ && wire_.unread != nullptr && wire_.unread(wire_.context) ? 1 : 0;
+            qp->service(clock, unread == 1);
+        }
         next = std::min(next, qp->next_deadline_ns());
     }
     next_deadline_ = next;

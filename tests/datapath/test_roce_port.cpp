@@ -486,6 +486,28 @@ TEST_CASE("roce port: a READ request that finds the wire congested waits, and so
     CHECK(pr.b.port->counters().requests_held_overflow.get() == 0);
 }
 
+TEST_CASE("roce port: on a live wire whose timers' clock is held back, a deadline that went "
+          "away is found gone once real time passes it",
+          "[datapath][roce][lossless]") {
+    test::RocePair pr(QpTransport::rc);
+    datapath::RocePort& port = *pr.a.port;
+    port.set_live_wire(true); // and never read empty: the timers' clock stays at 0
+    std::vector<std::uint8_t> remote(100), src(100, 3);
+    const std::uint32_t rkey = pr.b.reg(remote.data(), remote.size());
+    datapath::Sge s{reinterpret_cast<std::uint64_t>(src.data()), 100,
+                    pr.a.reg(src.data(), src.size())};
+    REQUIRE(pr.a.qp->post_send(test::rdma_wr(1, datapath::SendOp::write, remote.data(), rkey),
+                               test::one_sge(s), pr.now) == 0);
+    const std::uint64_t armed = port.next_deadline_ns();
+    REQUIRE(armed != datapath::kNoDeadline);
+    pr.run_until([&] { return pr.a.send_cqes.size() == 1; }); // ACKed: no timer left
+    REQUIRE(pr.a.qp->next_deadline_ns() == datapath::kNoDeadline);
+    CHECK(port.next_deadline_ns() == armed); // cached, early: allowed
+    port.service(armed + 1);
+    CHECK(port.next_deadline_ns() == datapath::kNoDeadline);
+    CHECK(pr.a.qp->counters().timeouts.get() == 0);
+}
+
 TEST_CASE("roce port: a QP the waiting list cannot hold (not attached) is not marked waiting",
           "[datapath][roce][lossless]") {
     datapath::RocePort port;
