@@ -92,6 +92,7 @@ public:
     // Frames in the backlog, or in the socket's queue (SIOCOUTQ: not yet
     // read by the peer or the switch).
     [[nodiscard]] bool unread() const noexcept override;
+    [[nodiscard]] std::size_t backlog_frames() const noexcept { return backlog_.frames(); }
     [[nodiscard]] const TxBacklogCounters* backlog_counters() const noexcept override {
         return &backlog_.counters();
     }

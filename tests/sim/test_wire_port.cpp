@@ -8,7 +8,10 @@
 #include <poll.h>
 #include <sys/stat.h>
 
+#include <chrono>
 #include <memory>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "net/crc32.hpp"
@@ -115,6 +118,57 @@ TEST_CASE("a raw QP's sends leave on the wire byte for byte", "[sim][wire]") {
     REQUIRE(wire != nullptr);
     CHECK(wire->wire_counters().tx_frames == 10);
     CHECK(wire->wire_counters().tx_failures == 0);
+}
+
+TEST_CASE("drain_wires sends what waits in the backlog while the peer reads, and says what is "
+          "left when it does not",
+          "[sim][wire][lossless]") {
+    RDMASIM_SKIP_WITHOUT_VDEPLUG();
+    TempDir dir;
+    const std::string sock = dir / "sock";
+    auto s = wired("ptp://" + sock);
+    auto peer = net::VdeWire::open("ptp://" + sock);
+    REQUIRE(peer);
+    constexpr unsigned kFrames = 100; // the peer's socket queue takes about 10 before it reads
+    {
+        test::NamedDevice dev(0);
+        test::RawSender tx(dev.pd);
+        for (unsigned i = 0; i < kFrames; ++i)
+            tx.send(
+                test::ipv4_tcp_frame(0x0a000001, 0x0a000002 + i, 1000, 80, test::kDstMac, 1000));
+    }
+    const auto* wire = dynamic_cast<const net::VdeWire*>(&s->engine(0).source());
+    REQUIRE(wire != nullptr);
+    REQUIRE(wire->backlog_frames() > 0); // the peer has not read: frames wait
+    SECTION("a peer that reads: nothing is left, every frame arrives in order") {
+        std::vector<std::uint32_t> dst; // each frame's IPv4 destination, in arrival order
+        std::thread reader([&] {
+            net::Frame f;
+            for (int idle = 0; idle < 200 && dst.size() < kFrames;) {
+                if (peer.value()->next(f)) {
+                    dst.push_back(static_cast<std::uint32_t>(f.data[30]) << 24 | f.data[31] << 16 |
+                                  f.data[32] << 8 | f.data[33]);
+                    continue;
+                }
+                ++idle;
+                pollfd p{peer.value()->wait_fd(), POLLIN, 0};
+                ::poll(&p, 1, 10);
+            }
+        });
+        CHECK(s->drain_wires(std::chrono::milliseconds(5000)) == 0);
+        reader.join();
+        REQUIRE(dst.size() == kFrames);
+        for (unsigned i = 0; i < kFrames; ++i)
+            CHECK(dst[i] == 0x0a000002 + i);
+    }
+    SECTION("a peer that never reads: the frames still waiting after the limit") {
+        const auto t0 = std::chrono::steady_clock::now();
+        const std::size_t left = s->drain_wires(std::chrono::milliseconds(50));
+        CHECK(std::chrono::steady_clock::now() - t0 >= std::chrono::milliseconds(50));
+        CHECK(left == wire->backlog_frames());
+        CHECK(left + wire->wire_counters().tx_frames == kFrames);
+        CHECK(left > 0);
+    }
 }
 
 TEST_CASE("a wire that cannot be opened fails the simulator with the URL and the reason", "[sim][wire]") {
