@@ -72,6 +72,12 @@ enum class RoceOp : std::uint8_t {
     atomic_write, // 8 bytes placed at once; answered by an empty READ RESPONSE ONLY
 };
 
+// A packet for the requester's completer (an ACK, an atomic ACK, a READ
+// response); every other operation is a request its responder answers.
+[[nodiscard]] constexpr bool is_response(RoceOp op) noexcept {
+    return op == RoceOp::ack || op == RoceOp::atomic_ack || op == RoceOp::rdma_read_response;
+}
+
 // Where the packet sits in its message. Operations that are never
 // segmented (READ request, ACK, atomics, UD sends) are `only`.
 enum class SegmentPosition : std::uint8_t { first, middle, last, only };

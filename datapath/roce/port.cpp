@@ -5,17 +5,6 @@
 
 namespace rdmasim::datapath {
 
-namespace {
-
-// A packet the QP's responder answers (not a response to its requester).
-bool is_request(const net::RocePacket& p) noexcept {
-    const net::RoceOp op = p.info->op;
-    return op != net::RoceOp::rdma_read_response && op != net::RoceOp::ack &&
-           op != net::RoceOp::atomic_ack;
-}
-
-} // namespace
-
 RocePort::RocePort(std::size_t loopback_bytes, std::uint32_t loopback_frames)
     : loopback_(loopback_bytes, loopback_frames), held_(kHeldBytes, kHeldFrames) {}
 
@@ -128,7 +117,7 @@ RocePort::Hold RocePort::hold(RoceQp& qp, const net::RocePacket& p,
     if (qp.held_requests() == 0) {
         if (p.info->op != net::RoceOp::rdma_read_request || !tx_congested()) [[likely]]
             return Hold::no;
-    } else if (!is_request(p)) {
+    } else if (net::is_response(p.info->op)) {
         return Hold::no; // a response or an ACK to this QP's requester: never held
     }
     if (!held_.push(frame)) {

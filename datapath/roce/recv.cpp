@@ -17,10 +17,7 @@ RoceRx RoceQp::receive(const net::RocePacket& p, std::uint64_t now_ns) noexcept 
             resp_.comm_est = true;
             host_.event(TransportEvent::comm_est);
         }
-        const net::RoceOp op = p.info->op;
-        const bool answer = op == net::RoceOp::ack || op == net::RoceOp::atomic_ack ||
-                            op == net::RoceOp::rdma_read_response;
-        r = answer ? to_completer(p, now_ns) : to_responder(p, now_ns);
+        r = net::is_response(p.info->op) ? to_completer(p, now_ns) : to_responder(p, now_ns);
     }
     count(r);
     return r;
