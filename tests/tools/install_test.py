@@ -4,8 +4,9 @@
 usage: install_test.py BUILDDIR PREFIX BINDIR LIBDIR EMBED_SIMULATOR_CPP DATADIR [README]
 
 Installs the build into a temporary D and checks, from D alone:
-  * the layout: bin/rdmasim, LIBDIR/rdmasim/libibverbs.so.1 (never
-    LIBDIR/libibverbs.so*), librdmasim.a, include/rdmasim/..., rdmasim.pc;
+  * the layout: bin/rdmasim, LIBDIR/rdmasim/libibverbs.so.1 and
+    librdmacm.so.1 (never LIBDIR/libibverbs.so* nor LIBDIR/librdmacm.so*),
+    librdmasim.a, include/rdmasim/..., rdmasim.pc;
   * `D/.../bin/rdmasim run -- ibv_devinfo` lists rdmasim0, and `rdmasim env`
     points LD_LIBRARY_PATH at the installed library, not the build tree;
   * `D/.../bin/rdmasim replay` without a FILE plays the installed sample
@@ -130,10 +131,12 @@ try:
     include = under(dest, "include/rdmasim")
     pcdir = under(dest, os.path.join(libdir, "pkgconfig"))
     check(os.access(exe, os.X_OK), f"{os.path.relpath(exe, dest)} installed")
-    check(os.path.exists(os.path.join(private, "libibverbs.so.1")),
-          f"{os.path.relpath(private, dest)}/libibverbs.so.1 installed")
-    stray = [f for f in os.listdir(under(dest, libdir)) if f.startswith("libibverbs")]
-    check(not stray, "nothing named libibverbs in the system library directory", f"found {stray}")
+    for lib in ("libibverbs.so.1", "librdmacm.so.1"):
+        check(os.path.exists(os.path.join(private, lib)),
+              f"{os.path.relpath(private, dest)}/{lib} installed")
+    stray = [f for f in os.listdir(under(dest, libdir)) if f.startswith(("libibverbs", "librdmacm"))]
+    check(not stray, "nothing named libibverbs or librdmacm in the system library directory",
+          f"found {stray}")
     check(os.path.exists(under(dest, os.path.join(libdir, "librdmasim.a"))), "librdmasim.a installed")
     check(os.path.exists(os.path.join(pcdir, "rdmasim.pc")), "rdmasim.pc installed")
 
