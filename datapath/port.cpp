@@ -174,6 +174,7 @@ void Port::service(std::uint64_t now_ns, ExpireNow expire) noexcept {
     if (now_ns > now_ns_) now_ns_ = now_ns;
     host_.service(now_ns_); // ARP retries, and what waited for them
     roce_.service(now_ns_); // the QPs' ACK and RNR timers
+    cm_->service(now_ns_);  // CM resends, timeouts, time-wait; address resolution deadlines
     roce_.drain_loopback(now_ns_);
     (void)flush_wire();     // last: the backlog, the requesters that waited, what is left waiting
     delay_drop_.service(now_ns_, expire, counters_);

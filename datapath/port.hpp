@@ -15,9 +15,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <span>
 
+#include "datapath/cm/agent.hpp"
 #include "datapath/counters.hpp"
 #include "datapath/delay_drop.hpp"
 #include "datapath/fault_arming.hpp"
@@ -54,6 +56,12 @@ public:
                             static_cast<L2Host*>(host)->commit_roce(len);
                         },
                         .unread = [](void* host) noexcept { return static_cast<L2Host*>(host)->unread(); }});
+        roce_.set_gsi({.receive =
+                           [](void* cm, const net::RocePacket& p) noexcept {
+                               static_cast<cm::Agent*>(cm)->receive(p);
+                           },
+                       .context = cm_.get()});
+        host_.set_neighbour_listener(cm_.get());
     }
     Port(const Port&) = delete;
     Port& operator=(const Port&) = delete;
@@ -109,6 +117,8 @@ public:
     // steering: taken by a QP it counts as delivered, else as
     // roce_undeliverable (RocePortCounters say why).
     [[nodiscard]] RocePort& roce() noexcept { return roce_; }
+    // The port's communication manager (datapath/cm/agent.hpp): QP1's MADs.
+    [[nodiscard]] cm::Agent& cm() noexcept { return *cm_; }
     [[nodiscard]] const RocePort& roce() const noexcept { return roce_; }
     [[nodiscard]] const ArpWaitCounters& arp_wait_counters() const noexcept { return host_.arp_wait_counters(); }
     // A verb is about to call into a transport at `now_ns`: the port's clock
@@ -194,7 +204,8 @@ public:
     // costs one needless service, no more).
     // Delay-drop timeouts, the neighbours' ARP retries and the RoCE QPs' timers alike.
     [[nodiscard]] std::uint64_t next_deadline_ns() const noexcept {
-        return std::min({delay_drop_.next_deadline_ns(), host_.next_deadline_ns(), roce_.next_deadline_ns()});
+        return std::min({delay_drop_.next_deadline_ns(), host_.next_deadline_ns(),
+                         roce_.next_deadline_ns(), cm_->next_deadline_ns()});
     }
     [[nodiscard]] std::uint64_t held_frames() const noexcept { return delay_drop_.held_frames(); }
     // The balance every frame keeps: frames = delivered + drops + held.
@@ -270,6 +281,9 @@ private:
     DelayDrop delay_drop_;
     RocePort roce_;
     L2Host host_{roce_, now_ns_};
+    // Behind a pointer: the agent is polymorphic (it listens to the
+    // neighbours), and the port must stay standard-layout (device/objects.hpp).
+    std::unique_ptr<cm::Agent> cm_ = std::make_unique<cm::Agent>(roce_, host_, now_ns_);
 };
 
 } // namespace rdmasim::datapath

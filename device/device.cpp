@@ -1,5 +1,7 @@
 #include "device/device.hpp"
 
+#include <endian.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -34,6 +36,7 @@ std::unique_ptr<Device> make_device(const DeviceIdentity& identity, const Capabi
     pc.deliver_bad_fcs = caps.deliver_bad_fcs;
     dev->port.configure(pc);
     dev->port.configure_addresses({identity.mac, identity.ipv4, identity.ipv6});
+    dev->port.cm().set_ca_guid(be64toh(identity.node_guid)); // REQ and REP carry it
     return dev;
 }
 

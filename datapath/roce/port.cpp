@@ -97,6 +97,12 @@ std::optional<RoceRx> RocePort::ingress(std::span<const std::uint8_t> frame,
     }
     RoceQp* qp = find(p.headers.bth.dest_qp);
     if (qp == nullptr) [[unlikely]] {
+        if (p.headers.bth.dest_qp == kGsiQpn && gsi_.receive != nullptr &&
+            p.info->op == net::RoceOp::send && p.info->transport == net::RoceTransport::ud) {
+            counters_.gsi_mads.add();
+            gsi_.receive(gsi_.context, p);
+            return RoceRx::consumed;
+        }
         counters_.unknown_qp.add();
         return std::nullopt;
     }

@@ -22,9 +22,10 @@ namespace rdmasim::datapath {
 struct RocePortCounters {
     RoceCounters qps; // the sum of every attached QP's counters (each QP adds as it counts)
     Counter frames;   // RoCE frames offered: = parse drops + unknown_qp + qps.rx_frames
-                      //   + requests_held_overflow + held_now()
+                      //   + requests_held_overflow + held_now() + gsi_mads
     std::array<Counter, net::kRoceDropCount> parse_drops; // by net::RoceDrop (index 0 unused)
     Counter unknown_qp; // BTH DestQP names no attached QP (the port answers nothing)
+    Counter gsi_mads;   // datagrams for QP1, handed to the port's CM (datapath/cm/agent.hpp)
     // Loopback (observations: a looped frame is counted again in `frames` when drained).
     Counter loopback_frames;   // frames queued for a QP of this port
     Counter loopback_overflow; // frames lost because the loopback queue was full
@@ -59,6 +60,13 @@ struct RoceWire {
     bool (*unread)(void* context) noexcept = nullptr;
 };
 
+// Where datagrams for QP1 (the GSI: CM MADs) go: the port's CM. A function
+// and its context, as RoceWire.
+struct GsiSink {
+    void (*receive)(void* context, const net::RocePacket& packet) noexcept = nullptr;
+    void* context = nullptr;
+};
+
 class RocePort {
 public:
     // The loopback queue's storage (allocated here, once): `bytes` of frame
@@ -71,6 +79,9 @@ public:
     // The counters a QP of this port must be constructed with (RoceQp's port_counters).
     [[nodiscard]] RoceCounters* qp_counters() noexcept { return &counters_.qps; }
 
+    static constexpr std::uint32_t kGsiQpn = 1;
+    // QP1's datagrams; until it is set, they count as unknown_qp.
+    void set_gsi(const GsiSink& gsi) noexcept { gsi_ = gsi; }
     // The port's way out; until it is set, frames are dropped (tx_unroutable).
     void set_wire(const RoceWire& wire) noexcept { wire_ = wire; }
     // A frame one of this port's QPs sends (no FCS; bytes valid during the call).
@@ -210,6 +221,7 @@ private:
     bool live_wire_ = false;                   // set_live_wire
     std::uint64_t drained_at_ns_ = 0;          // wire_drained
     RoceWire wire_;
+    GsiSink gsi_;
     RocePortCounters counters_;
     std::uint64_t next_deadline_ = kNoDeadline;
     // Whether a parsed frame for `qp` is held (copied into held_), lost (the
