@@ -82,16 +82,17 @@ int connect(rdma_cm_id* cm_id, rdma_conn_param* param) noexcept {
     CmId& id = *from_cm(cm_id);
     if (id.state != IdState::route_resolved || id.dev == nullptr) return fail(EINVAL);
     if (id.id().qp_type == IBV_QPT_UD) return connect_ud(id, param);
-    if (param == nullptr) return fail(EINVAL);
     const std::size_t user_max = net::kCmReqPrivateDataSize - net::kCmaIpHeaderSize;
-    if (param->private_data_len > user_max) return fail(EINVAL);
+    if (param != nullptr && param->private_data_len > user_max) return fail(EINVAL);
+    // No parameters, or RDMA_MAX_*: the device's maximum, 7 retries of each kind (librdmacm).
     const int max = device_max_rd_atomic(id);
-    if ((param->responder_resources != RDMA_MAX_RESP_RES && param->responder_resources > max) ||
-        (param->initiator_depth != RDMA_MAX_INIT_DEPTH && param->initiator_depth > max))
+    const std::uint8_t resp = param ? param->responder_resources : std::uint8_t{RDMA_MAX_RESP_RES};
+    const std::uint8_t depth = param ? param->initiator_depth : std::uint8_t{RDMA_MAX_INIT_DEPTH};
+    if ((resp != RDMA_MAX_RESP_RES && resp > max) || (depth != RDMA_MAX_INIT_DEPTH && depth > max))
         return fail(EINVAL);
-    id.responder_resources = clamp_rd_atomic(param->responder_resources, max);
-    id.initiator_depth = clamp_rd_atomic(param->initiator_depth, max);
-    id.retry_count = std::min<std::uint8_t>(param->retry_count, 7);
+    id.responder_resources = clamp_rd_atomic(resp, max);
+    id.initiator_depth = clamp_rd_atomic(depth, max);
+    id.retry_count = param ? std::min<std::uint8_t>(param->retry_count, 7) : 7;
     try {
         const std::vector<std::uint8_t> data = req_private_data(id, param);
         device::Device& dev = *id.dev;
@@ -123,14 +124,19 @@ int accept(rdma_cm_id* cm_id, rdma_conn_param* param) noexcept {
     if (id.state != IdState::req_received || id.dev == nullptr) return fail(EINVAL);
     if (id.id().qp_type == IBV_QPT_UD) return accept_ud(id, param);
     if (param == nullptr && id.id().qp == nullptr) return fail(EINVAL);
-    if (param != nullptr && param->private_data_len > net::kCmRepPrivateDataSize)
-        return fail(EINVAL);
+    if (param != nullptr && param->private_data_len > net::kCmRepPrivateDataSize) return fail(EINVAL);
+    // RDMA_MAX_* or no parameters: what the REQ asked, up to the device's
+    // maximum; else the program's (librdmacm's rdma_accept).
     const int max = device_max_rd_atomic(id);
-    if (param != nullptr) {
-        id.responder_resources = clamp_rd_atomic(param->responder_resources, max);
-        id.initiator_depth = clamp_rd_atomic(param->initiator_depth, max);
-        id.rnr_retry_count = std::min<std::uint8_t>(param->rnr_retry_count, 7);
-    }
+    id.responder_resources = clamp_rd_atomic(
+        param && param->responder_resources != RDMA_MAX_RESP_RES ? param->responder_resources
+                                                                 : id.responder_resources,
+        max);
+    id.initiator_depth = clamp_rd_atomic(
+        param && param->initiator_depth != RDMA_MAX_INIT_DEPTH ? param->initiator_depth
+                                                               : id.initiator_depth,
+        max);
+    if (param != nullptr) id.rnr_retry_count = std::min<std::uint8_t>(param->rnr_retry_count, 7);
     if (id.id().qp != nullptr) {
         const int err = move_qp_rtr_rts(id, id.responder_resources, id.initiator_depth);
         if (err != 0) {

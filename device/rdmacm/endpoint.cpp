@@ -16,6 +16,7 @@ int create_ep(rdma_cm_id** out, rdma_addrinfo* res, ibv_pd* pd,
     if (create_id(nullptr, &cm_id, nullptr, static_cast<rdma_port_space>(res->ai_port_space)) != 0)
         return -1;
     CmId& id = *from_cm(cm_id);
+    if (qp_attr != nullptr) qp_attr->qp_type = static_cast<ibv_qp_type>(res->ai_qp_type); // as librdmacm
     int rc;
     if (res->ai_flags & RAI_PASSIVE) {
         rc = bind_addr(cm_id, res->ai_src_addr);

@@ -3,6 +3,7 @@
 // the kernel's rdma_cm and ib_cm compute (rdma_init_qp_attr).
 #include <netinet/in.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -141,6 +142,41 @@ int first_moves(CmId& id) noexcept {
     return modify(id, IBV_QPS_RTS);
 }
 
+// librdmacm's ucma_create_cqs: an id whose QP names no CQ gets one for
+// each direction, each with a completion channel (rdma_verbs.h's
+// rdma_get_send_comp / rdma_get_recv_comp wait on them).
+int make_cqs(rdma_cm_id& id, const ibv_qp_init_attr_ex& attr) noexcept {
+    auto make = [&](ibv_comp_channel*& channel, ibv_cq*& cq, std::uint32_t entries) {
+        if (cq != nullptr) return 0;
+        channel = ibv_create_comp_channel(id.verbs);
+        if (channel == nullptr) return errno;
+        cq = ibv_create_cq(id.verbs, static_cast<int>(std::max<std::uint32_t>(entries, 1)), &id,
+                           channel, 0);
+        if (cq != nullptr) return 0;
+        const int err = errno;
+        (void)ibv_destroy_comp_channel(channel);
+        channel = nullptr;
+        return err;
+    };
+    if (attr.send_cq == nullptr)
+        if (const int err = make(id.send_cq_channel, id.send_cq, attr.cap.max_send_wr); err != 0) return err;
+    if (attr.recv_cq == nullptr && attr.srq == nullptr)
+        if (const int err = make(id.recv_cq_channel, id.recv_cq, attr.cap.max_recv_wr); err != 0) return err;
+    return 0;
+}
+
+void drop_cqs(rdma_cm_id& id) noexcept {
+    auto drop = [](ibv_comp_channel*& channel, ibv_cq*& cq) {
+        if (channel == nullptr) return; // the program's own CQ: not ours to destroy
+        (void)ibv_destroy_cq(cq);
+        (void)ibv_destroy_comp_channel(channel);
+        cq = nullptr;
+        channel = nullptr;
+    };
+    drop(id.send_cq_channel, id.send_cq);
+    drop(id.recv_cq_channel, id.recv_cq);
+}
+
 } // namespace
 
 int create_qp_ex(rdma_cm_id* cm_id, ibv_qp_init_attr_ex* attr) noexcept {
@@ -155,16 +191,25 @@ int create_qp_ex(rdma_cm_id* cm_id, ibv_qp_init_attr_ex* attr) noexcept {
     if (attr->qp_type != cm_id->qp_type &&
         !(cm_id->qp_type == IBV_QPT_RC && attr->qp_type == IBV_QPT_UC))
         return fail(EINVAL);
-    if (attr->send_cq == nullptr) attr->send_cq = cm_id->send_cq;
-    if (attr->recv_cq == nullptr) attr->recv_cq = cm_id->recv_cq;
     if (attr->srq == nullptr) attr->srq = cm_id->srq;
+    if (const int err = make_cqs(*cm_id, *attr); err != 0) {
+        drop_cqs(*cm_id);
+        return fail(err);
+    }
+    if (attr->send_cq == nullptr) attr->send_cq = cm_id->send_cq;
+    if (attr->recv_cq == nullptr) attr->recv_cq = attr->srq ? cm_id->send_cq : cm_id->recv_cq;
     ibv_qp* qp = ibv_create_qp_ex(cm_id->verbs, attr);
-    if (qp == nullptr) return -1;
+    if (qp == nullptr) {
+        const int err = errno;
+        drop_cqs(*cm_id);
+        return fail(err);
+    }
     cm_id->qp = qp;
     cm_id->qp_type = attr->qp_type;
     if (const int err = first_moves(id); err != 0) {
         (void)ibv_destroy_qp(qp);
         cm_id->qp = nullptr;
+        drop_cqs(*cm_id);
         return fail(err);
     }
     return 0;
@@ -187,6 +232,7 @@ void destroy_qp(rdma_cm_id* cm_id) noexcept {
     if (cm_id == nullptr || cm_id->qp == nullptr) return;
     (void)ibv_destroy_qp(cm_id->qp);
     cm_id->qp = nullptr;
+    drop_cqs(*cm_id);
 }
 
 } // namespace rdmasim::rdmacm
