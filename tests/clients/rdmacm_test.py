@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """rdma_cm between two emulated hosts: rdmacm-utils, perftest -R and fio, unmodified.
 
-usage: /usr/bin/python3 tests/clients/rdmacm_test.py RDMASIM
+usage: /usr/bin/python3 tests/clients/rdmacm_test.py RDMASIM CM_EVENTS
 
 Each side runs under its own `rdmasim run --wire ptp://DIR/sock` with its
 own address (RDMASIM_IP): the server 10.0.0.1, the client 10.0.0.2. The
@@ -17,11 +17,17 @@ client finds the server by ARP on the wire and connects with CM MADs
   * ucmatose -c 4 (four RC connections, sends both ways), udaddy (UD:
     SIDR), rdma_server / rdma_client (the endpoint calls, synchronous ids),
     ib_send_bw -R, ib_write_bw -R, ib_read_lat -R and fio's rdma engine:
-    both sides exit 0.
+    both sides exit 0;
+  * tests/examples/cm_events prints each rdma_cm event in order, and the
+    sequences are pinned: a connection established then disconnected by
+    the client (both sides: DISCONNECTED, then TIMEWAIT_EXIT); a reject
+    (REJECTED, status 28 "consumer reject", the server's private data); an
+    address nobody has (ADDR_ERROR, -ETIMEDOUT, after the resolve timeout).
 
 Exit 0 when all hold, 1 otherwise; 77 when rping is not installed.
 """
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -45,12 +51,30 @@ def wait_for(path, timeout=10.0):
         time.sleep(0.05)
 
 
-def pair(rdmasim, tmp, server_cmd, client_cmd):
-    """Runs a server and a client; (server rc, output), (client rc, output)."""
+def pair(rdmasim, tmp, server_cmd, client_cmd, expect_reject=False):
+    """Runs a server and a client; (server rc, output), (client rc, output).
+
+    The server listens some time after its device is up (its wire socket
+    appears). A client that came too early is rejected with reason 8, as it
+    would be on hardware, and some programs crash on that (perftest -R): then
+    the pair runs once more with a longer head start."""
+    for delay in (1.5, 6.0):
+        result = pair_once(rdmasim, tmp, server_cmd, client_cmd, delay)
+        early = re.search(r"REJECTED(;|,)? (error:? 8|status=8)\b", result[1][1]) is not None
+        if expect_reject or not early:
+            return result
+        print(f"note: the client came before the server listened ({delay} s); again")
+    return result
+
+
+def pair_once(rdmasim, tmp, server_cmd, client_cmd, delay):
     wire = f"ptp://{tmp}/sock"
+    for leftover in ("sock", "sock+"):
+        if os.path.exists(f"{tmp}/{leftover}"):
+            os.unlink(f"{tmp}/{leftover}")
     server = host(rdmasim, wire, SERVER_IP, server_cmd)
     wait_for(f"{tmp}/sock")
-    time.sleep(0.5)  # the server binds and listens once its device is up
+    time.sleep(delay)
     client = host(rdmasim, wire, CLIENT_IP, client_cmd)
     try:
         c_out, _ = client.communicate(timeout=TIMEOUT)
@@ -81,14 +105,32 @@ def programs():
     ]
 
 
+def event_cases(cm_events):
+    """(name, server, client, server's events or None, client's events)."""
+    ev = lambda *names: [f"RDMA_CM_EVENT_{n}" if " " in n else f"RDMA_CM_EVENT_{n} status=0"
+                         for n in names]
+    server = lambda mode: [cm_events, "server", "7174", mode]
+    client = lambda ip, *more: [cm_events, "client", ip, "7174", *more]
+    return [
+        ("connect, disconnect", server("accept"), client(SERVER_IP),
+         ev("CONNECT_REQUEST", "ESTABLISHED", "DISCONNECTED", "TIMEWAIT_EXIT"),
+         ev("ADDR_RESOLVED", "ROUTE_RESOLVED", "ESTABLISHED", "DISCONNECTED", "TIMEWAIT_EXIT")),
+        ("reject", server("reject"), client(SERVER_IP),
+         ev("CONNECT_REQUEST"),
+         ev("ADDR_RESOLVED", "ROUTE_RESOLVED", "REJECTED status=28 data=no")),
+        ("an address nobody has", server("accept"), client("10.0.0.9", "1000"),
+         None, ev("ADDR_ERROR status=-110")),
+    ]
+
+
 def main():
-    if len(sys.argv) != 2:
+    if len(sys.argv) != 3:
         print(__doc__)
         return 2
     if shutil.which("rping") is None:
         print("SKIP: rping not installed (rdmacm-utils; tools/dev installs it)")
         return 77
-    rdmasim = sys.argv[1]
+    rdmasim, cm_events = sys.argv[1], sys.argv[2]
     failures = []
 
     def check(ok, what, detail=""):
@@ -108,7 +150,7 @@ def main():
         check(src == 0, "rping server: exit 0", f"exit {src}\n{sout}")
     with tempfile.TemporaryDirectory(prefix="rdmacm-") as tmp:
         (src, sout), (crc, cout) = pair(rdmasim, tmp, rping_s + ["-C", "1", "-p", "7000"],
-                                        rping_c + ["-C", "1", "-p", "7001"])
+                                        rping_c + ["-C", "1", "-p", "7001"], expect_reject=True)
         check(crc != 0 and "RDMA_CM_EVENT_REJECTED, error 8" in cout,
               "rping to a port nobody listens on: REJECTED, reason 8 (invalid service ID)",
               f"exit {crc}\n{cout}")
@@ -120,6 +162,16 @@ def main():
             (src, sout), (crc, cout) = pair(rdmasim, tmp, server_cmd, client_cmd)
         check(src == 0 and crc == 0, f"{name}: both sides exit 0",
               f"server exit {src}:\n{sout}\nclient exit {crc}:\n{cout}")
+    for name, server_cmd, client_cmd, want_server, want_client in event_cases(cm_events):
+        with tempfile.TemporaryDirectory(prefix="rdmacm-") as tmp:
+            (src, sout), (crc, cout) = pair(rdmasim, tmp, server_cmd, client_cmd)
+        got_s = [line for line in sout.splitlines() if line.startswith("RDMA_CM_EVENT")]
+        got_c = [line for line in cout.splitlines() if line.startswith("RDMA_CM_EVENT")]
+        check(got_c == want_client, f"{name}: the client's events in order",
+              f"want {want_client}\ngot  {got_c}\n{cout}")
+        if want_server is not None:
+            check(got_s == want_server, f"{name}: the server's events in order",
+                  f"want {want_server}\ngot  {got_s}\n{sout}")
     print(f"{'FAILED' if failures else 'passed'}: {len(failures)} failure(s)")
     return 1 if failures else 0
 
