@@ -24,6 +24,10 @@ client finds the server by ARP on the wire and connects with CM MADs
     (REJECTED, status 28 "consumer reject", the server's private data); an
     address nobody has (ADDR_ERROR, -ETIMEDOUT, after the resolve timeout).
 
+  * tshark reads both rping hosts' --tx-capture (cm_capture.py): the CM
+    MADs each side sent, in order, on QP1, with rdma_cm's service ID and
+    QPNs that match the RC traffic.
+
 Exit 0 when all hold, 1 otherwise; 77 when rping is not installed.
 """
 import os
@@ -34,14 +38,18 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cm_capture  # noqa: E402
+
 SERVER_IP = "10.0.0.1"
 CLIENT_IP = "10.0.0.2"
 TIMEOUT = 60
 
 
-def host(rdmasim, wire, ip, cmd):
+def host(rdmasim, wire, ip, cmd, capture=None):
     env = dict(os.environ, RDMASIM_IP=ip)
-    return subprocess.Popen([rdmasim, "run", "--wire", wire, "--", *cmd], env=env,
+    extra = ["--tx-capture", capture] if capture else []
+    return subprocess.Popen([rdmasim, "run", "--wire", wire, *extra, "--", *cmd], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
@@ -51,7 +59,7 @@ def wait_for(path, timeout=10.0):
         time.sleep(0.05)
 
 
-def pair(rdmasim, tmp, server_cmd, client_cmd, expect_reject=False):
+def pair(rdmasim, tmp, server_cmd, client_cmd, expect_reject=False, captures=False):
     """Runs a server and a client; (server rc, output), (client rc, output).
 
     The server listens some time after its device is up (its wire socket
@@ -59,7 +67,7 @@ def pair(rdmasim, tmp, server_cmd, client_cmd, expect_reject=False):
     would be on hardware, and some programs crash on that (perftest -R): then
     the pair runs once more with a longer head start."""
     for delay in (1.5, 6.0):
-        result = pair_once(rdmasim, tmp, server_cmd, client_cmd, delay)
+        result = pair_once(rdmasim, tmp, server_cmd, client_cmd, delay, captures)
         early = re.search(r"REJECTED(;|,)? (error:? 8|status=8)\b", result[1][1]) is not None
         if expect_reject or not early:
             return result
@@ -67,15 +75,15 @@ def pair(rdmasim, tmp, server_cmd, client_cmd, expect_reject=False):
     return result
 
 
-def pair_once(rdmasim, tmp, server_cmd, client_cmd, delay):
+def pair_once(rdmasim, tmp, server_cmd, client_cmd, delay, captures):
     wire = f"ptp://{tmp}/sock"
     for leftover in ("sock", "sock+"):
         if os.path.exists(f"{tmp}/{leftover}"):
             os.unlink(f"{tmp}/{leftover}")
-    server = host(rdmasim, wire, SERVER_IP, server_cmd)
+    server = host(rdmasim, wire, SERVER_IP, server_cmd, captures and f"{tmp}/server.pcap")
     wait_for(f"{tmp}/sock")
     time.sleep(delay)
-    client = host(rdmasim, wire, CLIENT_IP, client_cmd)
+    client = host(rdmasim, wire, CLIENT_IP, client_cmd, captures and f"{tmp}/client.pcap")
     try:
         c_out, _ = client.communicate(timeout=TIMEOUT)
     except subprocess.TimeoutExpired:
@@ -148,6 +156,12 @@ def main():
         check(crc == 0 and len(lines) == 10, "rping client: 10 verified ping-pongs, exit 0",
               f"exit {crc}\n{cout}")
         check(src == 0, "rping server: exit 0", f"exit {src}\n{sout}")
+    with tempfile.TemporaryDirectory(prefix="rdmacm-") as tmp:
+        (src, sout), (crc, cout) = pair(rdmasim, tmp, rping_s + ["-C", "3", "-p", "7174"],
+                                        rping_c + ["-C", "3", "-p", "7174"], captures=True)
+        check(src == 0 and crc == 0, "rping with --tx-capture on both hosts: exit 0",
+              f"server exit {src}:\n{sout}\nclient exit {crc}:\n{cout}")
+        cm_capture.check_captures(check, f"{tmp}/client.pcap", f"{tmp}/server.pcap", 7174)
     with tempfile.TemporaryDirectory(prefix="rdmacm-") as tmp:
         (src, sout), (crc, cout) = pair(rdmasim, tmp, rping_s + ["-C", "1", "-p", "7000"],
                                         rping_c + ["-C", "1", "-p", "7001"], expect_reject=True)
