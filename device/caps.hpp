@@ -32,6 +32,10 @@ struct Capabilities {
     bool deliver_bad_fcs = false;
 
     std::uint32_t pad_align = 64;                        // end padding cache line, 64 or 128
+    // The port's CM (datapath/cm/agent.hpp): response timeout 4.096 us *
+    // 2^N and resends, rdma_cm's CMA_CM_RESPONSE_TIMEOUT and CMA_MAX_CM_RETRIES.
+    std::uint8_t cm_response_timeout = 20;
+    std::uint8_t cm_max_retries = 15;
     std::uint64_t delay_drop_timeout_ns = 100'000'000;   // 100 us steps, at most 100 ms
     bool delay_drop_rearm = true;                        // the driver re-arms after a timeout
     std::uint32_t hold_frames = 256;                     // delay-drop storage per WQ

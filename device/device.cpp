@@ -37,6 +37,7 @@ std::unique_ptr<Device> make_device(const DeviceIdentity& identity, const Capabi
     dev->port.configure(pc);
     dev->port.configure_addresses({identity.mac, identity.ipv4, identity.ipv6});
     dev->port.cm().set_ca_guid(be64toh(identity.node_guid)); // REQ and REP carry it
+    dev->port.cm().set_timeouts(caps.cm_response_timeout, caps.cm_max_retries);
     return dev;
 }
 

@@ -254,6 +254,11 @@ Outcome set_caps_key(device::Capabilities& caps, std::string_view key, std::stri
         auto n = parse_uint<std::uint64_t>(v, 100, 100'000);
         if (!n || *n % 100 != 0) return bad(key, v, "100..100000 microseconds in steps of 100");
         caps.delay_drop_timeout_ns = *n * 1000;
+    } else if (key == "caps.cm_response_timeout" || key == "caps.cm_max_retries") {
+        const bool timeout = key == "caps.cm_response_timeout";
+        auto n = parse_uint<std::uint32_t>(v, 0, timeout ? 31 : 15);
+        if (!n) return bad(key, v, timeout ? "a number from 0 to 31" : "a number from 0 to 15");
+        (timeout ? caps.cm_response_timeout : caps.cm_max_retries) = static_cast<std::uint8_t>(*n);
     } else if (key == "caps.pad_align") {
         if (v == "64") caps.pad_align = 64;
         else if (v == "128") caps.pad_align = 128;

@@ -82,6 +82,10 @@ const std::vector<KeyInfo>& Config::keys() {
         {"caps.delay_drop_timeout_us", "100..100000 in steps of 100", "100000", "500", "",
          "how long delay drop holds frames"},
         {"caps.pad_align", "64, 128", "64", "128", "", "end padding cache line"},
+        {"caps.cm_response_timeout", "0..31", "20", "12", "",
+         "CM response timeout, 4.096 us * 2^N: REQ, REP and DREQ resent after twice that (rdma_cm's 20)"},
+        {"caps.cm_max_retries", "0..15", "15", "3", "",
+         "CM resends before a REQ is unreachable or a DREQ given up (rdma_cm's 15)"},
         {"caps.max_wr", "1..1048576", "32768", "1024", "", "largest WQ"},
         {"caps.max_sge", "1..64", "16", "4", "", "largest SGE list"},
     };

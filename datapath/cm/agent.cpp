@@ -110,7 +110,9 @@ int Agent::connect(Handler& handler, std::uint64_t service_id, const Path& path,
              .remote_gid = path.remote_gid,
              .local_gid = path.local_gid,
              .traffic_class = path.traffic_class,
-             .hop_limit = path.hop_limit};
+             .hop_limit = path.hop_limit,
+             .peer_response_timeout = response_timeout_, // the peer's are not known: ours
+             .peer_max_retries = max_retries_};
     net::CmReq m;
     m.local_comm_id = id;
     m.service_id = service_id;
