@@ -22,7 +22,12 @@ client finds the server by ARP on the wire and connects with CM MADs
     sequences are pinned: a connection established then disconnected by
     the client (both sides: DISCONNECTED, then TIMEWAIT_EXIT); a reject
     (REJECTED, status 28 "consumer reject", the server's private data); an
-    address nobody has (ADDR_ERROR, -ETIMEDOUT, after the resolve timeout).
+    address nobody has (ADDR_ERROR, -ETIMEDOUT, after the resolve timeout);
+    a peer killed (SIGKILL, its CM with it) after ESTABLISHED: the client's
+    rdma_disconnect ends in DISCONNECTED, then TIMEWAIT_EXIT, once its DREQ
+    resends run out; a peer killed before the REQ: UNREACHABLE, -ETIMEDOUT,
+    once the REQ resends run out (both hosts with caps.cm_response_timeout=12
+    and caps.cm_max_retries=3, so it takes a fraction of a second);
 
   * tshark reads both rping hosts' --tx-capture (cm_capture.py): the CM
     MADs each side sent, in order, on QP1, with rdma_cm's service ID and
@@ -33,9 +38,11 @@ Exit 0 when all hold, 1 otherwise; 77 when rping is not installed.
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -113,6 +120,55 @@ def programs():
     ]
 
 
+QUICK_CM = ["--set", "caps.cm_response_timeout=12", "--set", "caps.cm_max_retries=3"]
+
+
+def peer_dies(rdmasim, tmp, cm_events, stall, after, delay):
+    """The server host is killed (SIGKILL, its CM with it) when the client
+    prints `after`; the client waits 1.5 s at `stall`, then goes on alone.
+    Both with short CM timeouts (34 ms a try, 3 resends). The client's events."""
+    wire = f"ptp://{tmp}/sock"
+    for leftover in ("sock", "sock+"):
+        if os.path.exists(f"{tmp}/{leftover}"):
+            os.unlink(f"{tmp}/{leftover}")
+    server = subprocess.Popen(
+        [rdmasim, "run", "--wire", wire, *QUICK_CM, "--", cm_events, "server", "7174", "accept"],
+        env=dict(os.environ, RDMASIM_IP=SERVER_IP), start_new_session=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for(f"{tmp}/sock")
+    time.sleep(delay)
+    client = subprocess.Popen(
+        [rdmasim, "run", "--wire", wire, *QUICK_CM, "--", cm_events, "client", SERVER_IP, "7174",
+         "1000", stall, "1500"],
+        env=dict(os.environ, RDMASIM_IP=CLIENT_IP), stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True)
+    watchdog = threading.Timer(TIMEOUT, client.kill)
+    watchdog.start()
+    lines = []
+    for line in client.stdout:
+        lines.append(line.strip())
+        if line.startswith(f"RDMA_CM_EVENT_{after} "):
+            os.killpg(server.pid, signal.SIGKILL)
+    client.wait()
+    watchdog.cancel()
+    if server.poll() is None:
+        os.killpg(server.pid, signal.SIGKILL)
+    server.wait()
+    return [line for line in lines if line.startswith("RDMA_CM_EVENT")], "\n".join(lines)
+
+
+def peer_death_cases():
+    """(name, stall, kill after, the client's events)."""
+    ev = lambda *names: [f"RDMA_CM_EVENT_{n}" if " " in n else f"RDMA_CM_EVENT_{n} status=0"
+                         for n in names]
+    return [
+        ("peer dies after ESTABLISHED: DREQ resends run out", "disconnect", "ESTABLISHED",
+         ev("ADDR_RESOLVED", "ROUTE_RESOLVED", "ESTABLISHED", "DISCONNECTED", "TIMEWAIT_EXIT")),
+        ("peer dies before the REQ: REQ resends run out", "connect", "ROUTE_RESOLVED",
+         ev("ADDR_RESOLVED", "ROUTE_RESOLVED", "UNREACHABLE status=-110")),
+    ]
+
+
 def event_cases(cm_events):
     """(name, server, client, server's events or None, client's events)."""
     ev = lambda *names: [f"RDMA_CM_EVENT_{n}" if " " in n else f"RDMA_CM_EVENT_{n} status=0"
@@ -186,6 +242,13 @@ def main():
         if want_server is not None:
             check(got_s == want_server, f"{name}: the server's events in order",
                   f"want {want_server}\ngot  {got_s}\n{sout}")
+    for name, stall, after, want in peer_death_cases():
+        with tempfile.TemporaryDirectory(prefix="rdmacm-") as tmp:
+            for delay in (1.5, 6.0):
+                got, out = peer_dies(rdmasim, tmp, cm_events, stall, after, delay)
+                if "RDMA_CM_EVENT_REJECTED status=8" not in got:
+                    break
+        check(got == want, f"{name}: the client's events in order", f"want {want}\ngot  {got}\n{out}")
     print(f"{'FAILED' if failures else 'passed'}: {len(failures)} failure(s)")
     return 1 if failures else 0
 

@@ -2,8 +2,13 @@
  *
  *   cm_events server PORT accept|reject   listen on PORT; accept (with an RC
  *                                         QP) or reject with private data "no"
- *   cm_events client IP PORT [TIMEOUT_MS] connect with an RC QP, then
- *                                         disconnect once established
+ *   cm_events client IP PORT [TIMEOUT_MS [connect|disconnect MS]]
+ *                                         connect with an RC QP, then
+ *                                         disconnect once established;
+ *                                         with `connect MS` it waits MS
+ *                                         before connecting, with
+ *                                         `disconnect MS` before disconnecting
+ *                                         (a test stops the peer meanwhile)
  *
  * Each event prints as "EVENT_NAME status=N" (REJECTED adds the first bytes
  * of its private data as text). The server ends after its connection's
@@ -16,6 +21,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+static const char *stall_at = ""; /* "connect" or "disconnect" */
+static int stall_ms;
+
+static void stall(const char *before)
+{
+	if (strcmp(stall_at, before) == 0)
+		usleep(stall_ms * 1000);
+}
 
 static int make_qp(struct rdma_cm_id *id)
 {
@@ -83,12 +98,14 @@ static int client_event(struct rdma_cm_event *e)
 		memset(&param, 0, sizeof param);
 		param.responder_resources = param.initiator_depth = 1;
 		param.retry_count = param.rnr_retry_count = 7;
+		stall("connect");
 		if (make_qp(id) || rdma_connect(id, &param)) {
 			perror("rdma_connect");
 			exit(1);
 		}
 		return 0;
 	case RDMA_CM_EVENT_ESTABLISHED:
+		stall("disconnect");
 		return rdma_disconnect(id) ? (perror("rdma_disconnect"), exit(1), 1) : 0;
 	case RDMA_CM_EVENT_DISCONNECTED:
 		return 0;
@@ -119,6 +136,10 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	} else {
+		if (argc > 6) {
+			stall_at = argv[5];
+			stall_ms = atoi(argv[6]);
+		}
 		sin.sin_port = htons(atoi(argv[3]));
 		inet_pton(AF_INET, argv[2], &sin.sin_addr);
 		if (rdma_resolve_addr(id, NULL, (struct sockaddr *)&sin,
