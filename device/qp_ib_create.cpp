@@ -24,20 +24,27 @@ constexpr std::uint32_t kSeg = 16;
 constexpr std::uint32_t kInlineHeader = 4;
 constexpr std::uint32_t kMaxSqDesc = 1024;
 
-// Control segment, then what the type carries before the data: remote
-// address and atomic segments (RC), remote address (UC), the datagram
-// segment (UD).
-std::uint32_t sq_overhead(ibv_qp_type t) noexcept {
-    switch (t) {
-    case IBV_QPT_RC:
-        return kSeg + kSeg + kSeg;
-    case IBV_QPT_UC:
-        return kSeg + kSeg;
-    case IBV_QPT_XRC_SEND: // RC's, and the XRC segment (the remote SRQ number)
-        return kSeg + kSeg + kSeg + kSeg;
-    default:
-        return kSeg + 3 * kSeg;
-    }
+// What mlx5's sq_overhead reserves before the data: the largest WQE the
+// QP's operations need, then the transport's segment. RC, UC and XRC can
+// post every operation by default, MW binds and local invalidates too (a
+// UMR: control, UMR control, mkey context and a 64-byte KLM area, 192
+// bytes); with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS only the asked ones count.
+// UD: control and datagram segments.
+std::uint32_t sq_overhead(const ibv_qp_init_attr_ex& a) noexcept {
+    constexpr std::uint32_t ctrl = kSeg, raddr = kSeg, atomic = kSeg, umr = 48 + 64 + 64;
+    if (a.qp_type == IBV_QPT_UD) return ctrl + 3 * kSeg;
+    if (a.qp_type != IBV_QPT_RC && a.qp_type != IBV_QPT_UC && a.qp_type != IBV_QPT_XRC_SEND)
+        return ctrl + 3 * kSeg;
+    std::uint64_t ops = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+                        IBV_QP_EX_WITH_BIND_MW;
+    if (a.comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) ops = a.send_ops_flags;
+    std::uint32_t size = ctrl;
+    if (ops & (IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ))
+        size = std::max(size, ctrl + raddr);
+    if (ops & (IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD))
+        size = std::max(size, ctrl + raddr + atomic);
+    if (ops & (IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV)) size = std::max(size, ctrl + umr);
+    return a.qp_type == IBV_QPT_XRC_SEND ? size + kSeg : size; // XRC: the remote SRQ number
 }
 
 // XRC INI QPs have no receive queue, XRC TGT QPs no queue at all (their
@@ -68,7 +75,7 @@ int size_queues(const Device& dev, const ibv_qp_init_attr_ex& a, Sizes& out) noe
     if (c.max_send_wr > max_wr || c.max_send_sge > caps.max_sge) return EINVAL;
     if (has_rq(a) && (c.max_recv_wr > max_wr || c.max_recv_sge > caps.max_sge))
         return EINVAL;
-    const std::uint32_t overhead = sq_overhead(a.qp_type);
+    const std::uint32_t overhead = sq_overhead(a);
     std::uint32_t wqe = overhead + std::max<std::uint32_t>(c.max_send_sge, 1) * kSeg;
     if (c.max_inline_data > kMaxSqDesc) return EINVAL;
     if (c.max_inline_data > 0)
