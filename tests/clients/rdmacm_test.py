@@ -15,7 +15,8 @@ client finds the server by ARP on the wire and connects with CM MADs
     REJ with reason 8 (invalid service ID), which rping reports as
     RDMA_CM_EVENT_REJECTED, error 8, and exits non-zero;
   * ucmatose -c 4 (four RC connections, sends both ways), udaddy (UD:
-    SIDR), rdma_server / rdma_client (the endpoint calls, synchronous ids),
+    SIDR), rdma_server / rdma_client and rdma_xserver / rdma_xclient in RC
+    mode (the endpoint calls, synchronous ids, 16 inline bytes),
     ib_send_bw -R, ib_write_bw -R, ib_read_lat -R and fio's rdma engine:
     both sides exit 0;
   * tests/examples/cm_events prints each rdma_cm event in order, and the
@@ -112,6 +113,7 @@ def programs():
         ("ucmatose -c 4", ["ucmatose", "-c", "4"], ["ucmatose", "-s", SERVER_IP, "-c", "4"]),
         ("udaddy", ["udaddy"], ["udaddy", "-s", SERVER_IP]),
         ("rdma_server/rdma_client", ["rdma_server"], ["rdma_client", "-s", SERVER_IP]),
+        ("rdma_xserver/rdma_xclient (RC)", ["rdma_xserver"], ["rdma_xclient", "-s", SERVER_IP]),
         ("ib_send_bw -R", ["ib_send_bw", *perf], ["ib_send_bw", *perf, SERVER_IP]),
         ("ib_write_bw -R", ["ib_write_bw", *perf], ["ib_write_bw", *perf, SERVER_IP]),
         ("ib_read_lat -R", ["ib_read_lat", *perf], ["ib_read_lat", *perf, SERVER_IP]),
