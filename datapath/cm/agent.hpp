@@ -233,6 +233,7 @@ private:
         send_to(p.sgid, p.dgid, p.traffic_class, mad);
     }
     Conn* find_remote(std::uint32_t remote_id, const net::Gid& remote_gid) noexcept;
+    template <class F> void finish_resolves(const net::Ipv4Address& ip, F tell) noexcept;
     // Receive, by message.
     void on_req(const net::RocePacket& p, const net::MadHeader& h, const net::CmReq& m) noexcept;
     void on_rep(const net::MadHeader& h, const net::CmRep& m) noexcept;

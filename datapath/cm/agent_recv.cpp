@@ -276,7 +276,8 @@ void Agent::cancel_resolve(AddressHandler& handler) noexcept {
     std::erase_if(pending_, [&](const Pending& q) { return q.handler == &handler; });
 }
 
-void Agent::resolved(const net::Ipv4Address& ip, const net::MacAddress& mac) noexcept {
+// Takes every pending resolve of `ip` off the list, then tells each with `tell(pending)`.
+template <class F> void Agent::finish_resolves(const net::Ipv4Address& ip, F tell) noexcept {
     for (auto it = pending_.begin(); it != pending_.end();) {
         if (it->ip != ip) {
             ++it;
@@ -284,20 +285,16 @@ void Agent::resolved(const net::Ipv4Address& ip, const net::MacAddress& mac) noe
         }
         const Pending q = *it;
         it = pending_.erase(it);
-        q.handler->address_resolved(q.token, mac);
+        tell(q);
     }
 }
 
+void Agent::resolved(const net::Ipv4Address& ip, const net::MacAddress& mac) noexcept {
+    finish_resolves(ip, [&](const Pending& q) { q.handler->address_resolved(q.token, mac); });
+}
+
 void Agent::unreachable(const net::Ipv4Address& ip) noexcept {
-    for (auto it = pending_.begin(); it != pending_.end();) {
-        if (it->ip != ip) {
-            ++it;
-            continue;
-        }
-        const Pending q = *it;
-        it = pending_.erase(it);
-        q.handler->address_failed(q.token);
-    }
+    finish_resolves(ip, [](const Pending& q) { q.handler->address_failed(q.token); });
 }
 
 } // namespace rdmasim::datapath::cm
