@@ -197,6 +197,8 @@ void set_port_up(Device& dev, bool up) noexcept {
     ev.element.port_num = 1;
     ev.event_type = up ? IBV_EVENT_PORT_ACTIVE : IBV_EVENT_PORT_ERR;
     for (Context* ctx : dev.contexts) raise_async_event(*ctx, ev);
+    // rdma_cm's ids on the device: the address they use may have moved.
+    if (!up) dev.port.cm().device_event(datapath::cm::EventKind::addr_change);
 }
 
 bool inject_cq_overrun(Device& dev, const RxTarget& target) noexcept {
@@ -252,6 +254,8 @@ void inject_device_fatal(Device& dev) noexcept {
     ibv_async_event ev{};
     ev.event_type = IBV_EVENT_DEVICE_FATAL;
     for (Context* ctx : dev.contexts) raise_async_event(*ctx, ev);
+    // rdma_cm's ids on it: the device is gone, as a kernel removes a dead one.
+    dev.port.cm().device_event(datapath::cm::EventKind::device_removal);
 }
 
 } // namespace rdmasim::device

@@ -28,7 +28,8 @@ void copy_private(std::array<std::uint8_t, N>& to, std::span<const std::uint8_t>
 const char* event_name(EventKind kind) noexcept {
     static constexpr const char* names[] = {
         "req",          "rep",           "established", "rej",      "mra",      "dreq",
-        "disconnected", "timewait_exit", "unreachable", "sidr_req", "sidr_rep", "sidr_timeout"};
+        "disconnected", "timewait_exit", "unreachable", "sidr_req", "sidr_rep", "sidr_timeout",
+        "addr_change",  "device_removal"};
     const auto i = static_cast<std::size_t>(kind);
     return i < std::size(names) ? names[i] : "unknown";
 }
@@ -84,6 +85,22 @@ void Agent::arm(Conn& c, std::uint64_t timeout_ns, std::uint32_t retries) noexce
 void Agent::tell(Conn& c, Event& e) noexcept {
     e.agent = this;
     if (c.handler != nullptr) c.handler->cm_event(e);
+}
+
+void Agent::watch(Handler& handler) {
+    if (std::find(watchers_.begin(), watchers_.end(), &handler) == watchers_.end())
+        watchers_.push_back(&handler);
+}
+
+void Agent::unwatch(Handler& handler) noexcept {
+    std::erase(watchers_, &handler);
+}
+
+void Agent::device_event(EventKind kind) noexcept {
+    Event e;
+    e.kind = kind;
+    e.agent = this;
+    for (Handler* h : watchers_) h->cm_event(e); // they only queue: the list stays as it is
 }
 
 bool Agent::listen(std::uint64_t service_id, Handler& handler) {

@@ -67,6 +67,8 @@ enum class EventKind : std::uint8_t {
     sidr_req,      // a SIDR_REQ for a listened service (on the listener's handler)
     sidr_rep,      // the answer to our SIDR_REQ (status, peer QPN and Q_Key)
     sidr_timeout,  // SIDR_REQ resends ran out
+    addr_change,   // the port went down: the address may have moved (told to every watcher)
+    device_removal, // the device died (told to every watcher)
 };
 [[nodiscard]] const char* event_name(EventKind kind) noexcept;
 
@@ -153,6 +155,13 @@ public:
     // received is rejected, an established connection disconnected) and
     // the connection is forgotten; no event follows.
     void release(std::uint32_t comm_id) noexcept;
+
+    // --- the device's own events, for every id on it ---
+    // `handler` hears addr_change and device_removal until unwatched.
+    void watch(Handler& handler);
+    void unwatch(Handler& handler) noexcept;
+    // The port went down (addr_change) or the device died (device_removal).
+    void device_event(EventKind kind) noexcept;
 
     // --- SIDR (UD services) ---
     int sidr_request(Handler& handler, std::uint64_t service_id, const Path& path,
@@ -260,6 +269,7 @@ private:
     std::unordered_map<std::uint64_t, Handler*> listeners_;
     std::unordered_map<std::uint32_t, Conn> conns_;
     std::vector<Pending> pending_;
+    std::vector<Handler*> watchers_;
     std::uint64_t next_deadline_ = UINT64_MAX;
     AgentCounters counters_;
 };

@@ -117,8 +117,10 @@ inline CmId* from_cm(rdma_cm_id* id) noexcept {
 [[nodiscard]] ibv_context* context_for(device::Device& dev) noexcept;
 // Its protection domain: what an id's `pd` is once it has a device.
 [[nodiscard]] ibv_pd* default_pd(device::Device& dev) noexcept;
-// The id now uses `dev`: verbs, pd, port_num. ENODEV when it cannot be opened.
-[[nodiscard]] int attach_device(CmId& id, device::Device& dev) noexcept;
+// The id now uses `dev`: verbs, pd, port_num, and it watches the device's
+// events (addr_change, device_removal). ENODEV when it cannot be opened.
+// `port_locked`: the caller holds dev's port lock (a CM handler).
+[[nodiscard]] int attach_device(CmId& id, device::Device& dev, bool port_locked = false) noexcept;
 // The device whose port has address `ip` (network order), or nullptr.
 [[nodiscard]] device::Device* device_with_ip(const net::Ipv4Address& ip) noexcept;
 // The device a packet to `dst` leaves from: one with that address

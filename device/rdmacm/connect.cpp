@@ -252,6 +252,7 @@ void forget_connection(CmId& id) noexcept {
         if (id.state == IdState::listen) cm.stop_listening(id.service_id);
         if (id.comm_id != 0 && dev == id.dev) cm.release(id.comm_id);
         cm.cancel_resolve(id);
+        cm.unwatch(id);
         dev->port.drain_roce();
     }
     id.comm_id = 0;

@@ -81,7 +81,7 @@ void on_request(CmId& listener, const Event& e) noexcept {
         return;
     CmId& child = *from_cm(out);
     const bool ud = e.kind == EventKind::sidr_req;
-    if (attach_device(child, *dev) != 0) { // opened at listen: no verbs call here
+    if (attach_device(child, *dev, true) != 0) { // opened at listen: no verbs call here
         (void)destroy_id(out);
         return;
     }
@@ -189,13 +189,18 @@ void on_other_event(CmId& id, const Event& e) noexcept {
     case EventKind::sidr_rep:
         on_sidr_reply(id, e);
         return;
+    case EventKind::addr_change:
+        type = RDMA_CM_EVENT_ADDR_CHANGE;
+        break;
+    case EventKind::device_removal:
+        type = RDMA_CM_EVENT_DEVICE_REMOVAL;
+        break;
     default:
         return; // mra: the CM's own business
     }
     EventRec* rec = new_event(id, type, status);
     if (rec == nullptr) return;
-    if (e.kind != EventKind::timewait_exit && e.kind != EventKind::unreachable)
-        set_private(*rec, e, 0, false);
+    if (!e.private_data.empty()) set_private(*rec, e, 0, false);
     post_event(*id.channel, rec);
 }
 

@@ -39,9 +39,19 @@ void drop_queued(CmId& id) noexcept {
 
 } // namespace
 
-int attach_device(CmId& id, device::Device& dev) noexcept {
+int attach_device(CmId& id, device::Device& dev, bool port_locked) noexcept {
     ibv_context* ctx = context_for(dev);
     if (ctx == nullptr) return ENODEV;
+    try { // it hears of the port going down and the device dying from now on
+        if (port_locked) {
+            dev.port.cm().watch(id);
+        } else {
+            std::lock_guard lock(dev.port.mutex());
+            dev.port.cm().watch(id);
+        }
+    } catch (...) {
+        return ENOMEM;
+    }
     id.dev = &dev;
     id.id().verbs = ctx;
     id.id().pd = default_pd(dev);

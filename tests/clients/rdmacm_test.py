@@ -24,6 +24,8 @@ client finds the server by ARP on the wire and connects with CM MADs
     the client (both sides: DISCONNECTED, then TIMEWAIT_EXIT); a reject
     (REJECTED, status 28 "consumer reject", the server's private data); an
     address nobody has (ADDR_ERROR, -ETIMEDOUT, after the resolve timeout);
+    the server's device dying (fault plan device-fatal: DEVICE_REMOVAL) or its
+    port going down (port-down: ADDR_CHANGE) while connected;
     a peer killed (SIGKILL, its CM with it) after ESTABLISHED: the client's
     rdma_disconnect ends in DISCONNECTED, then TIMEWAIT_EXIT, once its DREQ
     resends run out; a peer killed before the REQ: UNREACHABLE, -ETIMEDOUT,
@@ -54,10 +56,13 @@ CLIENT_IP = "10.0.0.2"
 TIMEOUT = 60
 
 
-def host(rdmasim, wire, ip, cmd, capture=None):
+def host(rdmasim, wire, ip, cmd, capture=None, opts=()):
+    """`cmd` under rdmasim run, in a process group of its own: killing the
+    group ends the program too, not only rdmasim run."""
     env = dict(os.environ, RDMASIM_IP=ip)
-    extra = ["--tx-capture", capture] if capture else []
+    extra = (["--tx-capture", capture] if capture else []) + list(opts)
     return subprocess.Popen([rdmasim, "run", "--wire", wire, *extra, "--", *cmd], env=env,
+                            start_new_session=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
@@ -67,15 +72,18 @@ def wait_for(path, timeout=10.0):
         time.sleep(0.05)
 
 
-def pair(rdmasim, tmp, server_cmd, client_cmd, expect_reject=False, captures=False):
+def pair(rdmasim, tmp, server_cmd, client_cmd, expect_reject=False, captures=False,
+         server_opts=(), client_opts=()):
     """Runs a server and a client; (server rc, output), (client rc, output).
 
     The server listens some time after its device is up (its wire socket
     appears). A client that came too early is rejected with reason 8, as it
     would be on hardware, and some programs crash on that (perftest -R): then
-    the pair runs once more with a longer head start."""
-    for delay in (1.5, 6.0):
-        result = pair_once(rdmasim, tmp, server_cmd, client_cmd, delay, captures)
+    the pair runs again with a longer head start (a loaded machine has
+    been seen to take over 6 s to start perftest's server)."""
+    for delay in (1.5, 6.0, 15.0):
+        result = pair_once(rdmasim, tmp, server_cmd, client_cmd, delay, captures,
+                           (server_opts, client_opts))
         early = re.search(r"REJECTED(;|,)? (error:? 8|status=8)\b", result[1][1]) is not None
         if expect_reject or not early:
             return result
@@ -83,24 +91,24 @@ def pair(rdmasim, tmp, server_cmd, client_cmd, expect_reject=False, captures=Fal
     return result
 
 
-def pair_once(rdmasim, tmp, server_cmd, client_cmd, delay, captures):
+def pair_once(rdmasim, tmp, server_cmd, client_cmd, delay, captures, opts):
     wire = f"ptp://{tmp}/sock"
     for leftover in ("sock", "sock+"):
         if os.path.exists(f"{tmp}/{leftover}"):
             os.unlink(f"{tmp}/{leftover}")
-    server = host(rdmasim, wire, SERVER_IP, server_cmd, captures and f"{tmp}/server.pcap")
+    server = host(rdmasim, wire, SERVER_IP, server_cmd, captures and f"{tmp}/server.pcap", opts[0])
     wait_for(f"{tmp}/sock")
     time.sleep(delay)
-    client = host(rdmasim, wire, CLIENT_IP, client_cmd, captures and f"{tmp}/client.pcap")
+    client = host(rdmasim, wire, CLIENT_IP, client_cmd, captures and f"{tmp}/client.pcap", opts[1])
     try:
         c_out, _ = client.communicate(timeout=TIMEOUT)
     except subprocess.TimeoutExpired:
-        client.kill()
+        os.killpg(client.pid, signal.SIGKILL)
         c_out = client.communicate()[0] + "\n(client timed out)"
     try:
         s_out, _ = server.communicate(timeout=10)
     except subprocess.TimeoutExpired:
-        server.kill()
+        os.killpg(server.pid, signal.SIGKILL)
         s_out = server.communicate()[0] + "\n(server killed: still running)"
     return (server.returncode, s_out), (client.returncode, c_out)
 
@@ -143,8 +151,8 @@ def peer_dies(rdmasim, tmp, cm_events, stall, after, delay):
         [rdmasim, "run", "--wire", wire, *QUICK_CM, "--", cm_events, "client", SERVER_IP, "7174",
          "1000", stall, "1500"],
         env=dict(os.environ, RDMASIM_IP=CLIENT_IP), stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True)
-    watchdog = threading.Timer(TIMEOUT, client.kill)
+        stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    watchdog = threading.Timer(TIMEOUT, lambda: os.killpg(client.pid, signal.SIGKILL))
     watchdog.start()
     lines = []
     for line in client.stdout:
@@ -172,20 +180,33 @@ def peer_death_cases():
 
 
 def event_cases(cm_events):
-    """(name, server, client, server's events or None, client's events)."""
+    """(name, server, client, server's events or None, client's or None, server's options)."""
     ev = lambda *names: [f"RDMA_CM_EVENT_{n}" if " " in n else f"RDMA_CM_EVENT_{n} status=0"
                          for n in names]
     server = lambda mode: [cm_events, "server", "7174", mode]
     client = lambda ip, *more: [cm_events, "client", ip, "7174", *more]
+    # The server's fourth frame (after the ARP request, the REQ and the RTU)
+    # is the client's DREQ: a fault after three frames strikes while the
+    # connection is up, and the client's DREQ is lost with it (its resends,
+    # on short CM timeouts, run out: DISCONNECTED all the same).
+    fault = lambda plan: ["--faults", plan]
+    stalled = client(SERVER_IP, "1000", "disconnect", "1000")
     return [
         ("connect, disconnect", server("accept"), client(SERVER_IP),
          ev("CONNECT_REQUEST", "ESTABLISHED", "DISCONNECTED", "TIMEWAIT_EXIT"),
-         ev("ADDR_RESOLVED", "ROUTE_RESOLVED", "ESTABLISHED", "DISCONNECTED", "TIMEWAIT_EXIT")),
+         ev("ADDR_RESOLVED", "ROUTE_RESOLVED", "ESTABLISHED", "DISCONNECTED", "TIMEWAIT_EXIT"), []),
         ("reject", server("reject"), client(SERVER_IP),
          ev("CONNECT_REQUEST"),
-         ev("ADDR_RESOLVED", "ROUTE_RESOLVED", "REJECTED status=28 data=no")),
+         ev("ADDR_RESOLVED", "ROUTE_RESOLVED", "REJECTED status=28 data=no"), []),
         ("an address nobody has", server("accept"), client("10.0.0.9", "1000"),
-         None, ev("ADDR_ERROR status=-110")),
+         None, ev("ADDR_ERROR status=-110"), []),
+        ("the server's device dies (device-fatal)", server("accept"), stalled,
+         ev("CONNECT_REQUEST", "ESTABLISHED", "DEVICE_REMOVAL"),
+         ev("ADDR_RESOLVED", "ROUTE_RESOLVED", "ESTABLISHED", "DISCONNECTED", "TIMEWAIT_EXIT"),
+         fault("device-fatal:after=3")),
+        ("the server's port goes down (port-down)", server("accept"), stalled,
+         ev("CONNECT_REQUEST", "ESTABLISHED", "ADDR_CHANGE"), None,
+         fault("port-down:after=3")),
     ]
 
 
@@ -234,13 +255,15 @@ def main():
             (src, sout), (crc, cout) = pair(rdmasim, tmp, server_cmd, client_cmd)
         check(src == 0 and crc == 0, f"{name}: both sides exit 0",
               f"server exit {src}:\n{sout}\nclient exit {crc}:\n{cout}")
-    for name, server_cmd, client_cmd, want_server, want_client in event_cases(cm_events):
+    for name, server_cmd, client_cmd, want_server, want_client, opts in event_cases(cm_events):
         with tempfile.TemporaryDirectory(prefix="rdmacm-") as tmp:
-            (src, sout), (crc, cout) = pair(rdmasim, tmp, server_cmd, client_cmd)
+            (src, sout), (crc, cout) = pair(rdmasim, tmp, server_cmd, client_cmd,
+                                            server_opts=opts, client_opts=QUICK_CM if opts else ())
         got_s = [line for line in sout.splitlines() if line.startswith("RDMA_CM_EVENT")]
         got_c = [line for line in cout.splitlines() if line.startswith("RDMA_CM_EVENT")]
-        check(got_c == want_client, f"{name}: the client's events in order",
-              f"want {want_client}\ngot  {got_c}\n{cout}")
+        if want_client is not None:
+            check(got_c == want_client, f"{name}: the client's events in order",
+                  f"want {want_client}\ngot  {got_c}\n{cout}")
         if want_server is not None:
             check(got_s == want_server, f"{name}: the server's events in order",
                   f"want {want_server}\ngot  {got_s}\n{sout}")
