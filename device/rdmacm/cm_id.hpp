@@ -18,7 +18,9 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
+#include <utility>
 
 #include "datapath/cm/agent.hpp"
 #include "device/objects.hpp"
@@ -83,8 +85,10 @@ struct CmId final : datapath::cm::Handler, datapath::cm::AddressHandler {
     std::uint64_t service_id = 0; // listening
     bool listening_all = false;   // bound to the wildcard address: every device
     int backlog = 0;
-    std::atomic<int> pending_requests{0}; // children not yet accepted or rejected
-    CmId* listener = nullptr;             // a child: the id it came from
+    // A listener's children not yet accepted or rejected; shared with each
+    // child, which may outlive its listener (a child never points at it).
+    std::shared_ptr<std::atomic<int>> pending_requests = std::make_shared<std::atomic<int>>(0);
+    std::shared_ptr<std::atomic<int>> counted_in; // a child still pending: its listener's count
     datapath::cm::QpParams peer;          // the REQ's or the REP's offer
     datapath::cm::Path path;
     net::MacAddress dmac{};
@@ -159,6 +163,11 @@ inline void kick_engine(device::Device& dev) noexcept {
     if (dev.hooks == nullptr) return;
     dev.hooks->on_receiver_ready(dev);
     dev.hooks->on_post(dev);
+}
+
+// A pending child is decided (accepted, rejected, destroyed): its listener's backlog frees a place.
+inline void leave_backlog(CmId& id) noexcept {
+    if (auto count = std::exchange(id.counted_in, nullptr)) --*count;
 }
 
 // Waits for the next event of a synchronous id and turns it into a result

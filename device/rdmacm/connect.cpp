@@ -155,8 +155,7 @@ int accept(rdma_cm_id* cm_id, rdma_conn_param* param) noexcept {
         if (err == 0) id.state = IdState::accepting;
         dev.port.drain_roce();
     }
-    if (id.listener != nullptr) --id.listener->pending_requests;
-    id.listener = nullptr;
+    leave_backlog(id);
     wake(dev);
     if (err != 0) return fail(err);
     return id.own_channel ? complete(id) : 0;
@@ -182,8 +181,7 @@ int reject(rdma_cm_id* cm_id, const void* private_data, uint8_t len) noexcept {
         }
         dev.port.drain_roce();
     }
-    if (id.listener != nullptr) --id.listener->pending_requests;
-    id.listener = nullptr;
+    leave_backlog(id);
     wake(dev);
     return err != 0 ? fail(err) : 0;
 }
@@ -256,8 +254,7 @@ void forget_connection(CmId& id) noexcept {
         dev->port.drain_roce();
     }
     id.comm_id = 0;
-    if (id.listener != nullptr) --id.listener->pending_requests;
-    id.listener = nullptr;
+    leave_backlog(id);
 }
 
 } // namespace rdmasim::rdmacm

@@ -70,7 +70,7 @@ void fill_addresses(CmId& child, const CmId& listener, const net::CmaIpHeader& h
 
 // A REQ or SIDR_REQ on a listening id: a new id for it, told as CONNECT_REQUEST.
 void on_request(CmId& listener, const Event& e) noexcept {
-    if (listener.pending_requests >= listener.backlog) return; // not adopted: the CM rejects
+    if (*listener.pending_requests >= listener.backlog) return; // not adopted: the CM rejects
     if (e.private_data.size() < net::kCmaIpHeaderSize) return;
     const net::CmaIpHeader h = net::CmaIpHeader::load(e.private_data.data());
     if (net::check_cma_ip_header(h) != net::CmaHeaderError::none || h.ip_version != 4) return;
@@ -85,7 +85,6 @@ void on_request(CmId& listener, const Event& e) noexcept {
         (void)destroy_id(out);
         return;
     }
-    child.listener = &listener;
     child.comm_id = e.comm_id;
     child.peer = e.peer;
     child.path = e.path;
@@ -116,7 +115,8 @@ void on_request(CmId& listener, const Event& e) noexcept {
         c.qp_num = e.peer.qpn;
     }
     child.state = IdState::req_received;
-    ++listener.pending_requests;
+    ++*listener.pending_requests;
+    child.counted_in = listener.pending_requests;
     e.agent->adopt(e.comm_id, child);
     post_event(*listener.channel, rec);
 }

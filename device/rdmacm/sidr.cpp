@@ -33,8 +33,7 @@ int answer(CmId& id, std::uint16_t status, std::uint32_t qpn,
         id.comm_id = 0;
         dev.port.drain_roce();
     }
-    if (id.listener != nullptr) --id.listener->pending_requests;
-    id.listener = nullptr;
+    leave_backlog(id);
     kick_engine(dev);
     return err != 0 ? fail(err) : 0;
 }
