@@ -70,7 +70,8 @@ nlohmann::json arp_json(const datapath::NeighbourCounters& c) {
     };
 }
 
-nlohmann::json roce_json(const datapath::RocePortCounters& c, const datapath::ArpWaitCounters& w) {
+nlohmann::json roce_json(const datapath::RocePortCounters& c, const datapath::ArpWaitCounters& w,
+                         const datapath::cm::AgentCounters& cm) {
     nlohmann::json rx = nlohmann::json::object();
     for (std::size_t i = 0; i < datapath::kRoceRxKinds; ++i)
         rx[std::string(datapath::roce_rx_name(static_cast<datapath::RoceRx>(i)))] = c.qps.rx[i].get();
@@ -82,6 +83,14 @@ nlohmann::json roce_json(const datapath::RocePortCounters& c, const datapath::Ar
         {"frames", c.frames.get()},
         {"parse_drops", parse},
         {"unknown_qp", c.unknown_qp.get()},
+        {"gsi_mads", c.gsi_mads.get()},
+        {"cm",
+         {{"mads_sent", cm.mads_sent.get()},
+          {"mads_received", cm.mads_received.get()},
+          {"mads_resent", cm.mads_resent.get()},
+          {"mads_refused", cm.mads_refused.get()},
+          {"mads_unmatched", cm.mads_unmatched.get()},
+          {"rej_no_listener", cm.rej_no_listener.get()}}},
         {"rx_frames", q.rx_frames.get()},
         {"rx", rx},
         {"tx_packets", q.tx_packets.get()},

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "datapath/arp_wait.hpp"
+#include "datapath/cm/agent.hpp"
 #include "datapath/counters.hpp"
 #include "datapath/neighbours.hpp"
 #include "datapath/roce/port.hpp"
@@ -29,9 +30,11 @@ namespace rdmasim::sim {
 [[nodiscard]] nlohmann::json arp_json(const datapath::NeighbourCounters& c);
 // The port's RoCE side (datapath/roce/port.hpp): frames offered, parse drops
 // by reason, outcomes by RoceRx name (summed over the QPs), what was sent,
-// looped back, and waited for ARP.
+// looped back, and waited for ARP; QP1's datagrams and the port's CM
+// (datapath/cm/agent.hpp: MADs sent, received, resent, refused, unmatched).
 [[nodiscard]] nlohmann::json roce_json(const datapath::RocePortCounters& c,
-                                       const datapath::ArpWaitCounters& w);
+                                       const datapath::ArpWaitCounters& w,
+                                       const datapath::cm::AgentCounters& cm);
 // A device's port addresses and MTU as text: mac, ipv4, ipv6, mtu.
 [[nodiscard]] nlohmann::json addresses_json(const device::DeviceIdentity& id);
 // {"frames", "p50_us", "p99_us", "max_us": lateness, "schedule_s": the last

@@ -136,7 +136,8 @@ nlohmann::json device_json(Simulator& sim, std::size_t i) {
     out["port"] = counters_json(dev.port.counters());
     out["port"]["held"] = dev.port.held_frames();
     out["port"]["arp"] = arp_json(dev.port.neighbours().counters());
-    out["port"]["roce"] = roce_json(dev.port.roce().counters(), dev.port.arp_wait_counters());
+    out["port"]["roce"] = roce_json(dev.port.roce().counters(), dev.port.arp_wait_counters(),
+                                     dev.port.cm().counters());
     out["addresses"] = addresses_json(dev.identity);
     nlohmann::json queues = nlohmann::json::array();
     if (stats)

@@ -66,7 +66,7 @@ void Agent::send_to(const net::Gid& remote, const net::Gid& local, std::uint8_t 
     const net::RoceBuildResult r = net::build_roce_frame(path, h, mad, frame);
     if (r.error != net::RoceBuildError::none) [[unlikely]]
         return;
-    ++counters_.mads_sent;
+    counters_.mads_sent.add();
     roce_.transmit({frame.data(), r.len}, clock_);
 }
 
@@ -328,7 +328,7 @@ void Agent::expire(std::uint32_t comm_id, Conn& c) noexcept {
     }
     if (c.resend && c.retries_left > 0) {
         --c.retries_left;
-        ++counters_.mads_resent;
+        counters_.mads_resent.add();
         arm(c, c.timeout_ns, c.retries_left);
         send_mad(c, true);
         return;

@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "datapath/counters.hpp"
 #include "datapath/neighbours.hpp"
 #include "net/cm_mad.hpp"
 #include "net/cma_header.hpp"
@@ -103,13 +104,14 @@ public:
     virtual void address_failed(std::uint64_t token) noexcept = 0;
 };
 
+// Relaxed counters: read from any thread (--stats) while the engine counts.
 struct AgentCounters {
-    std::uint64_t mads_sent = 0;
-    std::uint64_t mads_received = 0;
-    std::uint64_t mads_resent = 0;
-    std::uint64_t mads_refused = 0;    // not a CM MAD we read (net::CmParseError)
-    std::uint64_t mads_unmatched = 0;  // for no connection of ours, or out of state
-    std::uint64_t rej_no_listener = 0; // REQs and SIDR_REQs answered "invalid service ID"
+    Counter mads_sent;
+    Counter mads_received;
+    Counter mads_resent;
+    Counter mads_refused;    // not a CM MAD we read (net::CmMadError), or the wrong Q_Key
+    Counter mads_unmatched;  // for no connection of ours, or out of state
+    Counter rej_no_listener; // REQs and SIDR_REQs answered "invalid service ID"
 };
 
 class Agent final : public NeighbourListener {

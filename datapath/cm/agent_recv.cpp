@@ -26,11 +26,11 @@ Agent::Conn* Agent::find_remote(std::uint32_t remote_id, const net::Gid& remote_
 }
 
 void Agent::receive(const net::RocePacket& p) noexcept {
-    ++counters_.mads_received;
+    counters_.mads_received.add();
     net::ParsedCmMad mad;
     if (p.headers.deth.qkey != net::kGsiQkey ||
         net::parse_cm_mad(p.payload, mad) != net::CmMadError::none) {
-        ++counters_.mads_refused;
+        counters_.mads_refused.add();
         return;
     }
     const net::MadHeader& h = mad.header;
@@ -61,7 +61,7 @@ void Agent::receive(const net::RocePacket& p) noexcept {
 
 void Agent::reply_invalid_service(const net::RocePacket& p, const net::MadHeader& h,
                                   std::uint32_t remote_id) noexcept {
-    ++counters_.rej_no_listener;
+    counters_.rej_no_listener.add();
     net::CmRej m;
     m.remote_comm_id = remote_id;
     m.message_rejected = net::CmRejectedMsg::req;
@@ -130,7 +130,7 @@ void Agent::on_rep(const net::MadHeader& h, const net::CmRep& m) noexcept {
     (void)h;
     Conn* c = find(m.remote_comm_id);
     if (c == nullptr) {
-        ++counters_.mads_unmatched;
+        counters_.mads_unmatched.add();
         return;
     }
     if (c->state == State::established && c->remote_id == m.local_comm_id) {
@@ -138,7 +138,7 @@ void Agent::on_rep(const net::MadHeader& h, const net::CmRep& m) noexcept {
         return;
     }
     if (c->state != State::req_sent) {
-        ++counters_.mads_unmatched;
+        counters_.mads_unmatched.add();
         return;
     }
     c->remote_id = m.local_comm_id;
@@ -162,7 +162,7 @@ void Agent::on_rep(const net::MadHeader& h, const net::CmRep& m) noexcept {
 void Agent::on_rtu(const net::CmRtu& m) noexcept {
     Conn* c = find(m.remote_comm_id);
     if (c == nullptr || c->state != State::rep_sent || c->remote_id != m.local_comm_id) {
-        if (c == nullptr || c->state != State::established) ++counters_.mads_unmatched;
+        if (c == nullptr || c->state != State::established) counters_.mads_unmatched.add();
         return;
     }
     c->state = State::established;
@@ -179,7 +179,7 @@ void Agent::on_rej(const net::CmRej& m) noexcept {
     Conn* c = find(m.remote_comm_id);
     if (c == nullptr || c->state == State::established || c->state == State::timewait ||
         c->state == State::dreq_sent || c->state == State::dreq_rcvd) {
-        ++counters_.mads_unmatched;
+        counters_.mads_unmatched.add();
         return;
     }
     Event e;
@@ -194,7 +194,7 @@ void Agent::on_rej(const net::CmRej& m) noexcept {
 void Agent::on_mra(const net::CmMra& m) noexcept {
     Conn* c = find(m.remote_comm_id);
     if (c == nullptr || (c->state != State::req_sent && c->state != State::rep_sent)) {
-        ++counters_.mads_unmatched;
+        counters_.mads_unmatched.add();
         return;
     }
     // The peer needs `service_timeout` more: one wait that long, then the
@@ -223,13 +223,13 @@ void Agent::on_dreq(const net::RocePacket& p, const net::MadHeader& h,
     send_drep(p, h, m); // always, even for a connection gone (IBA 12.9.8.3.1)
     Conn* c = find(m.remote_comm_id);
     if (c == nullptr || c->remote_id != m.local_comm_id) {
-        ++counters_.mads_unmatched;
+        counters_.mads_unmatched.add();
         return;
     }
     const State s = c->state;
     if (s == State::timewait || s == State::dreq_rcvd) return; // a resent DREQ: answered above
     if (s != State::established && s != State::rep_sent && s != State::dreq_sent) {
-        ++counters_.mads_unmatched;
+        counters_.mads_unmatched.add();
         return;
     }
     Event e;
@@ -243,7 +243,7 @@ void Agent::on_dreq(const net::RocePacket& p, const net::MadHeader& h,
 void Agent::on_drep(const net::CmDrep& m) noexcept {
     Conn* c = find(m.remote_comm_id);
     if (c == nullptr || c->state != State::dreq_sent) {
-        ++counters_.mads_unmatched;
+        counters_.mads_unmatched.add();
         return;
     }
     Event e;

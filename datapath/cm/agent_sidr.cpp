@@ -54,7 +54,7 @@ void Agent::on_sidr_req(const net::RocePacket& p, const net::MadHeader& h,
     if (find_remote(m.request_id, p.sgid) != nullptr) return; // a resend; the answer is coming
     const auto l = listeners_.find(m.service_id);
     if (l == listeners_.end()) {
-        ++counters_.rej_no_listener;
+        counters_.rej_no_listener.add();
         net::CmSidrRep r;
         r.request_id = m.request_id;
         r.status = net::SidrStatus::service_id_not_supported;
@@ -96,7 +96,7 @@ void Agent::on_sidr_req(const net::RocePacket& p, const net::MadHeader& h,
 void Agent::on_sidr_rep(const net::CmSidrRep& m) noexcept {
     Conn* c = find(m.request_id);
     if (c == nullptr || c->state != State::sidr_sent) {
-        ++counters_.mads_unmatched;
+        counters_.mads_unmatched.add();
         return;
     }
     Event e;

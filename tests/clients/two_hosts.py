@@ -197,8 +197,8 @@ def roce_problems(side, doc, receives=True, sends=True, unknown_qp_allowed=0):
         bad.append(f"{side}: parse drops {drops}")
     if r["unknown_qp"] > unknown_qp_allowed:
         bad.append(f"{side}: {r['unknown_qp']} frames for an unknown QP (at most {unknown_qp_allowed} expected)")
-    if r["frames"] != sum(r["parse_drops"].values()) + r["unknown_qp"] + r["rx_frames"]:
-        bad.append(f"{side}: frames {r['frames']} != parse drops + unknown_qp + rx_frames")
+    if r["frames"] != sum(r["parse_drops"].values()) + r["unknown_qp"] + r["rx_frames"] + r["gsi_mads"]:
+        bad.append(f"{side}: frames {r['frames']} != parse drops + unknown_qp + rx_frames + gsi_mads")
     if r["rx_frames"] != sum(r["rx"].values()):
         bad.append(f"{side}: rx_frames {r['rx_frames']} != the sum of rx {r['rx']}")
     w = r["arp_wait"]
