@@ -25,7 +25,9 @@ client finds the server by ARP on the wire and connects with CM MADs
     (REJECTED, status 28 "consumer reject", the server's private data); an
     address nobody has (ADDR_ERROR, -ETIMEDOUT, after the resolve timeout);
     the server's device dying (fault plan device-fatal: DEVICE_REMOVAL) or its
-    port going down (port-down: ADDR_CHANGE) while connected;
+    port going down (port-down: ADDR_CHANGE) while connected; the client's
+    first REQ dropped by the fault plan (a BPF filter on the MAD's attribute
+    ID): resent, connected all the same, one drop and a resend in --stats;
     a peer killed (SIGKILL, its CM with it) after ESTABLISHED: the client's
     rdma_disconnect ends in DISCONNECTED, then TIMEWAIT_EXIT, once its DREQ
     resends run out; a peer killed before the REQ: UNREACHABLE, -ETIMEDOUT,
@@ -38,6 +40,7 @@ client finds the server by ARP on the wire and connects with CM MADs
 
 Exit 0 when all hold, 1 otherwise; 77 when rping is not installed.
 """
+import json
 import os
 import re
 import shutil
@@ -191,23 +194,47 @@ def event_cases(cm_events):
     # on short CM timeouts, run out: DISCONNECTED all the same).
     fault = lambda plan: ["--faults", plan]
     stalled = client(SERVER_IP, "1000", "disconnect", "1000")
+    none = ([], [])
+    # The client's first REQ lost on its way out (a BPF filter on the MAD's
+    # attribute ID, UDP payload byte 36 on: BTH 12, DETH 8, MAD header 16).
+    lose_req = fault("drop:nth=1,dir=tx,filter=udp port 4791 and udp[44:2] == 0x0010")
     return [
         ("connect, disconnect", server("accept"), client(SERVER_IP),
          ev("CONNECT_REQUEST", "ESTABLISHED", "DISCONNECTED", "TIMEWAIT_EXIT"),
-         ev("ADDR_RESOLVED", "ROUTE_RESOLVED", "ESTABLISHED", "DISCONNECTED", "TIMEWAIT_EXIT"), []),
+         ev("ADDR_RESOLVED", "ROUTE_RESOLVED", "ESTABLISHED", "DISCONNECTED", "TIMEWAIT_EXIT"), none),
         ("reject", server("reject"), client(SERVER_IP),
          ev("CONNECT_REQUEST"),
-         ev("ADDR_RESOLVED", "ROUTE_RESOLVED", "REJECTED status=28 data=no"), []),
+         ev("ADDR_RESOLVED", "ROUTE_RESOLVED", "REJECTED status=28 data=no"), none),
         ("an address nobody has", server("accept"), client("10.0.0.9", "1000"),
-         None, ev("ADDR_ERROR status=-110"), []),
+         None, ev("ADDR_ERROR status=-110"), none),
         ("the server's device dies (device-fatal)", server("accept"), stalled,
          ev("CONNECT_REQUEST", "ESTABLISHED", "DEVICE_REMOVAL"),
          ev("ADDR_RESOLVED", "ROUTE_RESOLVED", "ESTABLISHED", "DISCONNECTED", "TIMEWAIT_EXIT"),
-         fault("device-fatal:after=3")),
+         (fault("device-fatal:after=3"), QUICK_CM)),
         ("the server's port goes down (port-down)", server("accept"), stalled,
          ev("CONNECT_REQUEST", "ESTABLISHED", "ADDR_CHANGE"), None,
-         fault("port-down:after=3")),
+         (fault("port-down:after=3"), QUICK_CM)),
+        ("the first REQ is lost: resent", server("accept"), client(SERVER_IP),
+         ev("CONNECT_REQUEST", "ESTABLISHED", "DISCONNECTED", "TIMEWAIT_EXIT"),
+         ev("ADDR_RESOLVED", "ROUTE_RESOLVED", "ESTABLISHED", "DISCONNECTED", "TIMEWAIT_EXIT"),
+         ([], lose_req + ["--set", "caps.cm_response_timeout=14", "--stats", "STATS"])),
     ]
+
+
+def lost_req_stats(check, path):
+    """The lost REQ case's client --stats: one frame dropped on the way out, resent by the CM."""
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+        dev = doc["devices"][0]
+        drops = dev["tx_faults"]["fault_drops"]
+        cm = dev["port"]["roce"]["cm"]
+    except (OSError, ValueError, KeyError, IndexError) as e:
+        check(False, "the first REQ is lost: the client's --stats", repr(e))
+        return
+    check(drops == 1 and cm["mads_resent"] >= 1,
+          "the first REQ is lost: one frame dropped on the way out, the REQ resent (--stats)",
+          f"tx fault_drops {drops}, cm {cm}")
 
 
 def main():
@@ -257,8 +284,11 @@ def main():
               f"server exit {src}:\n{sout}\nclient exit {crc}:\n{cout}")
     for name, server_cmd, client_cmd, want_server, want_client, opts in event_cases(cm_events):
         with tempfile.TemporaryDirectory(prefix="rdmacm-") as tmp:
+            client_opts = [o.replace("STATS", f"{tmp}/client.json") for o in opts[1]]
             (src, sout), (crc, cout) = pair(rdmasim, tmp, server_cmd, client_cmd,
-                                            server_opts=opts, client_opts=QUICK_CM if opts else ())
+                                            server_opts=opts[0], client_opts=client_opts)
+            if "--stats" in client_opts:
+                lost_req_stats(check, f"{tmp}/client.json")
         got_s = [line for line in sout.splitlines() if line.startswith("RDMA_CM_EVENT")]
         got_c = [line for line in cout.splitlines() if line.startswith("RDMA_CM_EVENT")]
         if want_client is not None:
