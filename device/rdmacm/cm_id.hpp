@@ -24,6 +24,7 @@
 
 #include "datapath/cm/agent.hpp"
 #include "device/objects.hpp"
+#include "device/qp_transport.hpp"
 
 namespace rdmasim::rdmacm {
 
@@ -168,6 +169,21 @@ inline void kick_engine(device::Device& dev) noexcept {
 // A pending child is decided (accepted, rejected, destroyed): its listener's backlog frees a place.
 inline void leave_backlog(CmId& id) noexcept {
     if (auto count = std::exchange(id.counted_in, nullptr)) --*count;
+}
+
+// One call into `dev`'s CM, as every rdma_cm verb makes it: under the port
+// lock at the engine's clock, then the MADs it looped back let in, then the
+// engine woken for the resends and deadlines. Returns what `f` returns.
+template <class F> int with_cm(device::Device& dev, F f) {
+    int err;
+    {
+        std::lock_guard lock(dev.port.mutex());
+        (void)device::transport_now(dev);
+        err = f(dev.port.cm());
+        dev.port.drain_roce();
+    }
+    kick_engine(dev);
+    return err;
 }
 
 // Waits for the next event of a synchronous id and turns it into a result

@@ -51,15 +51,6 @@ int device_max_rd_atomic(CmId& id) noexcept {
     return attr.max_qp_rd_atom;
 }
 
-// Under the port lock of `dev`: the CM whose port is `dev`'s.
-datapath::cm::Agent& cm_of(device::Device& dev) noexcept {
-    return dev.port.cm();
-}
-
-void wake(device::Device& dev) noexcept {
-    kick_engine(dev);
-}
-
 datapath::cm::QpParams own_params(CmId& id, const rdma_conn_param* param) noexcept {
     datapath::cm::QpParams qp;
     qp.qpn = id.id().qp != nullptr ? id.id().qp->qp_num : (param ? param->qp_num & 0xffffff : 0);
@@ -102,15 +93,11 @@ int connect(rdma_cm_id* cm_id, rdma_conn_param* param) noexcept {
         const std::uint16_t port = ntohs(id.id().route.addr.dst_sin.sin_port);
         const std::uint64_t service =
             net::cma_service_id(static_cast<net::RdmaPortSpace>(id.id().ps), port);
-        int err;
-        {
-            std::lock_guard lock(dev.port.mutex());
-            (void)device::transport_now(dev);
-            err = cm_of(dev).connect(id, service, id.path, own_params(id, param), data, id.comm_id);
-            if (err == 0) id.state = IdState::connect;
-            dev.port.drain_roce();
-        }
-        wake(dev);
+        const int err = with_cm(dev, [&](datapath::cm::Agent& cm) {
+            const int e = cm.connect(id, service, id.path, own_params(id, param), data, id.comm_id);
+            if (e == 0) id.state = IdState::connect;
+            return e;
+        });
         if (err != 0) return fail(err);
     } catch (...) {
         return fail(ENOMEM);
@@ -145,18 +132,14 @@ int accept(rdma_cm_id* cm_id, rdma_conn_param* param) noexcept {
         }
     }
     device::Device& dev = *id.dev;
-    int err;
-    {
-        std::lock_guard lock(dev.port.mutex());
-        (void)device::transport_now(dev);
-        datapath::cm::QpParams qp = own_params(id, param);
-        qp.rnr_retry_count = id.rnr_retry_count;
-        err = cm_of(dev).accept(id.comm_id, qp, user_data(param));
-        if (err == 0) id.state = IdState::accepting;
-        dev.port.drain_roce();
-    }
+    datapath::cm::QpParams qp = own_params(id, param);
+    qp.rnr_retry_count = id.rnr_retry_count;
+    const int err = with_cm(dev, [&](datapath::cm::Agent& cm) {
+        const int e = cm.accept(id.comm_id, qp, user_data(param));
+        if (e == 0) id.state = IdState::accepting;
+        return e;
+    });
     leave_backlog(id);
-    wake(dev);
     if (err != 0) return fail(err);
     return id.own_channel ? complete(id) : 0;
 }
@@ -168,21 +151,16 @@ int reject(rdma_cm_id* cm_id, const void* private_data, uint8_t len) noexcept {
     if (id.id().qp_type == IBV_QPT_UD) return reject_ud(id, private_data, len);
     if (len > net::kCmRejPrivateDataSize) return fail(EINVAL);
     device::Device& dev = *id.dev;
-    int err;
-    {
-        std::lock_guard lock(dev.port.mutex());
-        (void)device::transport_now(dev);
-        err = cm_of(dev).reject(id.comm_id,
-                                static_cast<std::uint16_t>(net::CmRejReason::consumer_reject),
+    const int err = with_cm(dev, [&](datapath::cm::Agent& cm) {
+        const int e = cm.reject(id.comm_id, static_cast<std::uint16_t>(net::CmRejReason::consumer_reject),
                                 {static_cast<const std::uint8_t*>(private_data), len});
-        if (err == 0) {
+        if (e == 0) {
             id.comm_id = 0;
             id.state = IdState::idle;
         }
-        dev.port.drain_roce();
-    }
+        return e;
+    });
     leave_backlog(id);
-    wake(dev);
     return err != 0 ? fail(err) : 0;
 }
 
@@ -194,16 +172,11 @@ int establish(rdma_cm_id* cm_id) noexcept {
 }
 
 int send_rtu(CmId& id) noexcept {
-    device::Device& dev = *id.dev;
-    int err;
-    {
-        std::lock_guard lock(dev.port.mutex());
-        (void)device::transport_now(dev);
-        err = cm_of(dev).establish(id.comm_id, {});
-        if (err == 0) id.state = IdState::connected;
-        dev.port.drain_roce();
-    }
-    wake(dev);
+    const int err = with_cm(*id.dev, [&](datapath::cm::Agent& cm) {
+        const int e = cm.establish(id.comm_id, {});
+        if (e == 0) id.state = IdState::connected;
+        return e;
+    });
     errno = err;
     return err;
 }
@@ -213,15 +186,7 @@ int disconnect(rdma_cm_id* cm_id) noexcept {
     CmId& id = *from_cm(cm_id);
     if (id.dev == nullptr || id.comm_id == 0) return fail(EINVAL);
     if (id.id().qp != nullptr) move_qp_err(id);
-    device::Device& dev = *id.dev;
-    int err;
-    {
-        std::lock_guard lock(dev.port.mutex());
-        (void)device::transport_now(dev);
-        err = cm_of(dev).disconnect(id.comm_id, {});
-        dev.port.drain_roce();
-    }
-    wake(dev);
+    const int err = with_cm(*id.dev, [&](datapath::cm::Agent& cm) { return cm.disconnect(id.comm_id, {}); });
     return err != 0 ? fail(err) : 0;
 }
 

@@ -24,17 +24,12 @@ std::span<const std::uint8_t> user_data(const void* p, std::size_t len) noexcept
 
 int answer(CmId& id, std::uint16_t status, std::uint32_t qpn,
            std::span<const std::uint8_t> data) noexcept {
-    device::Device& dev = *id.dev;
-    int err;
-    {
-        std::lock_guard lock(dev.port.mutex());
-        (void)device::transport_now(dev);
-        err = dev.port.cm().sidr_reply(id.comm_id, status, qpn, kUdpQkey, data);
+    const int err = with_cm(*id.dev, [&](datapath::cm::Agent& cm) {
+        const int e = cm.sidr_reply(id.comm_id, status, qpn, kUdpQkey, data);
         id.comm_id = 0;
-        dev.port.drain_roce();
-    }
+        return e;
+    });
     leave_backlog(id);
-    kick_engine(dev);
     return err != 0 ? fail(err) : 0;
 }
 
@@ -60,15 +55,11 @@ int connect_ud(CmId& id, const rdma_conn_param* param) noexcept {
         std::memcpy(id.path.remote_gid.data(), a.addr.ibaddr.dgid.raw, 16);
         const std::uint64_t service = net::cma_service_id(
             static_cast<net::RdmaPortSpace>(id.id().ps), ntohs(a.dst_sin.sin_port));
-        int err;
-        {
-            std::lock_guard lock(dev.port.mutex());
-            (void)device::transport_now(dev);
-            err = dev.port.cm().sidr_request(id, service, id.path, data, id.comm_id);
-            if (err == 0) id.state = IdState::connect;
-            dev.port.drain_roce();
-        }
-        kick_engine(dev);
+        const int err = with_cm(dev, [&](datapath::cm::Agent& cm) {
+            const int e = cm.sidr_request(id, service, id.path, data, id.comm_id);
+            if (e == 0) id.state = IdState::connect;
+            return e;
+        });
         if (err != 0) return fail(err);
     } catch (...) {
         return fail(ENOMEM);
