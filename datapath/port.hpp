@@ -60,9 +60,10 @@ public:
                            [](void* cm, const net::RocePacket& p) noexcept {
                                static_cast<cm::Agent*>(cm)->receive(p);
                            },
-                       .context = cm_.get()});
-        host_.set_neighbour_listener(cm_.get());
+                       .context = cm_});
+        host_.set_neighbour_listener(cm_);
     }
+    ~Port() { delete cm_; }
     Port(const Port&) = delete;
     Port& operator=(const Port&) = delete;
 
@@ -283,7 +284,9 @@ private:
     L2Host host_{roce_, now_ns_};
     // Behind a pointer: the agent is polymorphic (it listens to the
     // neighbours), and the port must stay standard-layout (device/objects.hpp).
-    std::unique_ptr<cm::Agent> cm_ = std::make_unique<cm::Agent>(roce_, host_, now_ns_);
+    // Owned, but not a std::unique_ptr: clang does not count libstdc++'s
+    // unique_ptr as standard-layout (its deleter lives in a base class).
+    cm::Agent* const cm_ = new cm::Agent(roce_, host_, now_ns_);
 };
 
 } // namespace rdmasim::datapath
