@@ -22,6 +22,12 @@ net::Ipv4Address ip_of(const sockaddr_in& sin) noexcept {
     return ip;
 }
 
+// 127.0.0.0/8: rdma_cm treats it as it treats the wildcard (bind), or as
+// the first device's own address (resolve).
+bool is_loopback(const net::Ipv4Address& ip) noexcept {
+    return ip[0] == 127;
+}
+
 void set_gid(ibv_gid& gid, const net::Ipv4Address& ip) noexcept {
     const net::Gid g = net::ipv4_mapped_gid(ip.data());
     std::memcpy(gid.raw, g.data(), 16);
@@ -45,7 +51,7 @@ int bind_addr(rdma_cm_id* cm_id, sockaddr* addr) noexcept {
     std::memcpy(&sin, addr, sizeof sin);
     const net::Ipv4Address ip = ip_of(sin);
     device::Device* dev = nullptr;
-    if (ip != net::Ipv4Address{}) {
+    if (ip != net::Ipv4Address{} && !is_loopback(ip)) { // the kernel binds 127/8 as it binds any
         dev = device_with_ip(ip);
         if (dev == nullptr) return fail(EADDRNOTAVAIL);
     }
@@ -69,7 +75,12 @@ int resolve_addr(rdma_cm_id* cm_id, sockaddr* src, sockaddr* dst, int timeout_ms
     if (id.state != IdState::idle) return fail(EINVAL);
     sockaddr_in to;
     std::memcpy(&to, dst, sizeof to);
-    const net::Ipv4Address dst_ip = ip_of(to);
+    net::Ipv4Address dst_ip = ip_of(to);
+    if (is_loopback(dst_ip)) { // the kernel's loopback: this host's first device, to itself
+        device::Device* first = id.dev ? id.dev : route_device(dst_ip);
+        if (first == nullptr) return fail(ENODEV);
+        dst_ip = first->identity.ipv4;
+    }
     if (id.id().route.addr.src_sin.sin_port ==
         0) { // bind first: to `src`, or where the route leaves
         sockaddr_in from{};
