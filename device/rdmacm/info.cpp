@@ -37,42 +37,63 @@ int lookup(const char* node, const char* service, bool passive, bool numeric,
     return 0;
 }
 
-} // namespace
+// Copies `len` bytes of `addr` into `slot` (a fresh allocation); false: no memory.
+bool copy_into(sockaddr*& slot, socklen_t& slot_len, const sockaddr* addr, socklen_t len) noexcept {
+    slot = copy_addr(addr, len);
+    slot_len = len;
+    return slot != nullptr;
+}
 
-int getaddrinfo(const char* node, const char* service, const rdma_addrinfo* hints,
-                rdma_addrinfo** res) noexcept {
-    if (res == nullptr || (node == nullptr && service == nullptr)) return fail(EINVAL);
-    if (hints != nullptr && hints->ai_family != 0 && hints->ai_family != AF_INET)
-        return fail(EAFNOSUPPORT);
-    const bool passive = hints != nullptr && (hints->ai_flags & RAI_PASSIVE);
-    const bool numeric = hints != nullptr && (hints->ai_flags & RAI_NUMERICHOST);
+// The node/service form: the name's first IPv4 address, the source when passive.
+int from_names(const char* node, const char* service, bool passive, bool numeric,
+               rdma_addrinfo& ai) noexcept {
     sockaddr_in sin{};
     if (const int rc = lookup(node, service, passive, numeric, sin); rc != 0) {
         errno = rc == EAI_SYSTEM ? errno : ENODEV;
         return rc; // librdmacm passes getaddrinfo's EAI_* code on
     }
+    const auto* a = reinterpret_cast<const sockaddr*>(&sin);
+    const bool ok = passive ? copy_into(ai.ai_src_addr, ai.ai_src_len, a, sizeof sin)
+                            : copy_into(ai.ai_dst_addr, ai.ai_dst_len, a, sizeof sin);
+    if (!ok) return fail(ENOMEM);
+    if (node != nullptr) (passive ? ai.ai_src_canonname : ai.ai_dst_canonname) = ::strdup(node);
+    return 0;
+}
+
+} // namespace
+
+// As librdmacm: from `node`/`service`, or with both NULL from the addresses
+// in `hints`; a source address in `hints` is kept when the names gave none.
+int getaddrinfo(const char* node, const char* service, const rdma_addrinfo* hints,
+                rdma_addrinfo** res) noexcept {
+    if (res == nullptr || (node == nullptr && service == nullptr && hints == nullptr))
+        return fail(EINVAL);
+    const rdma_addrinfo none{};
+    const rdma_addrinfo& h = hints ? *hints : none;
+    if (h.ai_family != 0 && h.ai_family != AF_INET) return fail(EAFNOSUPPORT);
+    const bool passive = h.ai_flags & RAI_PASSIVE;
     auto* ai = static_cast<rdma_addrinfo*>(std::calloc(1, sizeof(rdma_addrinfo)));
     if (ai == nullptr) return fail(ENOMEM);
-    ai->ai_flags = hints ? hints->ai_flags : 0;
+    ai->ai_flags = h.ai_flags;
     ai->ai_family = AF_INET;
-    ai->ai_port_space = hints && hints->ai_port_space ? hints->ai_port_space : RDMA_PS_TCP;
-    ai->ai_qp_type = hints && hints->ai_qp_type         ? hints->ai_qp_type
+    ai->ai_port_space = h.ai_port_space ? h.ai_port_space : RDMA_PS_TCP;
+    ai->ai_qp_type = h.ai_qp_type                       ? h.ai_qp_type
                      : ai->ai_port_space == RDMA_PS_UDP ? IBV_QPT_UD
                                                         : IBV_QPT_RC;
-    sockaddr*& slot = passive ? ai->ai_src_addr : ai->ai_dst_addr;
-    slot = copy_addr(reinterpret_cast<sockaddr*>(&sin), sizeof sin);
-    (passive ? ai->ai_src_len : ai->ai_dst_len) = sizeof sin;
-    if (!passive && hints != nullptr && hints->ai_src_addr != nullptr) {
-        ai->ai_src_addr = copy_addr(hints->ai_src_addr, hints->ai_src_len);
-        ai->ai_src_len = hints->ai_src_len;
-    }
-    if (slot == nullptr) {
+    int rc = 0;
+    if (node != nullptr || service != nullptr)
+        rc = from_names(node, service, passive, h.ai_flags & RAI_NUMERICHOST, *ai);
+    else if (h.ai_dst_len != 0 && h.ai_dst_addr != nullptr &&
+             !copy_into(ai->ai_dst_addr, ai->ai_dst_len, h.ai_dst_addr, h.ai_dst_len))
+        rc = fail(ENOMEM);
+    if (rc == 0 && ai->ai_src_len == 0 && h.ai_src_len != 0 && h.ai_src_addr != nullptr &&
+        !copy_into(ai->ai_src_addr, ai->ai_src_len, h.ai_src_addr, h.ai_src_len))
+        rc = fail(ENOMEM);
+    if (rc != 0) {
+        const int saved = errno;
         freeaddrinfo(ai);
-        return fail(ENOMEM);
-    }
-    if (node != nullptr) {
-        char*& name = passive ? ai->ai_src_canonname : ai->ai_dst_canonname;
-        name = ::strdup(node);
+        errno = saved;
+        return rc;
     }
     *res = ai;
     return 0;
