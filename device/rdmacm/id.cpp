@@ -106,6 +106,10 @@ int destroy_id(rdma_cm_id* cm_id) noexcept {
 int migrate_id(rdma_cm_id* cm_id, rdma_event_channel* channel) noexcept {
     if (cm_id == nullptr) return fail(EINVAL);
     CmId& id = *from_cm(cm_id);
+    if (id.own_channel && id.id().event != nullptr) { // a synchronous id's last event, as librdmacm
+        (void)ack_cm_event(id.id().event);
+        id.id().event = nullptr;
+    }
     std::unique_lock lock(id.gate);
     id.acked.wait(lock, [&] { return id.events_out == 0; });
     lock.unlock();
