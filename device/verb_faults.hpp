@@ -32,14 +32,25 @@ enum class Verb : std::uint8_t {
     post_recv,
     post_send,
     req_notify_cq,
+    // rdma_cm's calls (device/rdmacm/): -1 and errno, asked of the id's device.
+    rdma_resolve_addr,
+    rdma_resolve_route,
+    rdma_listen,
+    rdma_connect,
+    rdma_accept,
+    rdma_create_qp,
 };
 
-// The verbs in enum order, by their names without "ibv_".
-inline constexpr std::array<std::string_view, 17> kVerbNames{
-    "open_device", "alloc_pd",  "reg_mr",       "create_cq",    "create_cq_ex",
-    "create_wq",   "modify_wq", "destroy_wq",   "create_rwq_ind_table",
-    "create_qp",   "create_qp_ex", "modify_qp", "create_flow",  "post_wq_recv",
-    "post_recv",   "post_send", "req_notify_cq",
+// The verbs in enum order, by their names: ibv_'s without "ibv_", rdma_cm's whole.
+inline constexpr std::array<std::string_view, 23> kVerbNames{
+    "open_device",        "alloc_pd",       "reg_mr",
+    "create_cq",          "create_cq_ex",   "create_wq",
+    "modify_wq",          "destroy_wq",     "create_rwq_ind_table",
+    "create_qp",          "create_qp_ex",   "modify_qp",
+    "create_flow",        "post_wq_recv",   "post_recv",
+    "post_send",          "req_notify_cq",  "rdma_resolve_addr",
+    "rdma_resolve_route", "rdma_listen",    "rdma_connect",
+    "rdma_accept",        "rdma_create_qp",
 };
 
 class VerbFaultHook {

@@ -102,6 +102,7 @@ int resolve_addr(rdma_cm_id* cm_id, sockaddr* src, sockaddr* dst, int timeout_ms
         set_gid(id.id().route.addr.addr.ibaddr.sgid, dev->identity.ipv4);
         id.id().route.addr.addr.ibaddr.pkey = htons(0xffff);
     }
+    if (const int err = injected(*id.dev, device::Verb::rdma_resolve_addr)) return fail(err);
     std::memcpy(&id.id().route.addr.dst_sin, &to, sizeof to);
     set_gid(id.id().route.addr.addr.ibaddr.dgid, dst_ip);
     device::Device& dev = *id.dev;
@@ -138,6 +139,7 @@ int resolve_route(rdma_cm_id* cm_id, int timeout_ms) noexcept {
     if (cm_id == nullptr || timeout_ms < 0) return fail(EINVAL);
     CmId& id = *from_cm(cm_id);
     if (id.state != IdState::addr_resolved || id.dev == nullptr) return fail(EINVAL);
+    if (const int err = injected(*id.dev, device::Verb::rdma_resolve_route)) return fail(err);
     ibv_port_attr port{};
     if (ibv_query_port(id.id().verbs, 1, &port) != 0) return -1;
     ibv_sa_path_rec& p = id.path_rec;
@@ -187,6 +189,8 @@ int listen(rdma_cm_id* cm_id, int backlog) noexcept {
         devs.push_back(id.dev);
     else
         devs = all_devices();
+    if (!devs.empty())
+        if (const int err = injected(*devs.front(), device::Verb::rdma_listen)) return fail(err);
     id.listening_all = id.dev == nullptr;
     for (device::Device* dev :
          devs) // a REQ's new id takes the context under the port lock: open it now

@@ -25,6 +25,7 @@
 #include "datapath/cm/agent.hpp"
 #include "device/objects.hpp"
 #include "device/qp_transport.hpp"
+#include "device/verb_faults.hpp"
 
 namespace rdmasim::rdmacm {
 
@@ -193,6 +194,10 @@ template <class F> int with_cm(device::Device& dev, F f) {
 inline int fail(int err) noexcept {
     errno = err;
     return -1;
+}
+// The errno the fault plan's verb-fail makes this call of `verb` on `dev` fail with, or 0.
+inline int injected(const device::Device& dev, device::Verb verb) noexcept {
+    return device::injected_failure(dev, verb);
 }
 
 } // namespace rdmasim::rdmacm

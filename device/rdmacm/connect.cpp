@@ -72,6 +72,7 @@ int connect(rdma_cm_id* cm_id, rdma_conn_param* param) noexcept {
     if (cm_id == nullptr) return fail(EINVAL);
     CmId& id = *from_cm(cm_id);
     if (id.state != IdState::route_resolved || id.dev == nullptr) return fail(EINVAL);
+    if (const int err = injected(*id.dev, device::Verb::rdma_connect)) return fail(err);
     if (id.id().qp_type == IBV_QPT_UD) return connect_ud(id, param);
     const std::size_t user_max = net::kCmReqPrivateDataSize - net::kCmaIpHeaderSize;
     if (param != nullptr && param->private_data_len > user_max) return fail(EINVAL);
@@ -109,6 +110,7 @@ int accept(rdma_cm_id* cm_id, rdma_conn_param* param) noexcept {
     if (cm_id == nullptr) return fail(EINVAL);
     CmId& id = *from_cm(cm_id);
     if (id.state != IdState::req_received || id.dev == nullptr) return fail(EINVAL);
+    if (const int err = injected(*id.dev, device::Verb::rdma_accept)) return fail(err);
     if (id.id().qp_type == IBV_QPT_UD) return accept_ud(id, param);
     if (param == nullptr && id.id().qp == nullptr) return fail(EINVAL);
     if (param != nullptr && param->private_data_len > net::kCmRepPrivateDataSize) return fail(EINVAL);

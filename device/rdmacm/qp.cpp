@@ -188,6 +188,8 @@ int create_qp_ex(rdma_cm_id* cm_id, ibv_qp_init_attr_ex* attr) noexcept {
         attr->comp_mask |= IBV_QP_INIT_ATTR_PD;
     }
     if (attr->pd == nullptr || attr->pd->context != cm_id->verbs) return fail(EINVAL);
+    if (id.dev != nullptr)
+        if (const int err = injected(*id.dev, device::Verb::rdma_create_qp)) return fail(err);
     if (attr->qp_type != cm_id->qp_type &&
         !(cm_id->qp_type == IBV_QPT_RC && attr->qp_type == IBV_QPT_UC))
         return fail(EINVAL);

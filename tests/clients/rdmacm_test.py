@@ -33,6 +33,8 @@ client finds the server by ARP on the wire and connects with CM MADs
     resends run out; a peer killed before the REQ: UNREACHABLE, -ETIMEDOUT,
     once the REQ resends run out (both hosts with caps.cm_response_timeout=12
     and caps.cm_max_retries=3, so it takes a fraction of a second);
+  * the fault plan's verb-fail:rdma_connect makes the client's rdma_connect
+    fail with ENOMEM once its route is resolved;
 
   * tshark reads both rping hosts' --tx-capture (cm_capture.py): the CM
     MADs each side sent, in order, on QP1, with rdma_cm's service ID and
@@ -297,6 +299,15 @@ def main():
         if want_server is not None:
             check(got_s == want_server, f"{name}: the server's events in order",
                   f"want {want_server}\ngot  {got_s}\n{sout}")
+    with tempfile.TemporaryDirectory(prefix="rdmacm-") as tmp:
+        verb_fail = ["--faults", "verb-fail:rdma_connect,nth=1,errno=ENOMEM"]
+        _, (crc, cout) = pair(rdmasim, tmp, [cm_events, "server", "7174", "accept"],
+                              [cm_events, "client", SERVER_IP, "7174"], client_opts=verb_fail)
+    got_c = [line for line in cout.splitlines() if line.startswith("RDMA_CM_EVENT")]
+    check(crc != 0 and "rdma_connect: Cannot allocate memory" in cout and
+          got_c == ["RDMA_CM_EVENT_ADDR_RESOLVED status=0", "RDMA_CM_EVENT_ROUTE_RESOLVED status=0"],
+          "verb-fail:rdma_connect: rdma_connect fails with ENOMEM, after the route resolved",
+          f"exit {crc}\n{cout}")
     for name, stall, after, want in peer_death_cases():
         with tempfile.TemporaryDirectory(prefix="rdmacm-") as tmp:
             for delay in (1.5, 6.0):
