@@ -62,22 +62,22 @@ bool MrTable::rekey(std::uint32_t key, std::uint32_t new_key, const MrEntry& ent
     return true;
 }
 
-std::uint8_t* MrTable::translate_remote(std::uint32_t rkey, const void* pd, std::uint64_t addr,
-                                        std::uint32_t length, std::uint8_t access,
-                                        std::uint32_t qpn) const noexcept {
+MrRef MrTable::translate_remote_ref(std::uint32_t rkey, const void* pd, std::uint64_t addr,
+                                    std::uint32_t length, std::uint8_t access,
+                                    std::uint32_t qpn) const noexcept {
     const MrEntry* e = live(rkey);
-    if (e == nullptr || e->pd != pd) return nullptr;
+    if (e == nullptr || e->pd != pd) return {};
     if (((access & kRemoteRead) && !e->remote_read) ||
         ((access & kRemoteWrite) && !e->remote_write) ||
         ((access & kRemoteAtomic) && !e->remote_atomic) || !covers(*e, addr, length))
-        return nullptr;
-    if (!e->window) return reinterpret_cast<std::uint8_t*>(e->host + (addr - e->addr));
-    if (!e->bound || (e->qpn != MrEntry::kAnyQp && e->qpn != qpn)) return nullptr;
+        return {};
+    if (!e->window) return {reinterpret_cast<std::uint8_t*>(e->host + (addr - e->addr)), e->odp};
+    if (!e->bound || (e->qpn != MrEntry::kAnyQp && e->qpn != qpn)) return {};
     // Through the MR the window was bound to, which may have gone or shrunk since.
     const MrEntry* mr = live(e->mr_key);
     const std::uint64_t at = e->base + (addr - e->addr);
-    if (mr == nullptr || mr->window || mr->pd != pd || !covers(*mr, at, length)) return nullptr;
-    return reinterpret_cast<std::uint8_t*>(mr->host + (at - mr->addr));
+    if (mr == nullptr || mr->window || mr->pd != pd || !covers(*mr, at, length)) return {};
+    return {reinterpret_cast<std::uint8_t*>(mr->host + (at - mr->addr)), mr->odp};
 }
 
 } // namespace rdmasim::datapath

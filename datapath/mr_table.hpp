@@ -26,6 +26,11 @@ struct MrEntry {
     bool remote_read = false;
     bool remote_write = false;
     bool remote_atomic = false;
+    // IBV_ACCESS_ON_DEMAND (datapath/README.md, "On-demand paging"): the
+    // pages may be unmapped under the MR at any time, so its bytes are only
+    // reached through MrRef and mr_copy.hpp, never by plain loads and stores.
+    // Implicit ODP is addr 0, length UINT64_MAX, host 0: all of the process.
+    bool odp = false;
     // A memory window (ibv_alloc_mw) instead of an MR. It grants remote
     // access only, while bound, through the MR it was bound to: addr and
     // length are the window (the remote side's addresses), `base` the MR
@@ -35,6 +40,14 @@ struct MrEntry {
     std::uint32_t mr_key = 0;      // the MR's lkey (checked live on every access)
     std::uint64_t base = 0;
     std::uint32_t qpn = kAnyQp;    // type 2: the one QP whose requests may use it
+};
+
+// Where a checked range lives: its host address (nullptr: the check failed)
+// and whether it is ODP memory, to be copied with mr_copy.hpp's fault-safe
+// calls instead of memcpy.
+struct MrRef {
+    std::uint8_t* host = nullptr;
+    bool odp = false;
 };
 
 // What a remote request needs of an MR (bits, one per request kind).
@@ -66,17 +79,24 @@ public:
     // names another slot. Readers excluded by the caller (the port lock).
     bool rekey(std::uint32_t key, std::uint32_t new_key, const MrEntry& entry) noexcept;
 
-    // The MR check (datapath/README.md, "Per-frame order"): lkey names a live MR of `pd` with local write
-    // access (or any access, for reads) that covers [addr, addr + length).
-    // Returns the host address of `addr`, or nullptr when the check fails.
-    // Inline: the per-frame path calls it for every SGE it writes.
-    [[nodiscard]] std::uint8_t* translate(std::uint32_t lkey, const void* pd, std::uint64_t addr,
-                                          std::uint32_t length, bool write) const noexcept {
+    // The MR check (datapath/README.md, "Per-frame order"): lkey names a live MR of `pd` with local
+    // write access (or any access, for reads) that covers [addr, addr + length). Returns the host
+    // address of `addr` and whether the MR is ODP; host nullptr when the check fails. Inline: the
+    // per-frame path calls it for every SGE it writes. The RoCE transport's local SGEs use it.
+    [[nodiscard]] MrRef translate_ref(std::uint32_t lkey, const void* pd, std::uint64_t addr,
+                                      std::uint32_t length, bool write) const noexcept {
         const MrEntry* e = live(lkey);
         if (e == nullptr || e->window || e->pd != pd || (write && !e->local_write) ||
             !covers(*e, addr, length))
-            return nullptr;
-        return reinterpret_cast<std::uint8_t*>(e->host + (addr - e->addr));
+            return {};
+        return {reinterpret_cast<std::uint8_t*>(e->host + (addr - e->addr)), e->odp};
+    }
+    // translate_ref for callers that memcpy (raw-packet queues): an ODP MR
+    // fails the check, so nothing but mr_copy.hpp touches ODP memory.
+    [[nodiscard]] std::uint8_t* translate(std::uint32_t lkey, const void* pd, std::uint64_t addr,
+                                          std::uint32_t length, bool write) const noexcept {
+        const MrRef r = translate_ref(lkey, pd, addr, length, write);
+        return r.odp ? nullptr : r.host;
     }
     // The rkey check of a remote READ, WRITE or atomic (datapath/README.md,
     // "RoCE transport"): rkey names a live MR of `pd` granting every bit of
@@ -84,11 +104,17 @@ public:
     // doing the same (a type 2 window only for requests arriving on QP
     // `qpn`) whose MR is live and still covers the range. Host address or
     // nullptr. A zero-length request still needs a live key of the PD with
-    // the access.
-    [[nodiscard]] std::uint8_t* translate_remote(std::uint32_t rkey, const void* pd,
-                                                 std::uint64_t addr, std::uint32_t length,
-                                                 std::uint8_t access,
-                                                 std::uint32_t qpn = MrEntry::kAnyQp) const noexcept;
+    // the access. The RoCE responder's check; `odp` as translate_ref's.
+    [[nodiscard]] MrRef translate_remote_ref(std::uint32_t rkey, const void* pd, std::uint64_t addr,
+                                             std::uint32_t length, std::uint8_t access,
+                                             std::uint32_t qpn = MrEntry::kAnyQp) const noexcept;
+    // translate_remote_ref for callers that memcpy: an ODP MR fails it.
+    [[nodiscard]] std::uint8_t*
+    translate_remote(std::uint32_t rkey, const void* pd, std::uint64_t addr, std::uint32_t length,
+                     std::uint8_t access, std::uint32_t qpn = MrEntry::kAnyQp) const noexcept {
+        const MrRef r = translate_remote_ref(rkey, pd, addr, length, access, qpn);
+        return r.odp ? nullptr : r.host;
+    }
     [[nodiscard]] std::uint32_t capacity() const noexcept { return capacity_; }
     // The MR or window `key` names, or nullptr when it is not live.
     [[nodiscard]] const MrEntry* live(std::uint32_t key) const noexcept {

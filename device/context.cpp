@@ -1,6 +1,7 @@
 // Contexts: open and close (the ops table comes from abi/ops.cpp), device and
 // port queries, the GID table and P_Key 0 (device/README.md, "Device and port").
 #include "device/context.hpp"
+#include "device/odp.hpp"
 
 #include <endian.h>
 #include <fcntl.h>
@@ -186,6 +187,7 @@ int query_device_ex(ibv_context* context, const ibv_query_device_ex_input* input
                                      IBV_RX_HASH_SRC_PORT_UDP | IBV_RX_HASH_DST_PORT_UDP;
     a.rss_caps.rx_hash_function = IBV_RX_HASH_FUNC_TOEPLITZ;
     a.max_wq_type_rq = c.max_wq;
+    fill_odp_caps(a);
     a.raw_packet_caps = (c.cvlan_stripping ? IBV_RAW_PACKET_CAP_CVLAN_STRIPPING : 0) |
                         (c.scatter_fcs ? IBV_RAW_PACKET_CAP_SCATTER_FCS : 0) |
                         (c.ip_csum ? IBV_RAW_PACKET_CAP_IP_CSUM : 0) |

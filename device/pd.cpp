@@ -5,6 +5,7 @@
 
 #include "device/abi_guard.hpp"
 #include "device/context.hpp"
+#include "device/odp.hpp"
 #include "device/verb_faults.hpp"
 
 namespace rdmasim::device {
@@ -60,15 +61,15 @@ int dealloc_pd(ibv_pd* p) noexcept {
 
 namespace {
 
-// 0, EOPNOTSUPP (on-demand paging) or EINVAL (unknown bits; remote write or
-// atomic without local write, the verbs rule).
+// 0 or EINVAL (unknown bits; remote write or atomic without local write, the
+// verbs rule).
 int check_access(unsigned access) noexcept {
     if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) && !(access & IBV_ACCESS_LOCAL_WRITE))
         return EINVAL;
-    const unsigned known = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-                           IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED |
-                           IBV_ACCESS_HUGETLB | IBV_ACCESS_RELAXED_ORDERING | IBV_ACCESS_OPTIONAL_RANGE;
-    if (access & IBV_ACCESS_ON_DEMAND) return EOPNOTSUPP;
+    const unsigned known =
+        IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+        IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_HUGETLB |
+        IBV_ACCESS_RELAXED_ORDERING | IBV_ACCESS_OPTIONAL_RANGE | IBV_ACCESS_ON_DEMAND;
     return (access & ~known) ? EINVAL : 0;
 }
 
@@ -78,22 +79,33 @@ void set_access(datapath::MrEntry& entry, const Pd* pd, unsigned access) noexcep
     entry.remote_read = access & IBV_ACCESS_REMOTE_READ;
     entry.remote_write = access & IBV_ACCESS_REMOTE_WRITE;
     entry.remote_atomic = access & IBV_ACCESS_REMOTE_ATOMIC;
+    entry.odp = access & IBV_ACCESS_ON_DEMAND;
+}
+
+// An implicit ODP MR covers every address: it must stay ODP, or the engine
+// would memcpy wherever a peer points it.
+bool implicit_entry(const datapath::MrEntry& e) noexcept {
+    return e.addr == 0 && e.host == 0 && e.length == UINT64_MAX;
 }
 
 } // namespace
 
 ibv_mr* reg_mr(ibv_pd* p, void* addr, size_t length, uint64_t iova, unsigned int access) noexcept {
     return guard_ptr<ibv_mr>([&]() -> ibv_mr* {
-        if (p == nullptr || addr == nullptr || length == 0) return fail<ibv_mr>(EINVAL);
+        // Implicit ODP: iova 0 as well (mlx5's create_user_odp_mr), no size limit.
+        const bool implicit = is_implicit_odp(addr, length, access);
+        if (p == nullptr || (addr == nullptr && !implicit) || length == 0 ||
+            (implicit && iova != 0))
+            return fail<ibv_mr>(EINVAL);
         Pd* pd = from_verbs(p);
         Device& dev = *from_verbs(p->context)->device;
         if (int e = injected_failure(dev, Verb::reg_mr)) return fail<ibv_mr>(e);
-        if (length > dev.caps.max_mr_size) return fail<ibv_mr>(EINVAL);
+        if (length > dev.caps.max_mr_size && !implicit) return fail<ibv_mr>(EINVAL);
         if (int e = check_access(access)) return fail<ibv_mr>(e);
         auto mr = std::make_unique<Mr>();
         datapath::MrEntry entry;
         entry.addr = iova;
-        entry.length = length;
+        entry.length = implicit ? UINT64_MAX : length;
         entry.host = reinterpret_cast<std::uint64_t>(addr);
         set_access(entry, pd, access);
         const std::uint32_t key = dev.mrs.add(entry);
@@ -142,6 +154,7 @@ int rereg_mr(ibv_mr* m, int flags, ibv_pd* p, void* addr, size_t length, int acc
             entry.length = length;
         }
         set_access(entry, new_pd, new_access);
+        if (implicit_entry(entry) && !entry.odp) return input_error(EINVAL);
         (void)dev.mrs.replace(m->lkey, entry);
     }
     if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {

@@ -54,9 +54,11 @@ int check_attr_values(const Qp& qp, const ibv_qp_attr& a, int mask) noexcept {
     }
     if (mask & IBV_QP_ALT_PATH) return EINVAL; // no alternate paths on RoCE (_ib_modify_qp)
     if (mask & IBV_QP_ACCESS_FLAGS) {
+        // ON_DEMAND is an MR's bit; mlx5 ignores it here (rdma-core's ODP
+        // tests pass their MR access flags to the QP).
         const unsigned allowed = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
                                  IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
-                                 IBV_ACCESS_RELAXED_ORDERING;
+                                 IBV_ACCESS_RELAXED_ORDERING | IBV_ACCESS_ON_DEMAND;
         if (a.qp_access_flags & ~allowed) return EINVAL;
     }
     if (mask & IBV_QP_PATH_MIG_STATE) {

@@ -148,7 +148,8 @@ private:
     bool send_packet(std::uint32_t idx, std::uint32_t pkt, std::uint64_t now_ns) noexcept;
     bool send_read_request(std::uint32_t idx, std::uint32_t pkt, std::uint64_t now_ns) noexcept;
     void note_sent(std::uint32_t psn, std::uint32_t after) noexcept; // counts a retransmission
-    bool gather(std::uint32_t idx, std::uint32_t offset, std::uint32_t len) noexcept;
+    bool gather(std::uint32_t idx, std::uint32_t offset, std::uint32_t len,
+                std::uint8_t* bounce) noexcept;
     void go_back(std::uint32_t psn) noexcept;
     void arm_ack_timer(std::uint64_t now_ns, bool restart) noexcept;
 
@@ -193,10 +194,10 @@ private:
     RoceRx rc_atomic_write(const net::RocePacket& p, std::uint64_t now_ns) noexcept;
     // The target of a remote READ, atomic or ATOMIC WRITE: the QP allows
     // `qp_access` (an IBV_ACCESS_REMOTE_* bit) and the key covers the range
-    // with `kind`; nullptr otherwise.
-    [[nodiscard]] std::uint8_t* remote_target(std::uint32_t qp_access, std::uint32_t rkey,
-                                              std::uint64_t va, std::uint32_t len,
-                                              RemoteAccess kind) const noexcept;
+    // with `kind`; host nullptr otherwise. An ODP target is checked readable
+    // too (kRemoteRead; datapath/README.md, "On-demand paging").
+    [[nodiscard]] MrRef remote_target(std::uint32_t qp_access, std::uint32_t rkey, std::uint64_t va,
+                                      std::uint32_t len, RemoteAccess kind) const noexcept;
     // A READ or atomic was executed: kept for duplicates, the PSNs it used
     // are taken and ACK coalescing starts over (its answer acknowledges).
     void keep_rd_atomic(const RdAtomicSlot& done) noexcept;
@@ -209,7 +210,7 @@ private:
     [[nodiscard]] bool write_piece(const void* pd, std::span<const std::uint8_t> data) noexcept;
     RoceRx responder_fail(RoceRx why, net::NakCode code, std::uint32_t psn,
                           std::uint64_t now_ns) noexcept;
-    void send_read_responses(std::uint32_t psn, const std::uint8_t* src, std::uint32_t len,
+    void send_read_responses(std::uint32_t psn, MrRef src, std::uint32_t len,
                              std::uint64_t now_ns) noexcept;
     void send_aeth(std::uint8_t opcode, std::uint8_t syndrome, std::uint32_t psn,
                    std::uint64_t now_ns, const std::uint64_t* atomic_orig = nullptr) noexcept;

@@ -4,18 +4,21 @@
 #include <infiniband/verbs.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstring>
 
+#include "datapath/mr_copy.hpp"
 #include "datapath/roce/qp.hpp"
 
 namespace rdmasim::datapath {
 
 using net::RoceOpcode;
 
-void RoceQp::send_read_responses(std::uint32_t psn, const std::uint8_t* src, std::uint32_t len,
+void RoceQp::send_read_responses(std::uint32_t psn, MrRef src, std::uint32_t len,
                                  std::uint64_t now_ns) noexcept {
     const std::uint32_t mtu = net::mtu_bytes(attrs_.mtu);
+    std::array<std::uint8_t, net::mtu_bytes(net::PathMtu::mtu4096)> bounce; // ODP bytes; not zeroed
     const std::uint32_t npkts = std::max(1u, (len + mtu - 1) / mtu);
     for (std::uint32_t k = 0; k < npkts; ++k) {
         net::RoceHeaders h;
@@ -30,16 +33,27 @@ void RoceQp::send_read_responses(std::uint32_t psn, const std::uint8_t* src, std
         h.aeth.syndrome = net::Aeth::make_syndrome(net::AckKind::ack, net::kCreditsInvalid);
         h.aeth.msn = resp_.msn;
         const std::uint32_t n = std::min(mtu, len - k * mtu);
-        const std::span<const std::uint8_t> piece(src ? src + k * mtu : nullptr, src ? n : 0);
+        std::span<const std::uint8_t> piece(src.host ? src.host + k * mtu : nullptr,
+                                            src.host ? n : 0);
+        if (src.odp && n != 0) {
+            // Unmapped since remote_target checked it (the program's munmap
+            // racing the READ): the rest goes unanswered; the requester asks
+            // again and rc_duplicate_read NAKs it.
+            if (!odp_read(bounce.data(), piece.data(), n)) return;
+            piece = {bounce.data(), n};
+        }
         transmit(attrs_.path, h, {&piece, 1}, now_ns);
         note(&RoceCounters::read_responses_sent);
     }
 }
 
-std::uint8_t* RoceQp::remote_target(std::uint32_t qp_access, std::uint32_t rkey, std::uint64_t va,
-                                    std::uint32_t len, RemoteAccess kind) const noexcept {
-    if (!(attrs_.access & qp_access)) return nullptr;
-    return mrs_.translate_remote(rkey, resp_.pd, va, len, kind, attrs_.qpn);
+MrRef RoceQp::remote_target(std::uint32_t qp_access, std::uint32_t rkey, std::uint64_t va,
+                            std::uint32_t len, RemoteAccess kind) const noexcept {
+    if (!(attrs_.access & qp_access)) return {};
+    const MrRef r = mrs_.translate_remote_ref(rkey, resp_.pd, va, len, kind, attrs_.qpn);
+    if (r.odp && kind == kRemoteRead && !odp_readable(r.host, len)) [[unlikely]]
+        return {};
+    return r;
 }
 
 void RoceQp::keep_rd_atomic(const RdAtomicSlot& done) noexcept {
@@ -56,10 +70,10 @@ RoceRx RoceQp::rc_read(const net::RocePacket& p, std::uint64_t now_ns) noexcept 
     const std::uint32_t psn = p.headers.bth.psn;
     const net::Reth& r = p.headers.reth;
     // A zero-length READ needs the QP's access, not a key.
-    const std::uint8_t* src = r.dma_len ? remote_target(IBV_ACCESS_REMOTE_READ, r.rkey, r.va,
-                                                        r.dma_len, kRemoteRead)
-                                        : nullptr;
-    if (!(attrs_.access & IBV_ACCESS_REMOTE_READ) || (src == nullptr && r.dma_len > 0))
+    const MrRef src =
+        r.dma_len ? remote_target(IBV_ACCESS_REMOTE_READ, r.rkey, r.va, r.dma_len, kRemoteRead)
+                  : MrRef{};
+    if (!(attrs_.access & IBV_ACCESS_REMOTE_READ) || (src.host == nullptr && r.dma_len > 0))
         return responder_fail(RoceRx::remote_access, net::NakCode::remote_access_error, psn,
                               now_ns);
     const std::uint32_t mtu = net::mtu_bytes(attrs_.mtu);
@@ -70,31 +84,43 @@ RoceRx RoceQp::rc_read(const net::RocePacket& p, std::uint64_t now_ns) noexcept 
     return RoceRx::consumed;
 }
 
-RoceRx RoceQp::rc_atomic(const net::RocePacket& p, std::uint64_t now_ns) noexcept {
-    const std::uint32_t psn = p.headers.bth.psn;
-    const net::AtomicEth& a = p.headers.atomic_eth;
-    if (a.va % 8 != 0)
-        return responder_fail(RoceRx::invalid_request, net::NakCode::invalid_request, psn, now_ns);
-    std::uint8_t* dst = remote_target(IBV_ACCESS_REMOTE_ATOMIC, a.rkey, a.va, 8, kRemoteAtomic);
-    if (dst == nullptr)
-        return responder_fail(RoceRx::remote_access, net::NakCode::remote_access_error, psn,
-                              now_ns);
-    std::uint64_t orig;
-    if (reinterpret_cast<std::uintptr_t>(dst) % 8 == 0) {
-        std::atomic_ref<std::uint64_t> ref(*reinterpret_cast<std::uint64_t*>(dst));
-        if (p.info->op == net::RoceOp::compare_swap) {
+namespace {
+// CMP_SWP or FETCH_ADD on the 8 bytes at `dst`; `orig` the value found.
+// False (nothing written) when ODP memory is unmapped or read-only. An ODP
+// target is read, then written: atomic against this device's other atomics
+// (all run under the port lock, IBV_ATOMIC_HCA), not against the CPU.
+bool execute_atomic(MrRef dst, net::RoceOp op, const net::AtomicEth& a,
+                    std::uint64_t& orig) noexcept {
+    if (!dst.odp && reinterpret_cast<std::uintptr_t>(dst.host) % 8 == 0) {
+        std::atomic_ref<std::uint64_t> ref(*reinterpret_cast<std::uint64_t*>(dst.host));
+        if (op == net::RoceOp::compare_swap) {
             orig = a.compare;
             ref.compare_exchange_strong(orig, a.swap_add); // orig: the value found either way
         } else {
             orig = ref.fetch_add(a.swap_add);
         }
-    } else { // an MR whose host mapping is not 8-aligned where the iova is: no atomicity to offer
-        std::memcpy(&orig, dst, 8);
-        const std::uint64_t v = p.info->op == net::RoceOp::compare_swap
-                                    ? (orig == a.compare ? a.swap_add : orig)
-                                    : orig + a.swap_add;
-        std::memcpy(dst, &v, 8);
+        return true;
     }
+    // ODP, or an MR whose host mapping is not 8-aligned where the iova is
+    // (no atomicity to offer).
+    if (!mr_read(&orig, dst, 8)) return false;
+    const std::uint64_t v = op == net::RoceOp::compare_swap
+                                ? (orig == a.compare ? a.swap_add : orig)
+                                : orig + a.swap_add;
+    return mr_write(dst, &v, 8); // even unchanged: an ODP page must be writable, as mlx5 faults it
+}
+} // namespace
+
+RoceRx RoceQp::rc_atomic(const net::RocePacket& p, std::uint64_t now_ns) noexcept {
+    const std::uint32_t psn = p.headers.bth.psn;
+    const net::AtomicEth& a = p.headers.atomic_eth;
+    if (a.va % 8 != 0)
+        return responder_fail(RoceRx::invalid_request, net::NakCode::invalid_request, psn, now_ns);
+    const MrRef dst = remote_target(IBV_ACCESS_REMOTE_ATOMIC, a.rkey, a.va, 8, kRemoteAtomic);
+    std::uint64_t orig;
+    if (dst.host == nullptr || !execute_atomic(dst, p.info->op, a, orig))
+        return responder_fail(RoceRx::remote_access, net::NakCode::remote_access_error, psn,
+                              now_ns);
     keep_rd_atomic({.valid = true, .atomic = true, .psn = psn, .npkts = 1, .orig = orig});
     send_aeth(static_cast<std::uint8_t>(RoceOpcode::rc_atomic_ack),
               net::Aeth::make_syndrome(net::AckKind::ack, net::kCreditsInvalid), psn, now_ns,
@@ -111,18 +137,16 @@ RoceRx RoceQp::rc_atomic_write(const net::RocePacket& p, std::uint64_t now_ns) n
     const net::Reth& r = p.headers.reth;
     if (r.dma_len != 8 || r.va % 8 != 0)
         return responder_fail(RoceRx::invalid_request, net::NakCode::invalid_request, psn, now_ns);
-    std::uint8_t* dst = remote_target(IBV_ACCESS_REMOTE_WRITE, r.rkey, r.va, 8, kRemoteWrite);
-    if (dst == nullptr)
-        return responder_fail(RoceRx::remote_access, net::NakCode::remote_access_error, psn,
-                              now_ns);
+    const MrRef dst = remote_target(IBV_ACCESS_REMOTE_WRITE, r.rkey, r.va, 8, kRemoteWrite);
     std::uint64_t v;
     std::memcpy(&v, p.payload.data(), 8); // the payload's bytes, in memory order
-    if (reinterpret_cast<std::uintptr_t>(dst) % 8 == 0)
-        std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(dst)).store(v);
-    else // a host mapping not 8-aligned where the iova is: no atomicity to offer
-        std::memcpy(dst, &v, 8);
+    if (dst.host != nullptr && !dst.odp && reinterpret_cast<std::uintptr_t>(dst.host) % 8 == 0)
+        std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(dst.host)).store(v);
+    else if (dst.host == nullptr || !mr_write(dst, &v, 8)) // ODP or not 8-aligned: no atomicity
+        return responder_fail(RoceRx::remote_access, net::NakCode::remote_access_error, psn,
+                              now_ns);
     keep_rd_atomic({.valid = true, .atomic_write = true, .psn = psn, .npkts = 1});
-    send_read_responses(psn, nullptr, 0, now_ns);
+    send_read_responses(psn, {}, 0, now_ns);
     return RoceRx::consumed;
 }
 
@@ -137,7 +161,7 @@ RoceRx RoceQp::rc_duplicate(const net::RocePacket& p, std::uint64_t now_ns) noex
     case net::RoceOp::atomic_write: // answered again, not written again
         for (std::uint32_t i = 0; i < n; ++i)
             if (resp_.rd_slots[i].valid && resp_.rd_slots[i].atomic_write && resp_.rd_slots[i].psn == psn) {
-                send_read_responses(psn, nullptr, 0, now_ns);
+                send_read_responses(psn, {}, 0, now_ns);
                 break;
             }
         return RoceRx::duplicate;
@@ -176,9 +200,19 @@ void RoceQp::rc_duplicate_read(const net::RocePacket& p, std::uint64_t now_ns) n
         const net::Reth& r = p.headers.reth;
         if (r.rkey != s.rkey || r.va < s.va || r.dma_len > s.len || r.va - s.va > s.len - r.dma_len)
             return;
-        const std::uint8_t* src =
-            remote_target(IBV_ACCESS_REMOTE_READ, r.rkey, r.va, r.dma_len, kRemoteRead);
-        if (src != nullptr || r.dma_len == 0) send_read_responses(psn, src, r.dma_len, now_ns);
+        const MrRef src =
+            r.dma_len ? remote_target(IBV_ACCESS_REMOTE_READ, r.rkey, r.va, r.dma_len, kRemoteRead)
+                      : MrRef{};
+        if (src.host != nullptr || r.dma_len == 0) {
+            send_read_responses(psn, src, r.dma_len, now_ns);
+            return;
+        }
+        // A key that is still good but whose ODP pages went away: NAK it.
+        const MrRef key =
+            mrs_.translate_remote_ref(r.rkey, resp_.pd, r.va, r.dma_len, kRemoteRead, attrs_.qpn);
+        if (key.odp)
+            (void)responder_fail(RoceRx::remote_access, net::NakCode::remote_access_error, psn,
+                                 now_ns);
         return;
     }
 }

@@ -4,10 +4,12 @@
 #include <infiniband/verbs.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cerrno>
 #include <cstring>
 
+#include "datapath/mr_copy.hpp"
 #include "datapath/roce/port.hpp"
 #include "datapath/roce/qp.hpp"
 
@@ -106,8 +108,11 @@ void RoceQp::fill_head_slot(const SendWr& wr, std::span<const Sge> sges, std::ui
 }
 
 // Collects [offset, offset + len) of slot idx's data into req_.pieces (local
-// read access checked on each SGE); false on a protection failure.
-bool RoceQp::gather(std::uint32_t idx, std::uint32_t offset, std::uint32_t len) noexcept {
+// read access checked on each SGE); false on a protection failure. ODP
+// pieces are read into `bounce` (len <= its size) and point there; false
+// when one is unmapped.
+bool RoceQp::gather(std::uint32_t idx, std::uint32_t offset, std::uint32_t len,
+                    std::uint8_t* bounce) noexcept {
     req_.pieces.clear();
     SendSlot& s = sq_.slot(idx);
     if (len == 0) return true;
@@ -122,9 +127,15 @@ bool RoceQp::gather(std::uint32_t idx, std::uint32_t offset, std::uint32_t len) 
             continue;
         }
         const std::uint32_t n = std::min(len, g[i].length - offset);
-        const std::uint8_t* p = mrs_.translate(g[i].lkey, attrs_.pd, g[i].addr + offset, n, false);
-        if (p == nullptr) return false;
-        req_.pieces.emplace_back(p, n);
+        const MrRef p = mrs_.translate_ref(g[i].lkey, attrs_.pd, g[i].addr + offset, n, false);
+        if (p.host == nullptr) return false;
+        if (p.odp) [[unlikely]] {
+            if (!odp_read(bounce, p.host, n)) return false;
+            req_.pieces.emplace_back(bounce, n);
+            bounce += n;
+        } else {
+            req_.pieces.emplace_back(p.host, n);
+        }
         len -= n;
         offset = 0;
     }
@@ -151,7 +162,9 @@ bool RoceQp::send_packet(std::uint32_t idx, std::uint32_t pkt, std::uint64_t now
     const std::uint32_t mtu = net::mtu_bytes(attrs_.mtu);
     const std::uint32_t offset = pkt * mtu;
     const std::uint32_t len = std::min(mtu, s.length - std::min(s.length, offset));
-    if (!gather(idx, offset, len)) {
+    // ODP bytes of this packet (not zeroed: gather writes what it hands out).
+    std::array<std::uint8_t, net::mtu_bytes(net::PathMtu::mtu4096)> bounce;
+    if (!gather(idx, offset, len, bounce.data())) {
         fail_and_stop(idx, IBV_WC_LOC_PROT_ERR);
         return false;
     }
@@ -298,12 +311,13 @@ RoceQp::Admit RoceQp::assign_psns(SendSlot& s, std::uint32_t mtu) noexcept {
         // The local buffer must take the response (checked before the request goes;
         // an ATOMIC WRITE has none).
         const Sge* g = sq_.sges_of(req_.send_idx);
-        for (std::uint32_t i = 0; i < s.num_sge; ++i)
-            if (g[i].length && !mrs_.translate(g[i].lkey, attrs_.pd, g[i].addr,
-                                               is_atomic(s.wr.op) ? 8 : g[i].length, true)) {
+        for (std::uint32_t i = 0; i < s.num_sge; ++i) {
+            const std::uint32_t n = is_atomic(s.wr.op) ? 8 : g[i].length;
+            if (g[i].length && !mrs_.translate_ref(g[i].lkey, attrs_.pd, g[i].addr, n, true).host) {
                 fail_and_stop(req_.send_idx, IBV_WC_LOC_PROT_ERR);
                 return Admit::failed;
             }
+        }
         ++req_.rd_in_flight;
     }
     s.npkts = is_atomic(s.wr.op) ? 1 : std::max(1u, (s.length + mtu - 1) / mtu);

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "datapath/mr_copy.hpp"
 #include "datapath/roce/qp.hpp"
 #include "datapath/roce/sge.hpp"
 
@@ -275,7 +276,8 @@ RoceRx RoceQp::rc_send_end(const net::RocePacket& p, std::uint8_t rop, std::uint
 bool RoceQp::start_write(const net::Reth& r, const void* pd) noexcept {
     if (!(attrs_.access & IBV_ACCESS_REMOTE_WRITE)) return false;
     if (r.dma_len > 0 &&
-        mrs_.translate_remote(r.rkey, pd, r.va, r.dma_len, kRemoteWrite, attrs_.qpn) == nullptr)
+        mrs_.translate_remote_ref(r.rkey, pd, r.va, r.dma_len, kRemoteWrite, attrs_.qpn).host ==
+            nullptr)
         return false;
     resp_.write_va = r.va;
     resp_.write_rkey = r.rkey;
@@ -288,12 +290,11 @@ bool RoceQp::write_piece(const void* pd, std::span<const std::uint8_t> data) noe
     if (data.empty()) return true;
     if (!(attrs_.access & IBV_ACCESS_REMOTE_WRITE)) return false;
     // start_write checked the whole range: resp_.write_va + resp_.msg_off cannot wrap.
-    std::uint8_t* dst = mrs_.translate_remote(resp_.write_rkey, pd, resp_.write_va + resp_.msg_off,
-                                              static_cast<std::uint32_t>(data.size()),
-                                              kRemoteWrite, attrs_.qpn);
-    if (dst == nullptr) return false;
-    std::memcpy(dst, data.data(), data.size());
-    return true;
+    // An ODP page found unmapped or read-only fails it like a refused key.
+    const MrRef dst = mrs_.translate_remote_ref(
+        resp_.write_rkey, pd, resp_.write_va + resp_.msg_off,
+        static_cast<std::uint32_t>(data.size()), kRemoteWrite, attrs_.qpn);
+    return dst.host != nullptr && mr_write(dst, data.data(), data.size());
 }
 
 RoceRx RoceQp::rc_write(const net::RocePacket& p, std::uint64_t now_ns) noexcept {

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cstring>
 
+#include "datapath/mr_copy.hpp"
+
 namespace rdmasim::datapath {
 
 namespace {
-// Calls f(host pointer, piece) for each SGE piece of [offset, offset + len);
+// Calls f(checked range, piece) for each SGE piece of [offset, offset + len);
 // false when a check fails or the SGEs end first.
 template <class F>
 bool walk(const MrTable& mrs, const void* pd, const Sge* sges, std::uint32_t n,
@@ -17,9 +19,8 @@ bool walk(const MrTable& mrs, const void* pd, const Sge* sges, std::uint32_t n,
             continue;
         }
         const std::uint32_t k = std::min(len, sges[i].length - offset);
-        std::uint8_t* p = mrs.translate(sges[i].lkey, pd, sges[i].addr + offset, k, true);
-        if (p == nullptr) return false;
-        f(p, k);
+        const MrRef p = mrs.translate_ref(sges[i].lkey, pd, sges[i].addr + offset, k, true);
+        if (p.host == nullptr || !f(p, k)) return false;
         len -= k;
         offset = 0;
     }
@@ -30,13 +31,14 @@ bool walk(const MrTable& mrs, const void* pd, const Sge* sges, std::uint32_t n,
 bool place_at(const MrTable& mrs, const void* pd, const Sge* sges, std::uint32_t n,
               std::uint32_t offset, std::span<const std::uint8_t> data) noexcept {
     const auto len = static_cast<std::uint32_t>(data.size());
-    if (!walk(mrs, pd, sges, n, offset, len, [](std::uint8_t*, std::uint32_t) {})) return false;
+    if (!walk(mrs, pd, sges, n, offset, len, [](MrRef, std::uint32_t) { return true; }))
+        return false;
     const std::uint8_t* src = data.data();
-    (void)walk(mrs, pd, sges, n, offset, len, [&](std::uint8_t* p, std::uint32_t k) {
-        std::memcpy(p, src, k);
+    return walk(mrs, pd, sges, n, offset, len, [&](MrRef p, std::uint32_t k) {
+        if (!mr_write(p, src, k)) return false;
         src += k;
+        return true;
     });
-    return true;
 }
 
 } // namespace rdmasim::datapath

@@ -1,5 +1,5 @@
 // The ops table, one assignment a slot: each slot the device model implements,
-// bound to the verb that implements it (context.cpp, cq.cpp, mw.cpp, qp.cpp, srq.cpp,
+// bound to the verb that implements it (context.cpp, cq.cpp, mw.cpp, odp.cpp, qp.cpp, srq.cpp,
 // tm_srq.cpp, wq.cpp, flow.cpp, xrcd.cpp). open_device() installs it into every new context.
 #include "device/abi/ops.hpp"
 
@@ -7,6 +7,7 @@
 #include "device/cq.hpp"
 #include "device/flow.hpp"
 #include "device/mw.hpp"
+#include "device/odp.hpp"
 #include "device/pd.hpp"
 #include "device/qp.hpp"
 #include "device/srq.hpp"
@@ -44,6 +45,7 @@ void install_ops(verbs_context& v) noexcept {
     v.destroy_rwq_ind_table = destroy_rwq_ind_table;
     v.create_qp_ex = create_qp_ex;
     v.alloc_parent_domain = alloc_parent_domain;
+    v.advise_mr = advise_mr;
     v.create_srq_ex = create_srq_ex;
     v.get_srq_num = get_srq_num;
     v.post_srq_ops = post_srq_ops;
