@@ -1,4 +1,5 @@
 #include "sim/html_report.hpp"
+#include "sim/chart_axis.hpp"
 #include "sim/output_file.hpp"
 
 #include <fmt/format.h>
@@ -15,7 +16,7 @@ namespace rdmasim::sim {
 namespace {
 
 constexpr int kWidth = 820, kHeight = 280;
-constexpr int kLeft = 70, kRight = 190, kTop = 20, kBottom = 45;
+constexpr int kLeft = 100, kRight = 190, kTop = 20, kBottom = 45;
 constexpr int kPlotW = kWidth - kLeft - kRight, kPlotH = kHeight - kTop - kBottom;
 constexpr std::size_t kMaxPoints = 60;  // points per series drawn (samples are merged to fit)
 constexpr std::size_t kMaxLines = 16;   // queues drawn one by one; the rest as one line
@@ -48,22 +49,28 @@ TimeUnit time_unit(double max_s) {
     return {1, "s"};
 }
 
-std::string axes(double x_max, double y_max, std::string_view x_label, std::string_view y_label) {
+// The two axes, their ticks at round steps (sim/chart_axis.hpp) and titles;
+// no x ticks without `x` (the bar charts name their bars instead).
+std::string axes(const AxisScale* x, std::string_view x_unit, const AxisScale& y,
+                 std::string_view y_unit, std::string_view x_label, std::string_view y_label) {
     std::string s = fmt::format(
         "<g class=\"axes\" stroke=\"#444\"><line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\"/>"
         "<line x1=\"{0}\" y1=\"{2}\" x2=\"{3}\" y2=\"{2}\"/></g>",
         kLeft, kTop, kTop + kPlotH, kLeft + kPlotW);
     s += "<g class=\"ticks\" font-size=\"11\" fill=\"#333\">";
-    for (int i = 0; i <= 4; ++i) {
-        const double y = kTop + kPlotH - kPlotH * i / 4.0;
-        s += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>"
-                         "<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#ddd\"/>",
-                         kLeft - 6, y + 4, num(y_max * i / 4), kLeft + 1, y, kLeft + kPlotW, y);
-        const double x = kLeft + kPlotW * i / 4.0;
-        if (x_max > 0)
-            s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>", x,
-                             kTop + kPlotH + 16, num(x_max * i / 4));
+    for (int i = 0; i <= y.ticks; ++i) {
+        const double py = kTop + kPlotH - kPlotH * static_cast<double>(i) / y.ticks;
+        s +=
+            fmt::format("<text class=\"y-tick\" x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>"
+                        "<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#ddd\"/>",
+                        kLeft - 6, py + 4, html_escape(tick_label(y.step * i, y, y_unit)),
+                        kLeft + 1, py, kLeft + kPlotW, py);
     }
+    for (int i = 0; x != nullptr && i <= x->ticks; ++i)
+        s += fmt::format(
+            "<text class=\"x-tick\" x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
+            kLeft + kPlotW * static_cast<double>(i) / x->ticks, kTop + kPlotH + 16,
+            html_escape(tick_label(x->step * i, *x, x_unit)));
     s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>", kLeft + kPlotW / 2,
                      kHeight - 6, html_escape(x_label));
     s += fmt::format("<text transform=\"translate(14 {}) rotate(-90)\" text-anchor=\"middle\">{}</text>",
@@ -105,9 +112,12 @@ std::string line_chart(std::string_view id, std::string_view title, std::string_
             x_max = std::max(x_max, x);
             y_max = std::max(y_max, y);
         }
-    if (y_max <= 0) y_max = 1;
     const TimeUnit unit = time_unit(x_max);
-    std::string body = axes(x_max * unit.scale, y_max, fmt::format("time ({})", unit.name), y_label);
+    const AxisScale xs = round_scale(x_max * unit.scale), ys = round_scale(y_max);
+    std::string body = axes(x_max > 0 ? &xs : nullptr, unit.name, ys, y_label, "time", y_label);
+    // Drawn against the axes' ends, which the round steps put at or past the data's.
+    x_max = xs.top() / unit.scale;
+    y_max = ys.top();
     std::vector<std::string> names;
     for (std::size_t i = 0; i < series.size(); ++i) {
         std::string pts;
@@ -142,10 +152,10 @@ std::string bar_chart(std::string_view id, std::string_view title, std::string_v
     double y_max = 0;
     for (const auto& b : bars) y_max = std::max(y_max, b.value);
     if (band) y_max = std::max(y_max, band->high);
-    if (y_max <= 0) y_max = 1;
-    y_max *= 1.05;
+    const AxisScale ys = round_scale(y_max * 1.05);
+    y_max = ys.top();
     const auto y_of = [&](double v) { return kTop + kPlotH - kPlotH * v / y_max; };
-    std::string body = axes(0, y_max, "", y_label);
+    std::string body = axes(nullptr, "", ys, y_label, "", y_label);
     if (band)
         body += fmt::format("<rect class=\"band\" x=\"{}\" y=\"{:.1f}\" width=\"{}\" height=\"{:.1f}\" "
                             "fill=\"#2ca02c\" fill-opacity=\"0.15\"/>",

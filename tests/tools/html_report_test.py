@@ -19,7 +19,9 @@ check and exits 1 when any failed.
 
 import html.parser
 import json
+import math
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -79,18 +81,31 @@ class Charts(html.parser.HTMLParser):
         self.charts = {}
         self.current = None
         self.tables = set()
+        self.ticks = {}      # data-chart -> {"x-tick": [labels], "y-tick": [labels]}
+        self.tick = None     # the list the <text> being read goes to
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
         if tag == "table" and "id" in a:
             self.tables.add(a["id"])
         if tag == "svg" and "data-chart" in a:
+            self.chart = a["data-chart"]
             self.current = self.charts.setdefault(a["data-chart"], {})
         elif self.current is not None:
             key = tag + ("." + a["class"] if "class" in a else "")
             self.current[key] = self.current.get(key, 0) + 1
+            if tag == "text" and a.get("class") in ("x-tick", "y-tick"):
+                chart = self.ticks.setdefault(self.chart, {})
+                self.tick = chart.setdefault(a["class"], [])
+                self.tick.append("")
+
+    def handle_data(self, data):
+        if self.tick is not None:
+            self.tick[-1] += data
 
     def handle_endtag(self, tag):
+        if tag == "text":
+            self.tick = None
         if tag == "svg":  # the charts hold no nested <svg>
             self.current = None
 
@@ -107,7 +122,37 @@ def check_page(name, text):
     check(rss.get("rect.band", 0) == 1 and rss.get("line.mean", 0) == 1,
           f"{name}: the RSS chart has the uniform-hash band and mean")
     check("config" in p.tables, f"{name}: the configuration table is there")
+    for chart, ticks in sorted(p.ticks.items()):
+        for axis, labels in sorted(ticks.items()):
+            ok, why = round_ticks(labels)
+            check(ok, f"{name}: chart '{chart}' {axis}s step by a round value with a unit "
+                      f"({' | '.join(labels)}){'' if ok else ': ' + why}")
+    check(all("y-tick" in p.ticks.get(c, {}) for c in CHARTS), f"{name}: every chart has y ticks")
     return p
+
+
+TICK = re.compile(r"^(\d+(?:\.\d+)?)([kM]?)(?: (\S+))?$")
+
+
+def round_ticks(labels):
+    """(ok, why): labels '0 ms', '0.2 ms', ... evenly spaced from 0 by 1, 2 or 5 times a
+    power of ten, each printed with no more digits than that step needs, one unit for all."""
+    parsed = [TICK.match(label) for label in labels]
+    if len(labels) < 2 or not all(parsed):
+        return False, "not NUMBER[k|M] [UNIT]"
+    scale = {"": 1, "k": 1e3, "M": 1e6}
+    values = [float(m.group(1)) * scale[m.group(2)] for m in parsed]
+    step = values[1] - values[0]
+    mantissa = step / 10 ** math.floor(math.log10(step)) if step > 0 else 0
+    if values[0] != 0 or round(mantissa, 6) not in (1.0, 2.0, 5.0):
+        return False, f"step {step:g} is not 1, 2 or 5 times a power of ten"
+    if any(abs(v - i * step) > step * 1e-6 for i, v in enumerate(values)):
+        return False, "ticks not evenly spaced"
+    if len({m.group(3) for m in parsed}) != 1:
+        return False, "the unit changes along the axis"
+    if any(len(m.group(1).split(".")[-1]) > 3 for m in parsed if "." in m.group(1)):
+        return False, "more than 3 decimals"
+    return True, ""
 
 
 def png_pixels(path):
