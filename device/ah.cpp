@@ -12,6 +12,7 @@
 
 #include "device/abi_guard.hpp"
 #include "device/context.hpp"
+#include "device/import.hpp"
 
 namespace rdmasim::device {
 
@@ -59,7 +60,8 @@ int find_gid(ibv_context* context, std::uint8_t port, const ibv_gid& gid, std::u
 
 ibv_ah* create_ah(ibv_pd* pd, ibv_ah_attr* attr) noexcept {
     return guard_ptr<ibv_ah>([&]() -> ibv_ah* {
-        if (pd == nullptr || attr == nullptr) return fail<ibv_ah>(EINVAL);
+        if (pd == nullptr || attr == nullptr || kernel_pd(pd) == nullptr)
+            return fail<ibv_ah>(EINVAL);
         Context& ctx = *from_verbs(pd->context);
         if (attr->port_num != 1) return fail<ibv_ah>(EINVAL);
         if (!attr->is_global) return fail<ibv_ah>(EINVAL); // RoCE addresses are GIDs
@@ -74,7 +76,7 @@ ibv_ah* create_ah(ibv_pd* pd, ibv_ah_attr* attr) noexcept {
         ah->ibah.context = pd->context;
         ah->ibah.pd = pd;
         ah->ibah.handle = ctx.device->next_handle.fetch_add(1);
-        ah->pd = from_verbs(pd);
+        ah->pd = kernel_pd(pd); // an imported PD counts users on the one it names
         ah->attr = *attr;
         // As the kernel resolves the MAC at ibv_create_ah: ARP starts now, so
         // the first datagrams find it known (or waiting briefly in ArpWait).

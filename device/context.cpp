@@ -10,10 +10,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "device/abi/ops.hpp"
 #include "device/abi/sysfs.hpp"
 #include "device/abi_guard.hpp"
+#include "device/import.hpp"
 #include "device/tm_srq.hpp"
 #include "device/verb_faults.hpp"
 
@@ -90,23 +92,21 @@ ibv_mtu mtu_enum(std::uint32_t mtu) noexcept {
 
 } // namespace
 
-ibv_context* open_device(ibv_device* device) noexcept {
+ibv_context* make_context(Device& dev, ContextFile* file, int cmd_fd) noexcept {
     return guard_ptr<ibv_context>([&]() -> ibv_context* {
-        if (device == nullptr) return fail<ibv_context>(EINVAL);
-        Device& dev = *from_verbs(device);
-        if (int e = injected_failure(dev, Verb::open_device)) return fail<ibv_context>(e);
         int fds[2];
         if (::pipe2(fds, O_CLOEXEC) != 0) return nullptr;
         auto ctx = std::make_unique<Context>();
         std::memset(&ctx->vctx, 0, sizeof ctx->vctx);
         ctx->device = &dev;
+        ctx->file = file;
         ctx->events.read_fd = fds[0];
         ctx->events.write_fd = fds[1];
         verbs_context& v = ctx->vctx;
         v.sz = sizeof(verbs_context);
         ibv_context& c = v.context;
-        c.device = device;
-        c.cmd_fd = -1;
+        c.device = &dev.ibdev;
+        c.cmd_fd = cmd_fd;
         c.async_fd = fds[0];
         c.num_comp_vectors = static_cast<int>(dev.caps.num_comp_vectors);
         c.abi_compat = __VERBS_ABI_IS_EXTENDED;
@@ -121,6 +121,23 @@ ibv_context* open_device(ibv_device* device) noexcept {
     });
 }
 
+ibv_context* open_device(ibv_device* device) noexcept {
+    if (device == nullptr) return fail<ibv_context>(EINVAL);
+    Device& dev = *from_verbs(device);
+    if (int e = injected_failure(dev, Verb::open_device)) return fail<ibv_context>(e);
+    int cmd_fd = -1;
+    ContextFile* file = open_context_file(cmd_fd);
+    if (file == nullptr) return nullptr;
+    ibv_context* context = make_context(dev, file, cmd_fd);
+    if (context == nullptr) {
+        const int e = errno;
+        ::close(cmd_fd);
+        release_context_file(file);
+        errno = e;
+    }
+    return context;
+}
+
 namespace {
 
 void free_context(Context* ctx) noexcept {
@@ -132,6 +149,7 @@ void free_context(Context* ctx) noexcept {
     ::close(ctx->events.read_fd);
     ::close(ctx->events.write_fd);
     pthread_mutex_destroy(&ctx->vctx.context.mutex);
+    release_context_file(ctx->file);
     delete ctx;
 }
 
@@ -152,6 +170,10 @@ int close_device(ibv_context* context) noexcept {
     // Objects the program did not destroy: the close still succeeds, as on
     // mlx5, where the kernel reclaims them (perftest leaves an AH). Here
     // they stay usable, and the context lives until the last one goes.
+    // The descriptor goes now, as libibverbs closes cmd_fd (an imported
+    // context's too: it owns the one it was given); the file stays while a
+    // context uses it.
+    ::close(std::exchange(context->cmd_fd, -1));
     ctx->closed.store(true);
     if (ctx->live_objects.load() == 0) free_context(ctx);
     return 0;

@@ -8,6 +8,10 @@
 namespace rdmasim::device {
 
 ibv_context* open_device(ibv_device* device) noexcept;
+// A new context of `dev` on `file` (taking over the caller's reference on it)
+// whose cmd_fd is `cmd_fd`: open_device's, and ibv_import_device's. NULL
+// with errno on failure (the reference and the fd stay the caller's).
+ibv_context* make_context(Device& dev, ContextFile* file, int cmd_fd) noexcept;
 // Succeeds with objects alive (as mlx5); the context is freed with the last.
 int close_device(ibv_context* context) noexcept;
 // An object of `ctx` was destroyed (the pair of ctx.live_objects.fetch_add):

@@ -5,6 +5,7 @@
 
 #include "device/abi_guard.hpp"
 #include "device/context.hpp"
+#include "device/import.hpp"
 #include "device/qp_ib.hpp"
 
 namespace rdmasim::device {
@@ -65,7 +66,8 @@ ibv_mw* alloc_mw(ibv_pd* p, ibv_mw_type type) noexcept {
         const std::int64_t t = raw_enum(type);
         if (t != IBV_MW_TYPE_1 && t != IBV_MW_TYPE_2)
             return fail<ibv_mw>(EINVAL); // ib_uverbs_alloc_mw
-        Pd* pd = from_verbs(p);
+        Pd* pd = kernel_pd(p);           // an imported PD: the one it names
+        if (pd == nullptr) return fail<ibv_mw>(EINVAL);
         Context& ctx = *from_verbs(p->context);
         Device& dev = *ctx.device;
         auto mw = std::make_unique<Mw>();

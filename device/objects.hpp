@@ -16,11 +16,12 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <sys/types.h>
 #include <mutex>
 #include <span>
+#include <sys/types.h>
 #include <thread>
 #include <type_traits>
+#include <unordered_map>
 #include <vector>
 
 #include "datapath/cq_ring.hpp"
@@ -38,6 +39,8 @@ class VerbFaultHook; // device/verb_faults.hpp
 class TraceHook;     // device/trace.hpp
 class StatsHook;     // device/stats_hook.hpp
 struct Cq;
+struct Pd;
+struct Mr;
 struct Qp;
 struct QpOps;     // device/qp_roles.hpp
 struct RawQp;     // device/qp_roles.hpp
@@ -134,9 +137,33 @@ struct AsyncEvents {
     int write_fd = -1;
 };
 
+// What a context's cmd_fd stands for, the kernel's uverbs file
+// (device/import.hpp): one per ibv_open_device, shared by the contexts that
+// ibv_import_device makes from a descriptor of it. Its handle table names
+// the PDs and MRs those contexts may import. Lives while a context uses it.
+struct ContextFile {
+    dev_t file_dev = 0; // the memfd behind every cmd_fd of it: what an fd is looked up by
+    ino_t file_ino = 0;
+    int own_fd = -1; // the file's own descriptor of it: the inode stays while the file lives
+    std::mutex lock; // the table, and the names of the objects in it
+    std::unordered_map<std::uint32_t, Pd*> pds; // by handle; handles are unique per device
+    std::unordered_map<std::uint32_t, Mr*> mrs;
+    std::atomic<std::uint32_t> contexts{0};
+};
+
+// The kernel side of an importable object (a PD, an MR): how many user-space
+// objects name it (the one allocated, and each import), and whether it was
+// destroyed (by a dealloc or dereg through any of them). Its memory goes with
+// the last name (device/import.hpp). Under the file's lock.
+struct KernelNames {
+    std::uint32_t names = 1;
+    std::atomic<bool> destroyed{false};
+};
+
 struct Context {
     verbs_context vctx; // programs see &vctx.context
     Device* device = nullptr;
+    ContextFile* file = nullptr;
     AsyncEvents events;
     std::atomic<std::uint32_t> live_objects{0};
     // ibv_close_device ran while objects lived: the last one's destroy frees
@@ -152,11 +179,16 @@ struct Pd {
     // allocators are kept, never called (rdmasim's queues are its own memory).
     Pd* protection = nullptr;
     ibv_parent_domain_init_attr parent{};
+    // An imported PD (ibv_import_pd): the PD it names, which holds the
+    // users, the kernel names and the identity MRs are checked against.
+    Pd* origin = nullptr;
+    KernelNames kernel;
 };
 
 // The protection domain `pd` stands for: itself, or a parent domain's PD.
 // What MR ownership is checked against.
 inline const Pd* protection_domain(const Pd* pd) noexcept {
+    if (pd != nullptr && pd->origin != nullptr) return pd->origin;
     return pd != nullptr && pd->protection != nullptr ? pd->protection : pd;
 }
 
@@ -172,6 +204,9 @@ struct Xrcd {
 struct Mr {
     ibv_mr ibmr;
     int access = 0;
+    Pd* pd = nullptr;     // whose users count it (an imported PD's origin)
+    Mr* origin = nullptr; // an imported MR (ibv_import_mr): the MR it names
+    KernelNames kernel;
 };
 
 // A memory window (device/mw.hpp). Its state (bound or not, range, access,

@@ -6,6 +6,7 @@
 #include "device/abi_guard.hpp"
 #include "device/context.hpp"
 #include "device/odp.hpp"
+#include "device/import.hpp"
 #include "device/verb_faults.hpp"
 
 namespace rdmasim::device {
@@ -18,6 +19,7 @@ ibv_pd* alloc_pd(ibv_context* context) noexcept {
         auto pd = std::make_unique<Pd>();
         pd->ibpd.context = context;
         pd->ibpd.handle = ctx.device->next_handle.fetch_add(1);
+        add_handle(ctx, *pd);
         ctx.live_objects.fetch_add(1);
         return &pd.release()->ibpd;
     });
@@ -35,7 +37,8 @@ ibv_pd* alloc_parent_domain(ibv_context* context, ibv_parent_domain_init_attr* a
         if ((attr->comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS) &&
             (attr->alloc == nullptr || attr->free == nullptr))
             return fail<ibv_pd>(EINVAL);
-        Pd* protection = from_verbs(attr->pd);
+        Pd* protection = kernel_pd(attr->pd); // an imported PD: the one it names
+        if (protection == nullptr) return fail<ibv_pd>(EINVAL);
         if (protection->protection != nullptr) return fail<ibv_pd>(EINVAL); // a parent of a parent
         Context& ctx = *from_verbs(context);
         auto pd = std::make_unique<Pd>();
@@ -52,9 +55,13 @@ ibv_pd* alloc_parent_domain(ibv_context* context, ibv_parent_domain_init_attr* a
 int dealloc_pd(ibv_pd* p) noexcept {
     if (p == nullptr) return EINVAL;
     Pd* pd = from_verbs(p);
+    Context& ctx = *from_verbs(p->context);
+    // A PD, allocated or imported: its kernel object goes, through whichever
+    // name (device/import.hpp).
+    if (pd->protection == nullptr) return destroy_pd_name(ctx, *pd);
     if (pd->users.load() != 0) return EBUSY;
-    if (pd->protection != nullptr) pd->protection->users.fetch_sub(1);
-    object_destroyed(*from_verbs(p->context));
+    pd->protection->users.fetch_sub(1);
+    object_destroyed(ctx);
     delete pd;
     return 0;
 }
@@ -97,7 +104,8 @@ ibv_mr* reg_mr(ibv_pd* p, void* addr, size_t length, uint64_t iova, unsigned int
         if (p == nullptr || (addr == nullptr && !implicit) || length == 0 ||
             (implicit && iova != 0))
             return fail<ibv_mr>(EINVAL);
-        Pd* pd = from_verbs(p);
+        Pd* pd = kernel_pd(p);
+        if (pd == nullptr) return fail<ibv_mr>(EINVAL);
         Device& dev = *from_verbs(p->context)->device;
         if (int e = injected_failure(dev, Verb::reg_mr)) return fail<ibv_mr>(e);
         if (length > dev.caps.max_mr_size && !implicit) return fail<ibv_mr>(EINVAL);
@@ -111,6 +119,7 @@ ibv_mr* reg_mr(ibv_pd* p, void* addr, size_t length, uint64_t iova, unsigned int
         const std::uint32_t key = dev.mrs.add(entry);
         if (key == 0) return fail<ibv_mr>(ENOMEM);
         mr->access = static_cast<int>(access);
+        mr->pd = pd;
         ibv_mr& m = mr->ibmr;
         m.context = p->context;
         m.pd = p;
@@ -119,6 +128,7 @@ ibv_mr* reg_mr(ibv_pd* p, void* addr, size_t length, uint64_t iova, unsigned int
         m.handle = dev.next_handle.fetch_add(1);
         m.lkey = key;
         m.rkey = key;
+        add_handle(*from_verbs(p->context), *mr);
         pd->users.fetch_add(1);
         return &mr.release()->ibmr;
     });
@@ -141,8 +151,10 @@ int rereg_mr(ibv_mr* m, int flags, ibv_pd* p, void* addr, size_t length, int acc
     if (int e = check_access(new_access)) return input_error(e);
     Device& dev = *from_verbs(m->context)->device;
     if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && length > dev.caps.max_mr_size) return input_error(EINVAL);
-    Pd* old_pd = from_verbs(m->pd);
-    Pd* new_pd = (flags & IBV_REREG_MR_CHANGE_PD) ? from_verbs(p) : old_pd;
+    Mr& k = kernel_mr(mr); // an imported MR changes the one it names
+    Pd* old_pd = k.pd;
+    Pd* new_pd = (flags & IBV_REREG_MR_CHANGE_PD) ? kernel_pd(p) : old_pd;
+    if (new_pd == nullptr) return input_error(EINVAL);
     {
         // The engine and the transports read MRs under the port lock.
         std::lock_guard lock(dev.port.mutex());
@@ -164,26 +176,28 @@ int rereg_mr(ibv_mr* m, int flags, ibv_pd* p, void* addr, size_t length, int acc
     if (new_pd != old_pd) {
         new_pd->users.fetch_add(1);
         old_pd->users.fetch_sub(1);
-        m->pd = p;
+        k.pd = new_pd;
     }
-    mr.access = static_cast<int>(new_access);
+    if (flags & IBV_REREG_MR_CHANGE_PD) m->pd = p;
+    mr.access = k.access = static_cast<int>(new_access);
     return 0;
 }
 
 int dereg_mr(ibv_mr* m) noexcept {
     if (m == nullptr) return EINVAL;
-    Mr* mr = from_verbs(m);
-    Device& dev = *from_verbs(m->context)->device;
-    {
-        // The engine and the transports read MRs under the port lock: once it
-        // is released here, no frame in progress still holds a pointer into
-        // the region, and every later one finds the key gone.
-        std::lock_guard lock(dev.port.mutex());
-        dev.mrs.remove(m->lkey);
-    }
-    from_verbs(m->pd)->users.fetch_sub(1);
-    delete mr;
-    return 0;
+    Context& ctx = *from_verbs(m->context);
+    Device& dev = *ctx.device;
+    // The kernel object goes, through whichever name (device/import.hpp).
+    return destroy_mr_name(ctx, *from_verbs(m), [&](Mr& k) {
+        {
+            // The engine and the transports read MRs under the port lock: once
+            // it is released here, no frame in progress still holds a pointer
+            // into the region, and every later one finds the key gone.
+            std::lock_guard lock(dev.port.mutex());
+            dev.mrs.remove(k.ibmr.lkey);
+        }
+        k.pd->users.fetch_sub(1);
+    });
 }
 
 } // namespace rdmasim::device

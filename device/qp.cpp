@@ -7,6 +7,7 @@
 #include "device/abi_guard.hpp"
 #include "device/async_events.hpp"
 #include "device/context.hpp"
+#include "device/import.hpp"
 #include "device/qp_roles.hpp"
 #include "device/qp_state.hpp"
 #include "device/verb_faults.hpp"
@@ -60,7 +61,7 @@ ibv_qp* make_qp(ibv_context* context, ibv_qp_init_attr_ex* attr) noexcept {
         if (type != IBV_QPT_RAW_PACKET && !is_ib_type(type)) return fail<ibv_qp>(EOPNOTSUPP);
         if (type == IBV_QPT_XRC_RECV) return create_xrc_tgt(ctx, *attr);
         if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || attr->pd == nullptr ||
-            attr->pd->context != context)
+            attr->pd->context != context || kernel_pd(attr->pd) == nullptr)
             return fail<ibv_qp>(EINVAL);
         if (is_ib_type(type)) return create_ib_qp(ctx, *attr); // RC, UC, UD, XRC INI
         if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) return fail<ibv_qp>(EOPNOTSUPP);
@@ -150,7 +151,7 @@ void init_qp(Qp& qp, Context& ctx, const ibv_qp_init_attr_ex& attr, ibv_qp_type 
     std::memset(&qp.qpx, 0, sizeof qp.qpx);
     qp.ops = &ops;
     qp.ctx = &ctx;
-    qp.pd = attr.pd ? from_verbs(attr.pd) : nullptr;
+    qp.pd = attr.pd ? kernel_pd(attr.pd) : nullptr; // an imported PD: the one it names
     ibv_qp& q = qp.ibqp;
     q.context = &ctx.vctx.context;
     q.qp_context = attr.qp_context;

@@ -10,8 +10,9 @@
 #include <mutex>
 
 #include "device/abi_guard.hpp"
-#include "device/context.hpp"
 #include "device/async_events.hpp"
+#include "device/context.hpp"
+#include "device/import.hpp"
 #include "device/qp_ib.hpp"
 #include "device/tm_srq.hpp"
 #include "device/xrcd.hpp"
@@ -56,7 +57,7 @@ ibv_srq* make_srq(ibv_pd* pd, void* srq_context, ibv_srq_attr& a, const SrqKind&
     auto srq = std::make_unique<Srq>();
     std::memset(&srq->ibsrq, 0, sizeof srq->ibsrq);
     srq->ctx = &ctx;
-    srq->pd = from_verbs(pd);
+    srq->pd = kernel_pd(pd); // an imported PD: the one it names
     srq->rq.max_sge = std::min((wqe - 16) / 16, caps.max_srq_sge);
     srq->rq.max_post = ring - 1;
     srq->rq.ring.init(ring, srq->rq.max_sge);
@@ -92,7 +93,8 @@ ibv_srq* make_srq(ibv_pd* pd, void* srq_context, ibv_srq_attr& a, const SrqKind&
 
 ibv_srq* create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) noexcept {
     return guard_ptr<ibv_srq>([&]() -> ibv_srq* {
-        if (pd == nullptr || attr == nullptr) return fail<ibv_srq>(EINVAL);
+        if (pd == nullptr || attr == nullptr || kernel_pd(pd) == nullptr)
+            return fail<ibv_srq>(EINVAL);
         return make_srq(pd, attr->srq_context, attr->attr);
     });
 }
@@ -106,7 +108,7 @@ ibv_srq* create_srq_ex(ibv_context* context, ibv_srq_init_attr_ex* attr) noexcep
         if (type != IBV_SRQT_BASIC && type != IBV_SRQT_XRC && type != IBV_SRQT_TM)
             return fail<ibv_srq>(EINVAL); // mlx5_create_srq_ex
         if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || attr->pd == nullptr ||
-            attr->pd->context != context)
+            attr->pd->context != context || kernel_pd(attr->pd) == nullptr)
             return fail<ibv_srq>(EINVAL);
         if (type == IBV_SRQT_BASIC) return make_srq(attr->pd, attr->srq_context, attr->attr);
         if (type == IBV_SRQT_TM) // tm_cap and an extended CQ (device/tm_srq.cpp)

@@ -6,10 +6,11 @@
 #include <optional>
 
 #include "device/abi_guard.hpp"
-#include "device/context.hpp"
 #include "device/async_events.hpp"
+#include "device/context.hpp"
 #include "device/cq.hpp"
 #include "device/device.hpp"
+#include "device/import.hpp"
 #include "device/recv.hpp"
 #include "device/verb_faults.hpp"
 
@@ -75,7 +76,8 @@ ibv_wq* create_wq(ibv_context* context, ibv_wq_init_attr* attr) noexcept {
             return fail<ibv_wq>(EPERM); // the driver's first check
         if (int err = validate_create_flags(dev, flags)) return fail<ibv_wq>(err);
         if (raw_enum(attr->wq_type) != IBV_WQT_RQ) return fail<ibv_wq>(EINVAL);
-        if (attr->pd == nullptr || attr->pd->context != context) return fail<ibv_wq>(EINVAL);
+        if (attr->pd == nullptr || attr->pd->context != context || kernel_pd(attr->pd) == nullptr)
+            return fail<ibv_wq>(EINVAL);
         if (attr->cq == nullptr || attr->cq->context != context) return fail<ibv_wq>(EINVAL);
         if (attr->max_wr == 0 || attr->max_wr > dev.caps.max_wr) return fail<ibv_wq>(EINVAL);
         const std::uint32_t max_sge = std::max<std::uint32_t>(attr->max_sge, 1);
@@ -85,7 +87,7 @@ ibv_wq* create_wq(ibv_context* context, ibv_wq_init_attr* attr) noexcept {
         std::memset(&wq->ibwq, 0, sizeof wq->ibwq);
         wq->ctx = &ctx;
         wq->cq = from_verbs(attr->cq);
-        wq->pd = from_verbs(attr->pd);
+        wq->pd = kernel_pd(attr->pd); // an imported PD: the one it names
         wq->create_flags = flags;
         wq->recv.max_sge = max_sge;
         ibv_wq& w = wq->ibwq;

@@ -13,6 +13,7 @@
 #include "device/async_events.hpp"
 #include "device/context.hpp"
 #include "device/cq.hpp"
+#include "device/import.hpp"
 #include "device/pd.hpp"
 #include "device/qp.hpp"
 #include "device/qp_ex.hpp"
@@ -57,6 +58,23 @@ int ibv_get_device_index(ibv_device* device) {
 
 ibv_context* ibv_open_device(ibv_device* device) { return open_device(device); }
 int ibv_close_device(ibv_context* context) { return close_device(context); }
+
+// Shared contexts (device/import.hpp).
+ibv_context* ibv_import_device(int cmd_fd) {
+    return import_device(cmd_fd);
+}
+ibv_pd* ibv_import_pd(ibv_context* context, uint32_t pd_handle) {
+    return import_pd(context, pd_handle);
+}
+void ibv_unimport_pd(ibv_pd* pd) {
+    unimport_pd(pd);
+}
+ibv_mr* ibv_import_mr(ibv_pd* pd, uint32_t mr_handle) {
+    return import_mr(pd, mr_handle);
+}
+void ibv_unimport_mr(ibv_mr* mr) {
+    unimport_mr(mr);
+}
 
 int ibv_query_device(ibv_context* context, ibv_device_attr* attr) {
     return query_device(context, attr);

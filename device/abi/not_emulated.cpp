@@ -1,5 +1,5 @@
 // Verbs the emulator does not model (multicast, dma-buf
-// MRs, import, ECE): each answers EOPNOTSUPP the way its
+// MRs, device memory import, ECE): each answers EOPNOTSUPP the way its
 // verb reports errors (device/README.md, "The library seen by a program").
 #include "device/abi/declarations.hpp"
 #include "device/abi_guard.hpp"
@@ -28,8 +28,8 @@ int ibv_resolve_eth_l2_from_gid(struct ibv_context*, struct ibv_ah_attr*, uint8_
 }
 
 // ---------------------------------------------------------------------------
-// Not emulated: multicast, dma-buf MRs, shared
-// (imported) objects.
+// Not emulated: multicast, dma-buf MRs, imported device memory (shared
+// contexts, PDs and MRs are device/import.hpp's).
 
 int ibv_attach_mcast(struct ibv_qp*, const union ibv_gid*, uint16_t) {
     return not_emulated;
@@ -42,20 +42,9 @@ struct ibv_mr* ibv_reg_dmabuf_mr(struct ibv_pd*, uint64_t, size_t, uint64_t, int
     return fail<ibv_mr>(not_emulated);
 }
 
-struct ibv_context* ibv_import_device(int) {
-    return fail<ibv_context>(not_emulated);
-}
-struct ibv_pd* ibv_import_pd(struct ibv_context*, uint32_t) {
-    return fail<ibv_pd>(not_emulated);
-}
-struct ibv_mr* ibv_import_mr(struct ibv_pd*, uint32_t) {
-    return fail<ibv_mr>(not_emulated);
-}
 struct ibv_dm* ibv_import_dm(struct ibv_context*, uint32_t) {
     return fail<ibv_dm>(not_emulated);
 }
-void ibv_unimport_pd(struct ibv_pd*) {}
-void ibv_unimport_mr(struct ibv_mr*) {}
 void ibv_unimport_dm(struct ibv_dm*) {}
 
 } // extern "C"

@@ -3,9 +3,8 @@
 
 Runs every test of the files below under `rdmasim run` and compares each
 outcome with the one checked in beside this script, rdma_core_expected.txt:
-one line per test, `TEST_ID ok`, `TEST_ID skip REASON` (the suite's own
-skip text: what rdmasim does not emulate) or `TEST_ID not-run REASON` (not
-run at all, the reason printed). Any difference fails the run and is
+one line per test, `TEST_ID ok` or `TEST_ID skip REASON` (the suite's own
+skip text: what rdmasim does not emulate). Any difference fails the run and is
 printed: a test that passed and now skips or fails, a skip whose reason
 changed, a skip that now passes (update the file), a test the file does not
 know. Prints a count per file.
@@ -33,8 +32,8 @@ EXPECTED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rdma_core_e
 HEADER = """\
 # The outcome of every test of rdma-core's suite on rdmasim0
 # (tests/clients/rdma_core_suite.py compares each run with this file).
-# One test a line, tab-separated: TEST_ID, then ok | skip REASON | not-run REASON.
-# skip REASON is the suite's own text; not-run tests are not started.
+# One test a line, tab-separated: TEST_ID, then ok | skip REASON.
+# skip REASON is the suite's own text.
 # Rewrite with: /usr/bin/python3 tests/clients/rdma_core_suite.py build/tools/rdmasim --write
 """
 
@@ -50,11 +49,10 @@ def load_expected(path):
             fields = line.split("\t")
             if fields[1:2] == ["ok"] and len(fields) == 2:
                 expected[fields[0]] = ("ok", "")
-            elif fields[1:2] in (["skip"], ["not-run"]) and len(fields) == 3:
+            elif fields[1:2] == ["skip"] and len(fields) == 3:
                 expected[fields[0]] = (fields[1], fields[2])
             else:
-                raise SystemExit(f"{path}:{n}: not 'TEST_ID<tab>ok', '...<tab>skip<tab>REASON' "
-                                 f"or '...<tab>not-run<tab>REASON': {line!r}")
+                raise SystemExit(f"{path}:{n}: not 'TEST_ID<tab>ok' or '...<tab>skip<tab>REASON': {line!r}")
     return expected
 
 
@@ -111,10 +109,7 @@ def main():
                and not t.split(".")[1].startswith(VENDOR)]
         if only:
             ids = [t for t in ids if any(o in t for o in only)]
-        chosen = [t for t in ids if expected.get(t, ("", ""))[0] != "not-run"]
-        for t in ids:
-            if t not in chosen:
-                print(f"not run: {t}: {expected[t][1]}")
+        chosen = ids
         if not chosen:
             print("FAIL: no test selected")
             return 1
@@ -124,7 +119,7 @@ def main():
     results = collections.defaultdict(collections.Counter)
     bad = []
     skips = []
-    outcomes = {t: expected[t] for t in ids if t not in chosen}  # the not-run ones
+    outcomes = {}
     for m in re.finditer(r"^(\w+) \((tests\.(\w+)\.[\w.]+)\)(?:\n[^\n]*)?? \.\.\. (ok|skipped.*|FAIL|ERROR|expected failure|unexpected success)$",
                          out, re.MULTILINE):
         name, full, module, verdict = m.group(1), m.group(2), m.group(3), m.group(4)

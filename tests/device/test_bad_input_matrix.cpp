@@ -2188,12 +2188,17 @@ void unsupported_rows(std::vector<Row>& rows) {
                                          IBV_ACCESS_REMOTE_WRITE));
         },
         fails(EINVAL));
+    // Shared contexts: -1 is no descriptor (libibverbs' fstat check), and no
+    // object has the handle ~0 (the kernel's lookup: ENOENT).
     add(
-        "ibv_import_device", [np](Bed&) { return np(ibv_import_device(-1)); }, null(EOPNOTSUPP));
+        "ibv_import_device of fd -1", [np](Bed&) { return np(ibv_import_device(-1)); },
+        null(EINVAL));
     add(
-        "ibv_import_pd", [np](Bed& b) { return np(ibv_import_pd(b.ctx, 1)); }, null(EOPNOTSUPP));
+        "ibv_import_pd of an unknown handle",
+        [np](Bed& b) { return np(ibv_import_pd(b.ctx, ~0u)); }, null(ENOENT));
     add(
-        "ibv_import_mr", [np](Bed& b) { return np(ibv_import_mr(b.pd, 1)); }, null(EOPNOTSUPP));
+        "ibv_import_mr of an unknown handle", [np](Bed& b) { return np(ibv_import_mr(b.pd, ~0u)); },
+        null(ENOENT));
     add(
         "ibv_import_dm", [np](Bed& b) { return np(ibv_import_dm(b.ctx, 1)); }, null(EOPNOTSUPP));
     add(
