@@ -15,6 +15,7 @@
 #include "device/abi/ops.hpp"
 #include "device/abi/sysfs.hpp"
 #include "device/abi_guard.hpp"
+#include "device/dm.hpp"
 #include "device/import.hpp"
 #include "device/tm_srq.hpp"
 #include "device/verb_faults.hpp"
@@ -215,6 +216,7 @@ int query_device_ex(ibv_context* context, const ibv_query_device_ex_input* input
                         (c.ip_csum ? IBV_RAW_PACKET_CAP_IP_CSUM : 0) |
                         (c.delay_drop ? IBV_RAW_PACKET_CAP_DELAY_DROP : 0);
     a.phys_port_cnt_ex = 1;
+    a.max_dm_size = kMaxDmSize;                  // device/dm.hpp
     a.tm_caps.max_rndv_hdr_size = kTmMaxRndvHdr; // mlx5's (device/tm_srq.hpp)
     a.tm_caps.max_num_tags = kTmMaxNumTags;
     a.tm_caps.flags = IBV_TM_CAP_RC;

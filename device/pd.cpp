@@ -146,6 +146,7 @@ int rereg_mr(ibv_mr* m, int flags, ibv_pd* p, void* addr, size_t length, int acc
     if ((flags & IBV_REREG_MR_CHANGE_PD) && (p == nullptr || p->context != m->context))
         return input_error(EINVAL);
     Mr& mr = *from_verbs(m);
+    if (mr.dm != nullptr) return input_error(EINVAL); // ib_uverbs_rereg_mr: not an MR on DM
     const unsigned new_access = (flags & IBV_REREG_MR_CHANGE_ACCESS) ? static_cast<unsigned>(access)
                                                                      : static_cast<unsigned>(mr.access);
     if (int e = check_access(new_access)) return input_error(e);
@@ -197,6 +198,7 @@ int dereg_mr(ibv_mr* m) noexcept {
             dev.mrs.remove(k.ibmr.lkey);
         }
         k.pd->users.fetch_sub(1);
+        if (k.dm != nullptr) k.dm->users.fetch_sub(1); // an MR on device memory
     });
 }
 

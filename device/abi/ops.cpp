@@ -1,10 +1,11 @@
 // The ops table, one assignment a slot: each slot the device model implements,
-// bound to the verb that implements it (context.cpp, cq.cpp, mw.cpp, odp.cpp, qp.cpp, srq.cpp,
+// bound to the verb that implements it (context.cpp, cq.cpp, dm.cpp, mw.cpp, odp.cpp, qp.cpp, srq.cpp,
 // tm_srq.cpp, wq.cpp, flow.cpp, xrcd.cpp). open_device() installs it into every new context.
 #include "device/abi/ops.hpp"
 
 #include "device/context.hpp"
 #include "device/cq.hpp"
+#include "device/dm.hpp"
 #include "device/flow.hpp"
 #include "device/mw.hpp"
 #include "device/odp.hpp"
@@ -46,6 +47,9 @@ void install_ops(verbs_context& v) noexcept {
     v.create_qp_ex = create_qp_ex;
     v.alloc_parent_domain = alloc_parent_domain;
     v.advise_mr = advise_mr;
+    v.alloc_dm = alloc_dm;
+    v.free_dm = free_dm;
+    v.reg_dm_mr = reg_dm_mr;
     v.create_srq_ex = create_srq_ex;
     v.get_srq_num = get_srq_num;
     v.post_srq_ops = post_srq_ops;

@@ -2096,13 +2096,29 @@ void unsupported_rows(std::vector<Row>& rows) {
         },
         null(EINVAL));
     add(
-        "ibv_alloc_dm",
+        "ibv_alloc_dm with a comp_mask",
         [np](Bed& b) {
             ibv_alloc_dm_attr a{};
             a.length = 64;
+            a.comp_mask = 1;
             return np(ibv_alloc_dm(b.ctx, &a));
         },
-        null(EOPNOTSUPP));
+        null(EINVAL));
+    add(
+        "ibv_reg_dm_mr without ZERO_BASED",
+        [np](Bed& b) {
+            ibv_alloc_dm_attr a{};
+            a.length = 64;
+            ibv_dm* dm = ibv_alloc_dm(b.ctx, &a);
+            REQUIRE(dm != nullptr);
+            const Outcome o = np(ibv_reg_dm_mr(b.pd, dm, 0, 64, IBV_ACCESS_LOCAL_WRITE));
+            CHECK(ibv_free_dm(dm) == 0);
+            return o;
+        },
+        null(EINVAL));
+    add(
+        "free_dm op(NULL)", [](Bed& b) { return from_int(ops(b.ctx).free_dm(nullptr)); },
+        rc(EINVAL));
     add(
         "ibv_reg_dmabuf_mr",
         [np](Bed& b) { return np(ibv_reg_dmabuf_mr(b.pd, 0, 64, 0, -1, IBV_ACCESS_LOCAL_WRITE)); },

@@ -1,0 +1,40 @@
+// Device memory: ibv_alloc_dm, ibv_free_dm, the DM's memcpy ops and
+// ibv_reg_dm_mr (device/README.md, "Device memory"). The memory is a
+// ConnectX's MEMIC: a BAR of kMaxDmSize bytes per device, handed out in 4 KiB
+// pages; an MR on it is zero-based and lives in the device's MrTable like any
+// other, so SGEs and a peer's rkey reach it through the same checks.
+#pragma once
+
+#include <cstdint>
+
+#include "device/objects.hpp"
+
+namespace rdmasim::device {
+
+// max_dm_size: a ConnectX-5/6's MEMIC BAR (memic_bar_size), 128 KiB.
+inline constexpr std::uint64_t kMaxDmSize = 128 * 1024;
+// The BAR is allocated in pages (mlx5_cmd_alloc_memic: DIV_ROUND_UP(length,
+// PAGE_SIZE) pages of a bitmap), a DM's size first rounded up to 64 bytes
+// (MLX5_MEMIC_BASE_SIZE).
+inline constexpr std::uint64_t kDmPageSize = 4096;
+inline constexpr std::uint32_t kDmPages = kMaxDmSize / kDmPageSize;
+inline constexpr std::uint64_t kDmBaseSize = 64;
+// The largest log_align_req: the kernel takes log_align_req - 6 up to the
+// device's log_max_memic_addr_alignment; rdmasim's is 6, so a DM may ask for
+// up to page alignment, which every DM has (it starts a page).
+inline constexpr std::uint32_t kDmMaxLogAlign = 12;
+static_assert(kDmPages <= 64, "Device::dm_pages is a 64-bit map");
+
+// ibv_alloc_dm(3): NULL with errno EINVAL (comp_mask, length 0 or above
+// kMaxDmSize, log_align_req above kDmMaxLogAlign) or ENOMEM (no run of free
+// pages long enough in the BAR).
+ibv_dm* alloc_dm(ibv_context* context, ibv_alloc_dm_attr* attr) noexcept;
+// ibv_free_dm(3): 0; EBUSY while MRs on it live; EINVAL for NULL.
+int free_dm(ibv_dm* dm) noexcept;
+// ibv_reg_dm_mr(3): a zero-based MR on [dm_offset, dm_offset + length) of
+// the DM; NULL with errno EINVAL for bad access bits, no ZERO_BASED, a range
+// outside the DM or a DM of another context; ENOMEM when the table is full.
+ibv_mr* reg_dm_mr(ibv_pd* pd, ibv_dm* dm, uint64_t dm_offset, size_t length,
+                  unsigned int access) noexcept;
+
+} // namespace rdmasim::device
