@@ -5,11 +5,29 @@
 // other, so SGEs and a peer's rkey reach it through the same checks.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <type_traits>
 
 #include "device/objects.hpp"
 
 namespace rdmasim::device {
+
+// One allocation (ibv_alloc_dm): `pages` 4 KiB pages of the
+// device's MEMIC BAR from `first_page`, held in `mem` (zeroed at allocation).
+struct Dm {
+    ibv_dm ibdm;
+    Context* ctx = nullptr;
+    std::uint8_t* mem = nullptr; // pages * 4 KiB, page aligned; owned
+    std::uint64_t length = 0;    // as requested: memcpy and reg_dm_mr bounds
+    std::uint32_t first_page = 0;
+    std::uint32_t pages = 0;
+    std::atomic<std::uint32_t> users{0}; // MRs on it: ibv_free_dm is EBUSY
+};
+static_assert(std::is_standard_layout_v<Dm>);
+inline Dm* from_verbs(ibv_dm* d) noexcept {
+    return reinterpret_cast<Dm*>(d);
+}
 
 // max_dm_size: a ConnectX-5/6's MEMIC BAR (memic_bar_size), 128 KiB.
 inline constexpr std::uint64_t kMaxDmSize = 128 * 1024;

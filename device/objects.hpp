@@ -215,18 +215,6 @@ struct Mr {
     Dm* dm = nullptr; // an MR on device memory (ibv_reg_dm_mr): one of the DM's users
 };
 
-// Device memory (ibv_alloc_dm, device/dm.hpp): `pages` 4 KiB pages of the
-// device's MEMIC BAR from `first_page`, held in `mem` (zeroed at allocation).
-struct Dm {
-    ibv_dm ibdm;
-    Context* ctx = nullptr;
-    std::uint8_t* mem = nullptr; // pages * 4 KiB, page aligned; owned
-    std::uint64_t length = 0;    // as requested: memcpy and reg_dm_mr bounds
-    std::uint32_t first_page = 0;
-    std::uint32_t pages = 0;
-    std::atomic<std::uint32_t> users{0}; // MRs on it: ibv_free_dm is EBUSY
-};
-
 // A memory window (device/mw.hpp). Its state (bound or not, range, access,
 // QP) lives in the device's MrTable slot under `key`.
 struct Mw {
@@ -370,7 +358,6 @@ static_assert(std::is_standard_layout_v<Context>);
 static_assert(std::is_standard_layout_v<Pd>);
 static_assert(std::is_standard_layout_v<Mr>);
 static_assert(std::is_standard_layout_v<Mw>);
-static_assert(std::is_standard_layout_v<Dm>);
 static_assert(std::is_standard_layout_v<CompChannel>);
 static_assert(std::is_standard_layout_v<Cq>);
 static_assert(std::is_standard_layout_v<Wq>);
@@ -390,8 +377,9 @@ inline Context* from_verbs(ibv_context* c) noexcept {
 }
 inline Pd* from_verbs(ibv_pd* p) noexcept { return reinterpret_cast<Pd*>(p); }
 inline Mr* from_verbs(ibv_mr* m) noexcept { return reinterpret_cast<Mr*>(m); }
-inline Mw* from_verbs(ibv_mw* m) noexcept { return reinterpret_cast<Mw*>(m); }
-inline Dm* from_verbs(ibv_dm* d) noexcept { return reinterpret_cast<Dm*>(d); }
+inline Mw* from_verbs(ibv_mw* m) noexcept {
+    return reinterpret_cast<Mw*>(m);
+}
 inline CompChannel* from_verbs(ibv_comp_channel* c) noexcept { return reinterpret_cast<CompChannel*>(c); }
 inline Cq* from_verbs(ibv_cq* c) noexcept { return reinterpret_cast<Cq*>(c); }
 inline Cq* from_verbs(ibv_cq_ex* c) noexcept { return reinterpret_cast<Cq*>(c); }

@@ -5,8 +5,9 @@
 
 #include "device/abi_guard.hpp"
 #include "device/context.hpp"
-#include "device/odp.hpp"
+#include "device/dm.hpp"
 #include "device/import.hpp"
+#include "device/odp.hpp"
 #include "device/verb_faults.hpp"
 
 namespace rdmasim::device {
