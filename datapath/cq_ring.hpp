@@ -39,6 +39,7 @@ struct Cqe {
     std::uint8_t status = 0;  // enum ibv_wc_status
     std::uint8_t opcode = 0;  // enum ibv_wc_opcode
     bool solicited = false;   // RoCE receive: its last packet had the SE bit (solicited notify)
+    std::uint8_t sl = 0;      // RoCE receive: the packet type as a ConnectX reports it in sl
 };
 
 class CqRing {

@@ -68,7 +68,9 @@ uint32_t read_qp_num(ibv_cq_ex* c) { return exposed(c).qp_num; }
 uint32_t read_src_qp(ibv_cq_ex* c) { return exposed(c).src_qp; }
 unsigned int read_wc_flags(ibv_cq_ex* c) { return exposed(c).wc_flags; }
 uint32_t read_slid(ibv_cq_ex*) { return 0; }
-uint8_t read_sl(ibv_cq_ex*) { return 0; }
+uint8_t read_sl(ibv_cq_ex* c) {
+    return exposed(c).sl;
+}
 uint8_t read_dlid_path_bits(ibv_cq_ex*) { return 0; }
 uint64_t read_completion_ts(ibv_cq_ex* c) { return exposed(c).timestamp_ns; }
 uint16_t read_cvlan(ibv_cq_ex* c) { return exposed(c).cvlan; }
@@ -303,6 +305,7 @@ int poll_cq(ibv_cq* c, int num_entries, ibv_wc* wc) noexcept {
         w.wc_flags = e.wc_flags;
         w.imm_data = e.imm_data;
         w.src_qp = e.src_qp;
+        w.sl = e.sl;
         cq.ring.pop();
     }
     return n;

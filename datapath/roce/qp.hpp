@@ -44,6 +44,7 @@ struct RecvDone {
     std::uint32_t imm_host = 0;  // the ImmDt (host order), or the invalidated R_Key
     std::uint32_t src_qp = 0;    // UD
     bool solicited = false;
+    bool ipv6 = false; // the packet's network header (the CQE's sl: responder.cpp)
 };
 
 class RoceQp {

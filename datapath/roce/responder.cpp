@@ -20,6 +20,14 @@ using net::RoceOpcode;
 using net::SegmentPosition;
 
 namespace {
+// A receive CQE's sl on RoCE, as a ConnectX writes it and mlx5 passes it on
+// (flags_rqpn bits 24..27): bit 3 "UDP header present" (RoCE v2), bits 0..2
+// the L3 header type, 1 IPv6, 2 IPv4. UCX's UD transport reads it to learn
+// where the destination address sits in the 40 bytes before the payload.
+constexpr std::uint8_t kSlRoceV2 = 0x8, kSlIpv6 = 0x1, kSlIpv4 = 0x2;
+constexpr std::uint8_t roce_cqe_sl(bool ipv6) noexcept {
+    return kSlRoceV2 | (ipv6 ? kSlIpv6 : kSlIpv4);
+}
 bool message_end(SegmentPosition pos) noexcept {
     return pos == SegmentPosition::last || pos == SegmentPosition::only;
 }
@@ -70,6 +78,7 @@ void RoceQp::recv_done(const RecvDone& d) noexcept {
                                                   : 0;
     c.src_qp = d.src_qp;
     c.solicited = d.solicited;
+    c.sl = roce_cqe_sl(d.ipv6);
     if (tm_.msg == TmState::Msg::eager || tm_.msg == TmState::Msg::rndv) {
         c.tm_tag = tm_.tag;
         c.tm_priv = tm_.priv;
@@ -264,9 +273,13 @@ RoceRx RoceQp::rc_send_end(const net::RocePacket& p, std::uint8_t rop, std::uint
     if (tm_.msg != TmState::Msg::rndv)
         recv_done({.opcode = rop,
                    .byte_len = resp_.msg_off,
-                   .wc_flags = tm_flags | (imm ? IBV_WC_WITH_IMM : inv ? IBV_WC_WITH_INV : 0),
+                   .wc_flags = tm_flags | (imm   ? IBV_WC_WITH_IMM
+                                           : inv ? IBV_WC_WITH_INV
+                                                 : 0),
                    .imm_host = inv ? p.headers.ieth.rkey : p.headers.imm.value,
-                   .solicited = p.headers.bth.solicited});
+                   .solicited = p.headers.bth.solicited,
+
+                   .ipv6 = p.ipv6});
     after_accept(p, true, now_ns);
     if (tm_.msg == TmState::Msg::rndv) tm_start_rndv(now_ns);
     tm_.msg = TmState::Msg::none;
@@ -327,7 +340,9 @@ RoceRx RoceQp::rc_write(const net::RocePacket& p, std::uint64_t now_ns) noexcept
                        .byte_len = resp_.write_len,
                        .wc_flags = IBV_WC_WITH_IMM,
                        .imm_host = p.headers.imm.value,
-                       .solicited = p.headers.bth.solicited});
+                       .solicited = p.headers.bth.solicited,
+
+                       .ipv6 = p.ipv6});
         }
     } else {
         resp_.in_msg = RespState::InMsg::write;

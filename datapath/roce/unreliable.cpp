@@ -68,7 +68,9 @@ RoceRx RoceQp::uc_send(const net::RocePacket& p, bool cont, bool end) noexcept {
                .byte_len = resp_.msg_off,
                .wc_flags = imm ? std::uint32_t{IBV_WC_WITH_IMM} : 0u,
                .imm_host = p.headers.imm.value,
-               .solicited = p.headers.bth.solicited});
+               .solicited = p.headers.bth.solicited,
+
+               .ipv6 = p.ipv6});
     return RoceRx::consumed;
 }
 
@@ -95,7 +97,9 @@ RoceRx RoceQp::uc_write(const net::RocePacket& p, bool cont, bool end) noexcept 
                    .byte_len = resp_.write_len,
                    .wc_flags = IBV_WC_WITH_IMM,
                    .imm_host = p.headers.imm.value,
-                   .solicited = p.headers.bth.solicited});
+                   .solicited = p.headers.bth.solicited,
+
+                   .ipv6 = p.ipv6});
     return RoceRx::consumed;
 }
 
@@ -120,7 +124,9 @@ RoceRx RoceQp::ud_request(const net::RocePacket& p) noexcept {
                .wc_flags = IBV_WC_GRH | (imm ? std::uint32_t{IBV_WC_WITH_IMM} : 0u),
                .imm_host = p.headers.imm.value,
                .src_qp = p.headers.deth.src_qp,
-               .solicited = p.headers.bth.solicited});
+               .solicited = p.headers.bth.solicited,
+
+               .ipv6 = p.ipv6});
     return RoceRx::consumed;
 }
 

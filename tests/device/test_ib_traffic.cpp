@@ -109,6 +109,7 @@ TEST_CASE("RC SEND: sizes below, at and above the MTU arrive whole, with their i
         CHECK((rx[0].wc_flags & IBV_WC_WITH_IMM) != 0);
         CHECK(be32toh(rx[0].imm_data) == len);
         CHECK(rx[0].qp_num == b.qp->qp_num);
+        CHECK(rx[0].sl == 0xA); // RoCE v2 over IPv4, as on every RoCE receive
         CHECK(std::equal(src.bytes.begin(), src.bytes.begin() + len, dst.bytes.begin()));
         CHECK(dst.bytes[len] == 0);
         const auto tx = wait_for(a.cq, 1);
@@ -281,7 +282,10 @@ TEST_CASE("UD: the GRH fills the first 40 bytes; src_qp names the sender", "[ib_
     CHECK(rx[0].byte_len == 40 + 1000);
     CHECK((rx[0].wc_flags & IBV_WC_GRH) != 0);
     CHECK(rx[0].src_qp == a.qp->qp_num);
+    CHECK(rx[0].sl == 0xA); // RoCE v2 over IPv4, as a ConnectX reports it
     CHECK(std::equal(src.bytes.begin(), src.bytes.begin() + 1000, dst.bytes.begin() + 40));
+    // Where UCX looks for the destination: the last 4 bytes of the 40 (IPv4).
+    CHECK(std::equal(own.raw + 12, own.raw + 16, dst.bytes.begin() + 36));
     // ibv_create_ah_from_wc turns the receive around.
     ibv_wc wc = rx[0];
     ibv_ah* back = ibv_create_ah_from_wc(fx.pd, &wc, reinterpret_cast<ibv_grh*>(dst.bytes.data()), 1);
@@ -293,6 +297,45 @@ TEST_CASE("UD: the GRH fills the first 40 bytes; src_qp names the sender", "[ib_
     REQUIRE(post(a.qp, wr) == 0);
     CHECK(wait_for(b.cq, 1, 50).empty());
     CHECK(wait_for(a.cq, 2).size() == 2); // both sends completed on the sender
+    CHECK(ibv_destroy_ah(ah) == 0);
+}
+
+TEST_CASE("UD over IPv6: sl says IPv6 and the GRH's last 16 bytes are the destination GID",
+          "[ib_traffic][ud]") {
+    SimFixture fx;
+    IbQp a(fx.pd, IBV_QPT_UD, 16), b(fx.pd, IBV_QPT_UD, 16);
+    a.to_rts();
+    b.to_rts();
+    ibv_gid own6{};
+    REQUIRE(ibv_query_gid(fx.ctx, 1, 1, &own6) == 0); // index 1: the port's IPv6 address
+    ibv_ah_attr ah_attr{};
+    ah_attr.is_global = 1;
+    ah_attr.port_num = 1;
+    ah_attr.grh.dgid = own6;
+    ah_attr.grh.sgid_index = 1;
+    ah_attr.grh.hop_limit = 64;
+    ibv_ah* ah = ibv_create_ah(fx.pd, &ah_attr);
+    REQUIRE(ah != nullptr);
+    Region src(fx.pd, 256), dst(fx.pd, 512);
+    fill(src.bytes, 7);
+    post_recv(b.qp, dst.sge(40 + 256), 3);
+    ibv_sge s = src.sge(100);
+    ibv_send_wr wr{};
+    wr.sg_list = &s;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_SEND;
+    wr.wr.ud.ah = ah;
+    wr.wr.ud.remote_qpn = b.qp->qp_num;
+    wr.wr.ud.remote_qkey = good_attr(IBV_QPS_RTS).qkey;
+    REQUIRE(post(a.qp, wr) == 0);
+    const auto rx = wait_for(b.cq, 1);
+    REQUIRE(rx.size() == 1);
+    CHECK(rx[0].status == IBV_WC_SUCCESS);
+    CHECK((rx[0].wc_flags & IBV_WC_GRH) != 0);
+    CHECK(rx[0].sl == 0x9); // RoCE v2 over IPv6
+    CHECK(std::equal(own6.raw, own6.raw + 16, dst.bytes.begin() + 24));
+    CHECK(std::equal(src.bytes.begin(), src.bytes.begin() + 100, dst.bytes.begin() + 40));
+    CHECK(wait_for(a.cq, 1).size() == 1);
     CHECK(ibv_destroy_ah(ah) == 0);
 }
 
