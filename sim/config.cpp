@@ -188,7 +188,20 @@ Result<void> set_wire_mode(Config& c, std::string_view key, std::string_view v) 
     return {};
 }
 
-// deterministic, the output files, faults, wire_mode, filter, promisc, link, log_level.
+Result<void> set_rank(Config& c, std::string_view key, std::string_view v) {
+    if (v == "auto" || v == "off") {
+        c.rank_auto = v == "auto";
+        c.rank.reset();
+        return {};
+    }
+    auto n = parse_uint<std::uint32_t>(v, 0, kMaxRank);
+    if (!n) return bad(key, v, fmt::format("auto, off or a rank 0..{}", kMaxRank));
+    c.rank_auto = false;
+    c.rank = *n;
+    return {};
+}
+
+// deterministic, the output files, faults, wire_mode, filter, promisc, link, rank, log_level.
 Outcome set_run_key(Config& c, std::string_view key, std::string_view v) {
     if (key == "deterministic" || key == "promisc") {
         auto b = parse_bool(v);
@@ -212,6 +225,8 @@ Outcome set_run_key(Config& c, std::string_view key, std::string_view v) {
         auto parsed = parse_links(v);
         if (!parsed) return bad(key, v, "pairs of devices like rdmasim0:rdmasim1, comma-separated");
         c.links = std::move(*parsed);
+    } else if (key == "rank") {
+        return set_rank(c, key, v);
     } else if (key == "log_level") {
         if (v != "trace" && v != "debug" && v != "info" && v != "warn" && v != "error" && v != "off")
             return bad(key, v, "trace, debug, info, warn, error or off");

@@ -43,6 +43,8 @@ struct PortSettings {
     std::optional<std::uint32_t> mtu;     // 256, 512, 1024, 2048 or 4096
 };
 
+inline constexpr std::uint32_t kMaxRank = 4095; // key `rank`
+
 struct Config {
     std::uint32_t devices = 1;
     // Per device index ("" = none), keys `NAME` (device 0) and `NAME.N`. At
@@ -79,6 +81,9 @@ struct Config {
     std::string stats; // --stats: every counter as one JSON document when the simulator stops
     std::string report; // an HTML report of device 0, written when the simulator stops
     std::uint64_t idle_tick_ns = 10'000;    // inline engine: virtual time per idle poll
+    // Key `rank` (sim/rank.hpp): `auto` (rank_auto), `off` (neither), or N (rank).
+    bool rank_auto = true;
+    std::optional<std::uint32_t> rank;
     std::string log_level = "warn";
     device::Capabilities caps;
 

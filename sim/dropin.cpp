@@ -10,6 +10,7 @@
 #include "device/registry.hpp"
 #include "sim/config.hpp"
 #include "sim/logging.hpp"
+#include "sim/rank.hpp"
 #include "sim/run_report.hpp"
 #include "sim/simulator.hpp"
 #include "sim/stats_file.hpp"
@@ -65,6 +66,10 @@ int provide_devices() {
     try {
         Config config;
         if (auto r = config.apply_environment(); !r) {
+            log().error("{}", r.error().message);
+            return r.error().code;
+        }
+        if (auto r = apply_rank(config); !r) {
             log().error("{}", r.error().message);
             return r.error().code;
         }
