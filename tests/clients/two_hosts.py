@@ -121,16 +121,21 @@ class Pair:
     """One server/client run; `server`, `client` (Programs) and their --stats documents."""
 
     def __init__(self, rdmasim, tmp, tag, args, port_flag="-p", server_opts=(), client_opts=(),
-                 rdmasim_opts=(), client_extra=("127.0.0.1",), scheme="ptp"):
-        """`scheme`: the wire, ptp (a socket pair) or shm (a shared-memory segment), at DIR/sock."""
+                 rdmasim_opts=(), client_extra=("127.0.0.1",), scheme="ptp", user=None):
+        """`scheme`: the wire, ptp (a socket pair) or shm (a shared-memory segment), at DIR/sock.
+        `user`: (uid, gid) both sides run as (setpriv), owning DIR; None: as the test."""
         self.dir = os.path.join(tmp, tag)
         os.makedirs(self.dir, mode=0o700)
+        wrapper = []
+        if user is not None:
+            os.chown(self.dir, *user)
+            wrapper = ["setpriv", f"--reuid={user[0]}", f"--regid={user[1]}", "--clear-groups"]
         self.port = free_tcp_port()
         url = f"{scheme}://{self.dir}/sock"
         self.stats_path = {side: os.path.join(self.dir, f"{side}.json") for side in ("server", "client")}
 
         def cmd(side, opts):
-            return [rdmasim, "run", "--wire", url, "--stats", self.stats_path[side], *rdmasim_opts, *opts,
+            return [*wrapper, rdmasim, "run", "--wire", url, "--stats", self.stats_path[side], *rdmasim_opts, *opts,
                     "--", *args, port_flag, str(self.port)]
 
         self.command = {"server": cmd("server", server_opts),
