@@ -20,7 +20,9 @@ namespaces share).
   * fi_pingpong -p verbs -e msg -c: libfabric's verbs MSG endpoint over
     rdma_cm (its server binds 'localhost', as a kernel's rdma_cm takes it
     for the wildcard), 64 B to 1 MiB, every transfer's data checked, both
-    sides exit 0.
+    sides exit 0; the same for -e rdm (ofi_rxm over verbs MSG, issue 33,
+    item 4) and -e dgram (verbs UD through rdma_cm's UDP port space, up to
+    the path MTU, 1 KiB).
 
 Exit 0 when all hold, 1 otherwise; 77 (skip) without root or iproute2.
 """
@@ -135,12 +137,15 @@ def main():
         check("failed to create address handle: Invalid argument" in cout,
               "qperf ud_lat: its LID-only address handle refused, EINVAL, as on a RoCE port",
               f"exit {crc}\n{cout}")
-        pp = ["fi_pingpong", "-p", "verbs", "-e", "msg", "-I", "100", "-c"]
-        (src, sout), (crc, cout) = pair(rdmasim, nss, pp, pp + [SERVER_IP])
-        sizes = re.findall(r"^(\S+)\s+100\s+=100\s", cout, re.MULTILINE)
-        check(src == 0 and crc == 0 and sizes[:1] == ["64"] and sizes[-1:] == ["1m"],
-              "fi_pingpong -p verbs -e msg -c: 64 B to 1 MiB, data checked, both sides exit 0",
-              f"server exit {src}:\n{sout}\nclient exit {crc}:\n{cout}")
+        # DGRAM: one datagram a message, so up to the path MTU (1024).
+        for ep, largest in (("msg", "1m"), ("rdm", "1m"), ("dgram", "1k")):
+            pp = ["fi_pingpong", "-p", "verbs", "-e", ep, "-I", "100", "-c"]
+            (src, sout), (crc, cout) = pair(rdmasim, nss, pp, pp + [SERVER_IP])
+            sizes = re.findall(r"^(\S+)\s+100\s+=100\s", cout, re.MULTILINE)
+            check(src == 0 and crc == 0 and sizes[:1] == ["64"] and sizes[-1:] == [largest],
+                  f"fi_pingpong -p verbs -e {ep} -c: 64 B to {largest}, data checked, both sides exit 0",
+                  f"server exit {src}:\n{sout}\nclient exit {crc}:\n{cout}")
+            print(cout, end="")
     print(f"{'FAILED' if failures else 'passed'}: {len(failures)} failure(s)")
     return 1 if failures else 0
 
