@@ -17,7 +17,8 @@ client finds the server by ARP on the wire and connects with CM MADs
   * ucmatose -c 4 (four RC connections, sends both ways), udaddy (UD:
     SIDR), rdma_server / rdma_client and rdma_xserver / rdma_xclient in RC
     mode (the endpoint calls, synchronous ids, 16 inline bytes),
-    and fio's rdma engine (perftest -R: by hand, see programs()):
+    and fio's rdma engine with RDMA WRITE and with RDMA READ (perftest -R
+    and fio's SEND: by hand, see programs()):
     both sides exit 0;
   * tests/examples/cm_events prints each rdma_cm event in order, and the
     sequences are pinned: a connection established then disconnected by
@@ -124,14 +125,20 @@ def programs():
     # is up, and its server listens for it only then; a client quicker than
     # that is rejected (reason 8, as by a kernel's CM) and perftest crashes
     # in its own error path. Seen to fail even with a 15 s head start.
-    fio = ["fio", "--ioengine=rdma", "--port=5555", "--bs=64k", "--size=4M", "--verb=write"]
+    # fio --verb=send is not here: fio connects with rnr_retry_count 0, so
+    # a SEND that finds its server between a completion and the next
+    # receive posted ends in RNR_RETRY_EXC_ERR, as on hardware; two busy
+    # programs on two CPUs make that window wide (then fio hangs 300 s).
+    fio = lambda verb: ["fio", "--ioengine=rdma", "--port=5555", "--bs=64k", "--size=4M", f"--verb={verb}"]
     return [
         ("ucmatose -c 4", ["ucmatose", "-c", "4"], ["ucmatose", "-s", SERVER_IP, "-c", "4"]),
         ("udaddy", ["udaddy"], ["udaddy", "-s", SERVER_IP]),
         ("rdma_server/rdma_client", ["rdma_server"], ["rdma_client", "-s", SERVER_IP]),
         ("rdma_xserver/rdma_xclient (RC)", ["rdma_xserver"], ["rdma_xclient", "-s", SERVER_IP]),
-        ("fio ioengine=rdma", [*fio, "--name=s", "--rw=read"],
-         [*fio, "--name=c", f"--hostname={SERVER_IP}", "--rw=write"]),
+        ("fio ioengine=rdma verb=write", [*fio("write"), "--name=s", "--rw=read"],
+         [*fio("write"), "--name=c", f"--hostname={SERVER_IP}", "--rw=write"]),
+        ("fio ioengine=rdma verb=read", [*fio("read"), "--name=s", "--rw=read"],
+         [*fio("read"), "--name=c", f"--hostname={SERVER_IP}", "--rw=write"]),
     ]
 
 
