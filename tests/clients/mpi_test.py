@@ -26,7 +26,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from two_hosts import Checks, Program, roce_problems, summary  # noqa: E402
+from two_hosts import Checks, Program, as_user, roce_problems, summary, user_option  # noqa: E402
 
 RANKS = 4
 TIMEOUT = 240
@@ -44,13 +44,11 @@ def stats_of(path):
 def run(rdmasim, mpi_check, tmp, tag, tls, user):
     d = os.path.join(tmp, tag)
     os.makedirs(d, mode=0o700)
-    wrapper, root_flag = [], ["--allow-run-as-root"] if os.geteuid() == 0 else []
+    root_flag = ["--allow-run-as-root"] if os.geteuid() == 0 and user is None else []
     if user is not None:
         os.chown(d, *user)
-        wrapper = ["setpriv", f"--reuid={user[0]}", f"--regid={user[1]}", "--clear-groups"]
-        root_flag = []
     ucx = ["-x", f"UCX_TLS={tls}"] if tls else []
-    cmd = [*wrapper, rdmasim, "run", "--wire", f"shm://{d}/sock", "--set", "ip=10.0.0.1",
+    cmd = [*as_user(user), rdmasim, "run", "--wire", f"shm://{d}/sock", "--set", "ip=10.0.0.1",
            "--stats", f"{d}/st.json", "--", "mpirun", *root_flag, "--oversubscribe", "-np", str(RANKS),
            "--mca", "pml", "ucx", *ucx, mpi_check]
     os.environ["TMPDIR"] = d  # Open MPI's session directory: the user's own
@@ -73,17 +71,11 @@ def run(rdmasim, mpi_check, tmp, tag, tls, user):
 
 
 def main():
-    args = sys.argv[1:]
-    if len(args) < 2:
+    user, args = user_option(sys.argv[1:])
+    if len(args) != 2:
         print(__doc__)
         return 2
     rdmasim, mpi_check = os.path.abspath(args[0]), os.path.abspath(args[1])
-    user = None
-    if len(args) == 4 and args[2] == "--user":
-        user = tuple(int(x) for x in args[3].split(":"))
-        if os.geteuid() != 0:
-            print("SKIP: --user needs root to switch to that user")
-            return 77
     for k in [k for k in os.environ if k.startswith(("UCX_", "RDMASIM_"))]:
         del os.environ[k]
     with tempfile.TemporaryDirectory(prefix="mpi-") as tmp:

@@ -117,6 +117,24 @@ class Program:
                 f"{self.stdout}{self.stderr}--- end of {self.name}")
 
 
+def user_option(args):
+    """`--user UID:GID` at the end of `args`: ((uid, gid), args without it), else (None, args).
+    SystemExit 77 (skip) when it is given but this process cannot switch users."""
+    if len(args) >= 2 and args[-2] == "--user":
+        if os.geteuid() != 0:
+            print("SKIP: --user needs root to switch to that user")
+            raise SystemExit(77)
+        return tuple(int(x) for x in args[-1].split(":")), args[:-2]
+    return None, args
+
+
+def as_user(user):
+    """The command prefix that runs a program as `user` (uid, gid), none for None."""
+    if user is None:
+        return []
+    return ["setpriv", f"--reuid={user[0]}", f"--regid={user[1]}", "--clear-groups"]
+
+
 class Pair:
     """One server/client run; `server`, `client` (Programs) and their --stats documents."""
 
@@ -126,10 +144,9 @@ class Pair:
         `user`: (uid, gid) both sides run as (setpriv), owning DIR; None: as the test."""
         self.dir = os.path.join(tmp, tag)
         os.makedirs(self.dir, mode=0o700)
-        wrapper = []
+        wrapper = as_user(user)
         if user is not None:
             os.chown(self.dir, *user)
-            wrapper = ["setpriv", f"--reuid={user[0]}", f"--regid={user[1]}", "--clear-groups"]
         self.port = free_tcp_port()
         url = f"{scheme}://{self.dir}/sock"
         self.stats_path = {side: os.path.join(self.dir, f"{side}.json") for side in ("server", "client")}

@@ -28,7 +28,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from two_hosts import Checks, Pair, roce_problems, summary  # noqa: E402
+from two_hosts import Checks, Pair, roce_problems, summary, user_option  # noqa: E402
 
 SIZE = "65536"
 # (UCX_TLS, ucx_perftest options, what the line measures)
@@ -71,17 +71,11 @@ def run_case(rdmasim, tmp, n, tls, opts, user):
 
 
 def main():
-    args = sys.argv[1:]
-    if not args:
+    user, args = user_option(sys.argv[1:])
+    if len(args) != 1:
         print(__doc__)
         return 2
     rdmasim = os.path.abspath(args[0])
-    user = None
-    if len(args) == 3 and args[1] == "--user":
-        user = tuple(int(x) for x in args[2].split(":"))
-        if os.geteuid() != 0:
-            print("SKIP: --user needs root to switch to that user")
-            return 77
     if shutil.which("ucx_perftest") is None:
         print("FAIL: ucx_perftest not found (Debian package ucx-utils; tools/dev installs it)")
         return 1

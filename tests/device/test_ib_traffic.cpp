@@ -78,6 +78,33 @@ void fill(std::vector<std::uint8_t>& v, std::uint8_t seed) {
     for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::uint8_t>(seed + i * 7);
 }
 
+// An AH to this port's own GID `gid_index` (0: IPv4-mapped, 1: IPv6); the
+// GID in `gid`.
+ibv_ah* own_ah(SimFixture& fx, int gid_index, ibv_gid& gid) {
+    REQUIRE(ibv_query_gid(fx.ctx, 1, gid_index, &gid) == 0);
+    ibv_ah_attr ah_attr{};
+    ah_attr.is_global = 1;
+    ah_attr.port_num = 1;
+    ah_attr.grh.dgid = gid;
+    ah_attr.grh.sgid_index = static_cast<std::uint8_t>(gid_index);
+    ah_attr.grh.hop_limit = 64;
+    ibv_ah* ah = ibv_create_ah(fx.pd, &ah_attr);
+    REQUIRE(ah != nullptr);
+    return ah;
+}
+
+// A UD SEND of `s` through `ah` to `dst`, with the QPs' Q_Key.
+ibv_send_wr ud_send(ibv_sge& s, ibv_ah* ah, const IbQp& dst) {
+    ibv_send_wr wr{};
+    wr.sg_list = &s;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_SEND;
+    wr.wr.ud.ah = ah;
+    wr.wr.ud.remote_qpn = dst.qp->qp_num;
+    wr.wr.ud.remote_qkey = good_attr(IBV_QPS_RTS).qkey;
+    return wr;
+}
+
 } // namespace
 
 TEST_CASE("RC SEND: sizes below, at and above the MTU arrive whole, with their immediates",
@@ -256,25 +283,12 @@ TEST_CASE("UD: the GRH fills the first 40 bytes; src_qp names the sender", "[ib_
     a.to_rts();
     b.to_rts();
     ibv_gid own{};
-    REQUIRE(ibv_query_gid(fx.ctx, 1, 0, &own) == 0);
-    ibv_ah_attr ah_attr{};
-    ah_attr.is_global = 1;
-    ah_attr.port_num = 1;
-    ah_attr.grh.dgid = own;
-    ah_attr.grh.hop_limit = 64;
-    ibv_ah* ah = ibv_create_ah(fx.pd, &ah_attr);
-    REQUIRE(ah != nullptr);
+    ibv_ah* ah = own_ah(fx, 0, own);
     Region src(fx.pd, 1024), dst(fx.pd, 2048);
     fill(src.bytes, 5);
     post_recv(b.qp, dst.sge(40 + 1024), 9);
     ibv_sge s = src.sge(1000);
-    ibv_send_wr wr{};
-    wr.sg_list = &s;
-    wr.num_sge = 1;
-    wr.opcode = IBV_WR_SEND;
-    wr.wr.ud.ah = ah;
-    wr.wr.ud.remote_qpn = b.qp->qp_num;
-    wr.wr.ud.remote_qkey = good_attr(IBV_QPS_RTS).qkey;
+    ibv_send_wr wr = ud_send(s, ah, b);
     REQUIRE(post(a.qp, wr) == 0);
     const auto rx = wait_for(b.cq, 1);
     REQUIRE(rx.size() == 1);
@@ -307,27 +321,12 @@ TEST_CASE("UD over IPv6: sl says IPv6 and the GRH's last 16 bytes are the destin
     a.to_rts();
     b.to_rts();
     ibv_gid own6{};
-    REQUIRE(ibv_query_gid(fx.ctx, 1, 1, &own6) == 0); // index 1: the port's IPv6 address
-    ibv_ah_attr ah_attr{};
-    ah_attr.is_global = 1;
-    ah_attr.port_num = 1;
-    ah_attr.grh.dgid = own6;
-    ah_attr.grh.sgid_index = 1;
-    ah_attr.grh.hop_limit = 64;
-    ibv_ah* ah = ibv_create_ah(fx.pd, &ah_attr);
-    REQUIRE(ah != nullptr);
+    ibv_ah* ah = own_ah(fx, 1, own6); // index 1: the port's IPv6 address
     Region src(fx.pd, 256), dst(fx.pd, 512);
     fill(src.bytes, 7);
     post_recv(b.qp, dst.sge(40 + 256), 3);
     ibv_sge s = src.sge(100);
-    ibv_send_wr wr{};
-    wr.sg_list = &s;
-    wr.num_sge = 1;
-    wr.opcode = IBV_WR_SEND;
-    wr.wr.ud.ah = ah;
-    wr.wr.ud.remote_qpn = b.qp->qp_num;
-    wr.wr.ud.remote_qkey = good_attr(IBV_QPS_RTS).qkey;
-    REQUIRE(post(a.qp, wr) == 0);
+    REQUIRE(post(a.qp, ud_send(s, ah, b)) == 0);
     const auto rx = wait_for(b.cq, 1);
     REQUIRE(rx.size() == 1);
     CHECK(rx[0].status == IBV_WC_SUCCESS);
