@@ -39,7 +39,8 @@ Result<void> bind_tree(const std::string& source, const std::string& target) {
 Result<void> copy_entry(const std::string& stage, const std::string& dir, const std::string& name) {
     const std::string from = stage + "/" + name, to = dir + "/" + name;
     struct stat st {};
-    if (::lstat(from.c_str(), &st) != 0) return failed("lstat", from);
+    if (::lstat(from.c_str(), &st) != 0) // gone since readdir (udev): nothing to copy
+        return errno == ENOENT ? Result<void>{} : failed("lstat", from);
     if (S_ISLNK(st.st_mode)) {
         std::string target(PATH_MAX, '\0');
         const ssize_t n = ::readlink(from.c_str(), target.data(), target.size());
