@@ -150,9 +150,12 @@ Result<void> show_device_nodes(const sim::Config& config) {
 
 bool apply_device_nodes(const sim::Config& config) {
     if (config.device_nodes == sim::DeviceNodes::off) return true;
+    const uid_t uid = ::geteuid();
     const auto r = show_device_nodes(config);
     if (r) return true;
-    if (config.device_nodes == sim::DeviceNodes::on) {
+    // A user namespace entered but its uid_map not written: the program would
+    // run as the overflow uid, so it does not run at all.
+    if (config.device_nodes == sim::DeviceNodes::on || ::geteuid() != uid) {
         std::fprintf(stderr, "rdmasim run: device_nodes = on: %s\n", r.error().message.c_str());
         return false;
     }

@@ -18,8 +18,9 @@ namespace rdmasim::tools {
 Result<void> show_device_nodes(const sim::Config& config);
 
 // What `run` does with show_device_nodes' outcome for config.device_nodes:
-// nothing for off; for auto, one line on stderr when it failed; for on, the
-// error on stderr and false (the program must not run).
+// nothing for off; for auto, one line on stderr when it failed; for on (or
+// a user namespace left without its uid map, where the program would not run
+// as its user), the error on stderr and false (the program must not run).
 [[nodiscard]] bool apply_device_nodes(const sim::Config& config);
 
 } // namespace rdmasim::tools
