@@ -51,7 +51,7 @@ bool meets_other_hosts(const Config& config, std::uint32_t index) {
 net::MacAddress device_mac(const Config& config, std::uint32_t index) {
     if (const auto& mac = settings(config, index).mac) return *mac;
     net::MacAddress mac;
-    if (config.engine == EngineKind::inline_ && !meets_other_hosts(config, index)) {
+    if (!mac_drawn_at_random(config, index)) {
         mac = {0x02, 0x52, 0x44, 0x4d, 0x00, static_cast<std::uint8_t>(index)}; // "RDM"
     } else {
         const std::uint64_t r = splitmix64(process_seed() + index);
@@ -100,6 +100,11 @@ net::Ipv4Address device_ipv4(const Config& config, std::uint32_t index) {
 }
 
 } // namespace
+
+bool mac_drawn_at_random(const Config& config, std::uint32_t index) {
+    return !settings(config, index).mac &&
+           !(config.engine == EngineKind::inline_ && !meets_other_hosts(config, index));
+}
 
 device::DeviceIdentity device_identity(const Config& config, std::uint32_t index) {
     device::DeviceIdentity id;

@@ -18,4 +18,9 @@ namespace rdmasim::sim {
 // the default IPv4 addresses of the devices of one process all differ.
 [[nodiscard]] device::DeviceIdentity device_identity(const Config& config, std::uint32_t index);
 
+// Whether device `index`'s MAC (and so its node GUID, and the addresses
+// derived from it) is drawn at random per process: no `mac` set, and not the
+// inline engine's stable default.
+[[nodiscard]] bool mac_drawn_at_random(const Config& config, std::uint32_t index);
+
 } // namespace rdmasim::sim

@@ -201,7 +201,8 @@ Result<void> set_rank(Config& c, std::string_view key, std::string_view v) {
     return {};
 }
 
-// deterministic, the output files, faults, wire_mode, filter, promisc, link, rank, log_level.
+// deterministic, the output files, faults, wire_mode, filter, promisc, link, rank, log_level,
+// device_nodes.
 Outcome set_run_key(Config& c, std::string_view key, std::string_view v) {
     if (key == "deterministic" || key == "promisc") {
         auto b = parse_bool(v);
@@ -231,6 +232,11 @@ Outcome set_run_key(Config& c, std::string_view key, std::string_view v) {
         if (v != "trace" && v != "debug" && v != "info" && v != "warn" && v != "error" && v != "off")
             return bad(key, v, "trace, debug, info, warn, error or off");
         c.log_level = std::string(v);
+    } else if (key == "device_nodes") {
+        if (v == "auto") c.device_nodes = DeviceNodes::auto_;
+        else if (v == "on") c.device_nodes = DeviceNodes::on;
+        else if (v == "off") c.device_nodes = DeviceNodes::off;
+        else return bad(key, v, "auto, on or off");
     } else {
         return std::nullopt;
     }

@@ -22,6 +22,9 @@ enum class EngineKind { inline_, thread };
 enum class StartTrigger { first_flow, now, delay, manual };
 // Who moves a live source's frames under the thread engine (sim/README.md, "Progress").
 enum class Progress { auto_, thread, inline_ };
+// Whether `rdmasim run` shows the devices in /dev/infiniband and /sys/class
+// (a private mount namespace, tools/README.md): auto tries, on must, off never.
+enum class DeviceNodes { auto_, on, off };
 
 // One configuration key as the reference shows it. `NAME.N` stands for
 // NAME.0 .. NAME.15 (device N; NAME.0 is NAME).
@@ -85,6 +88,7 @@ struct Config {
     bool rank_auto = true;
     std::optional<std::uint32_t> rank;
     std::string log_level = "warn";
+    DeviceNodes device_nodes = DeviceNodes::auto_;
     device::Capabilities caps;
 
     // Every key `set` accepts, the single source of the configuration

@@ -82,16 +82,15 @@ const std::vector<KeyInfo>& Config::keys() {
          "every counter and every injected fault, one JSON document written when the simulator "
          "stops (rdmasim stats FILE)"},
         {"report", "a file", "none", "report.html", "--report",
-         "an HTML report (inline SVG charts over time, the configuration) written when the "
-         "simulator stops"},
+         "an HTML report (inline SVG charts over time, the configuration) written when the simulator stops"},
         {"rank", "auto, off, 0..4095", "auto (the launcher's local rank, if any)", "2", "",
-         "this process's place among ranks sharing one environment: configured mac/ip/ip6 + rank * "
-         "devices, "
+         "this process's place among ranks sharing one environment: configured mac/ip/ip6 + rank * devices, "
          "output files STEM.rankR.EXT"},
-        {"idle_tick_us", "1..1000000", "10", "100", "",
-         "inline engine: virtual microseconds per idle poll"},
-        {"log_level", "trace, debug, info, warn, error, off", "warn", "info", "",
-         "what the library logs to stderr"},
+        {"idle_tick_us", "1..1000000", "10", "100", "", "inline engine: virtual microseconds per idle poll"},
+        {"log_level", "trace, debug, info, warn, error, off", "warn", "info", "", "what the library logs to stderr"},
+        {"device_nodes", "auto, on, off", "auto", "off", "--device-nodes",
+         "rdmasim run: the devices in /dev/infiniband and /sys/class of a private mount namespace (UCX lists "
+         "them); auto: if namespaces are refused, say so and run anyway"},
         {"caps.cvlan_stripping", "on, off", "on", "off", "", "the device offers CVLAN stripping"},
         {"caps.scatter_fcs", "on, off", "on", "off", "", "the device offers FCS scatter"},
         {"caps.ip_csum", "on, off", "on", "off", "", "the device offers IP checksum offload"},

@@ -66,8 +66,8 @@ CLI::App* add_replay(CLI::App& app, rdmasim::tools::ReplayOptions& ro) {
 
 // The source options `run` and `env` share; each becomes an RDMASIM_* setting.
 struct SourceFlags {
-    std::string pcap, devices, engine, speed, start, faults, trace, stats, report, iface, pcap_live, filter, wire,
-        tx_capture, link;
+    std::string pcap, devices, engine, speed, start, faults, trace, stats, report, iface, pcap_live,
+        filter, wire, tx_capture, link, device_nodes;
     std::vector<std::string> sets;
     bool deterministic = false, promisc = false;
 
@@ -89,6 +89,8 @@ struct SourceFlags {
         sub->add_option("--trace", trace, "write completions and injected faults to FILE as JSON lines");
         sub->add_option("--stats", stats, "write every counter to FILE as JSON when the program exits (RDMASIM_STATS)");
         sub->add_option("--report", report, "write an HTML report of rdmasim0 to FILE at exit (RDMASIM_REPORT)");
+        sub->add_option("--device-nodes", device_nodes,
+                        "auto (default), on or off: the devices in /dev/infiniband and sysfs (UCX)");
         sub->add_option("--set", sets, "any configuration key, as KEY=VALUE (repeatable)")
             ->allow_extra_args(false); // one KEY=VALUE each: `--set k=v -- cmd -x` keeps -x for cmd
     }
@@ -108,8 +110,10 @@ struct SourceFlags {
             if (!value->empty()) s.emplace_back(key, *value);
         if (deterministic) s.emplace_back("engine", "inline");
         const std::pair<const char*, const std::string*> rest[] = {
-            {"engine", &engine}, {"speed", &speed},   {"start", &start},
-            {"faults", &faults}, {"trace", &trace},   {"report", &report}, {"stats", &stats}};
+            {"engine", &engine}, {"speed", &speed},
+            {"start", &start},   {"faults", &faults},
+            {"trace", &trace},   {"report", &report},
+            {"stats", &stats},   {"device_nodes", &device_nodes}};
         for (const auto& [key, value] : rest)
             if (!value->empty()) s.emplace_back(key, *value);
         return split_sets(sets, s);

@@ -18,6 +18,7 @@
 #include "net/socket_dir.hpp"
 #include "net/vde_wire.hpp"
 #include "sim/config.hpp"
+#include "tools/device_nodes.hpp"
 #include "tools/exit_codes.hpp"
 #include "tools/install_paths.hpp"
 
@@ -74,9 +75,10 @@ int check_wires(const sim::Config& config, std::string& error) {
 // itself; those the terminal sends reach the program directly.
 constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM};
 
-// Runs the command as a child with the environment set, passes signals on,
-// and returns its status: its exit code, or 128+N after signal N.
-int run_child(const RunOptions& o) {
+// Runs the command as a child with the environment set (and, as `config`
+// asks, its devices' nodes: tools/device_nodes.hpp), passes signals on, and
+// returns its status: its exit code, or 128+N after signal N.
+int run_child(const RunOptions& o, const sim::Config& config) {
     sigset_t waited, old;
     sigemptyset(&waited);
     for (int s : kForwarded) sigaddset(&waited, s);
@@ -93,6 +95,7 @@ int run_child(const RunOptions& o) {
         ::prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (::getppid() != parent) ::_exit(kExitRuntime);
         sigprocmask(SIG_SETMASK, &old, nullptr);
+        if (!apply_device_nodes(config)) ::_exit(kExitRuntime);
         std::vector<char*> argv;
         for (const auto& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
         argv.push_back(nullptr);
@@ -123,13 +126,11 @@ int run_child(const RunOptions& o) {
     }
 }
 
-} // namespace
-
-int run_environment(const RunOptions& o, std::vector<std::pair<std::string, std::string>>& env,
-                    std::string& error) {
+// run_environment, with the configuration the program will get in `check`.
+int prepare_environment(const RunOptions& o, std::vector<std::pair<std::string, std::string>>& env,
+                        std::string& error, sim::Config& check) {
     // The configuration the program will get (RDMASIM_CONFIG, RDMASIM_*, then
     // the options), checked here so that nothing fails once it runs.
-    sim::Config check;
     auto config_error = [&](const Error& e) {
         error = e.message;
         return config_error_status(e.code);
@@ -162,6 +163,14 @@ int run_environment(const RunOptions& o, std::vector<std::pair<std::string, std:
     return kExitOk;
 }
 
+} // namespace
+
+int run_environment(const RunOptions& o, std::vector<std::pair<std::string, std::string>>& env,
+                    std::string& error) {
+    sim::Config config;
+    return prepare_environment(o, env, error, config);
+}
+
 int run_command(const RunOptions& o) {
     if (o.command.empty()) {
         std::fprintf(stderr, "rdmasim run: no command (usage: rdmasim run [options] -- CMD [ARGS])\n");
@@ -169,13 +178,14 @@ int run_command(const RunOptions& o) {
     }
     std::vector<std::pair<std::string, std::string>> env;
     std::string error;
-    if (const int status = run_environment(o, env, error); status != kExitOk) {
+    sim::Config config;
+    if (const int status = prepare_environment(o, env, error, config); status != kExitOk) {
         std::fprintf(stderr, "rdmasim run: %s\n", error.c_str());
         return status;
     }
     for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
     std::fflush(nullptr);
-    return run_child(o);
+    return run_child(o, config);
 }
 
 int print_environment(const RunOptions& o) {

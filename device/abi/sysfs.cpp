@@ -1,14 +1,12 @@
 // The emulated sysfs (ibv_get_sysfs_path, ibv_read_sysfs_file, ...): a path
 // under the emulated root is answered from the device model and never reaches
 // the filesystem; any other is read as rdma-core reads sysfs.
-#include <endian.h>
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cerrno>
-#include <cstdio>
+#include <charconv>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -17,6 +15,7 @@
 
 #include "device/abi/declarations.hpp"
 #include "device/abi/sysfs.hpp"
+#include "device/abi/sysfs_text.hpp"
 #include "device/context.hpp"
 #include "device/registry.hpp"
 
@@ -59,25 +58,6 @@ std::optional<std::string_view> below(std::string_view path, std::string_view di
     return path.substr(dir.size() + 1);
 }
 
-std::string guid_text(__be64 guid) {
-    const std::uint64_t g = be64toh(guid);
-    char text[20];
-    std::snprintf(text, sizeof text, "%04x:%04x:%04x:%04x", static_cast<unsigned>(g >> 48 & 0xffff),
-                  static_cast<unsigned>(g >> 32 & 0xffff), static_cast<unsigned>(g >> 16 & 0xffff),
-                  static_cast<unsigned>(g & 0xffff));
-    return text;
-}
-
-std::string gid_text(const ibv_gid& gid) {
-    std::string text;
-    for (int i = 0; i < 16; i += 2) {
-        char group[6];
-        std::snprintf(group, sizeof group, "%s%02x%02x", i ? ":" : "", gid.raw[i], gid.raw[i + 1]);
-        text += group;
-    }
-    return text;
-}
-
 std::string node_desc(const Device& dev) {
     char host[256] = {};
     if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
@@ -90,7 +70,8 @@ std::optional<std::string> ibdev_file(const Device& dev, std::string_view rel) {
     if (rel == "fw_ver") return std::string(firmware_version);
     if (rel == "hca_type") return "rdmasim";
     if (rel == "node_desc") return node_desc(dev);
-    if (rel == "node_guid" || rel == "sys_image_guid") return guid_text(dev.identity.node_guid);
+    if (rel == "node_guid" || rel == "sys_image_guid")
+        return sysfs_guid_text(dev.identity.node_guid);
     if (rel == "node_type") return "1: CA";
     if (rel == "ports/1/link_layer") return "Ethernet";
     // What ibv_query_port says: DOWN (phys_state 3) while the fault plan holds the port down.
@@ -115,7 +96,8 @@ std::optional<std::string> ibdev_file(const Device& dev, std::string_view rel) {
             (n.size() > 1 && n[0] == '0'))
             return std::nullopt;
         const auto gid = port_gid(dev, i);
-        if (rel.starts_with("ports/1/gids/")) return gid ? gid_text(*gid) : gid_text(ibv_gid{});
+        static constexpr ibv_gid zero{};
+        if (rel.starts_with("ports/1/gids/")) return sysfs_gid_text(gid ? gid->raw : zero.raw);
         if (gid) return "RoCE v2";
         return std::nullopt;
     }
