@@ -41,9 +41,11 @@ int check_dm_range(const Dm& dm, std::uint64_t offset, std::size_t length,
     return 0;
 }
 
+// Through any name of the DM: the memory is the one allocated, which stays
+// while a name does (an import after ibv_free_dm, as mlx5's mapping).
 int memcpy_to_dm(ibv_dm* d, uint64_t dm_offset, const void* host_addr, size_t length) {
     if (d == nullptr) return EINVAL;
-    Dm& dm = *from_verbs(d);
+    Dm& dm = kernel_dm(*from_verbs(d));
     if (int e = check_dm_range(dm, dm_offset, length, host_addr)) return e;
     if (length != 0) std::memcpy(dm.mem + dm_offset, host_addr, length);
     return 0;
@@ -51,7 +53,7 @@ int memcpy_to_dm(ibv_dm* d, uint64_t dm_offset, const void* host_addr, size_t le
 
 int memcpy_from_dm(void* host_addr, ibv_dm* d, uint64_t dm_offset, size_t length) {
     if (d == nullptr) return EINVAL;
-    Dm& dm = *from_verbs(d);
+    Dm& dm = kernel_dm(*from_verbs(d));
     if (int e = check_dm_range(dm, dm_offset, length, host_addr)) return e;
     if (length != 0) std::memcpy(host_addr, dm.mem + dm_offset, length);
     return 0;
@@ -69,6 +71,11 @@ int check_alloc(const ibv_alloc_dm_attr& attr) noexcept {
 
 } // namespace
 
+Dm::~Dm() {
+    if (device != nullptr && pages != 0) device->dm_pages.fetch_and(~run_mask(first_page, pages));
+    std::free(mem);
+}
+
 ibv_dm* alloc_dm(ibv_context* context, ibv_alloc_dm_attr* attr) noexcept {
     return guard_ptr<ibv_dm>([&]() -> ibv_dm* {
         if (context == nullptr || attr == nullptr) return fail<ibv_dm>(EINVAL);
@@ -77,16 +84,13 @@ ibv_dm* alloc_dm(ibv_context* context, ibv_alloc_dm_attr* attr) noexcept {
         Device& dev = *ctx.device;
         const std::uint64_t size = (attr->length + kDmBaseSize - 1) / kDmBaseSize * kDmBaseSize;
         const auto pages = static_cast<std::uint32_t>((size + kDmPageSize - 1) / kDmPageSize);
-        auto dm = std::make_unique<Dm>();
+        auto dm = std::make_unique<Dm>(); // its destructor undoes what is done below
         dm->mem = static_cast<std::uint8_t*>(std::aligned_alloc(kDmPageSize, pages * kDmPageSize));
         if (dm->mem == nullptr) return fail<ibv_dm>(ENOMEM);
         const auto first = claim_pages(dev.dm_pages, pages);
-        if (!first) {
-            std::free(dm->mem);
-            return fail<ibv_dm>(ENOMEM);
-        }
+        if (!first) return fail<ibv_dm>(ENOMEM);
         std::memset(dm->mem, 0, pages * kDmPageSize);
-        dm->ctx = &ctx;
+        dm->device = &dev;
         dm->length = attr->length;
         dm->first_page = *first;
         dm->pages = pages;
@@ -96,6 +100,7 @@ ibv_dm* alloc_dm(ibv_context* context, ibv_alloc_dm_attr* attr) noexcept {
         d.memcpy_from_dm = memcpy_from_dm;
         d.comp_mask = IBV_DM_MASK_HANDLE;
         d.handle = dev.next_handle.fetch_add(1);
+        add_handle(ctx, *dm); // importable (device/import.hpp) until freed
         ctx.live_objects.fetch_add(1);
         return &dm.release()->ibdm;
     });
@@ -103,14 +108,7 @@ ibv_dm* alloc_dm(ibv_context* context, ibv_alloc_dm_attr* attr) noexcept {
 
 int free_dm(ibv_dm* d) noexcept {
     if (d == nullptr) return EINVAL;
-    Dm* dm = from_verbs(d);
-    if (dm->users.load() != 0) return EBUSY; // uverbs_free_dm: ib_destroy_usecnt
-    dm->ctx->device->dm_pages.fetch_and(~run_mask(dm->first_page, dm->pages));
-    std::free(dm->mem);
-    Context& ctx = *dm->ctx;
-    delete dm;
-    object_destroyed(ctx);
-    return 0;
+    return destroy_dm_name(*from_verbs(d)); // through whichever name (device/import.hpp)
 }
 
 namespace {
@@ -131,7 +129,8 @@ int check_dm_mr(const ibv_pd* pd, const Dm& dm, std::uint64_t offset, std::size_
     if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
         !(access & IBV_ACCESS_LOCAL_WRITE))
         return EINVAL;
-    if (dm.ibdm.context != pd->context) return EINVAL; // the handle is not of this file
+    // The DM's handle is looked up in the file of the PD's context.
+    if (from_verbs(dm.ibdm.context)->file != from_verbs(pd->context)->file) return EINVAL;
     if (offset > dm.length || length > dm.length || length > dm.length - offset) return EINVAL;
     return 0;
 }
@@ -142,10 +141,14 @@ ibv_mr* reg_dm_mr(ibv_pd* p, ibv_dm* d, uint64_t dm_offset, size_t length,
                   unsigned int access) noexcept {
     return guard_ptr<ibv_mr>([&]() -> ibv_mr* {
         if (p == nullptr || d == nullptr) return fail<ibv_mr>(EINVAL);
-        Dm& dm = *from_verbs(d);
-        if (int e = check_dm_mr(p, dm, dm_offset, length, access)) return fail<ibv_mr>(e);
+        if (int e = check_dm_mr(p, *from_verbs(d), dm_offset, length, access))
+            return fail<ibv_mr>(e);
         Pd* pd = kernel_pd(p); // an imported PD: the one it names (device/import.hpp)
         if (pd == nullptr) return fail<ibv_mr>(EINVAL);
+        auto mr = std::make_unique<Mr>();
+        Dm* k = take_dm_user(*from_verbs(d)); // an imported DM: the one it names
+        if (k == nullptr) return fail<ibv_mr>(ENOENT);
+        Dm& dm = *k;
         Device& dev = *from_verbs(p->context)->device;
         datapath::MrEntry entry;
         entry.addr = 0; // zero-based: SGEs and rkeys address the MR from 0
@@ -156,9 +159,11 @@ ibv_mr* reg_dm_mr(ibv_pd* p, ibv_dm* d, uint64_t dm_offset, size_t length,
         entry.remote_read = access & IBV_ACCESS_REMOTE_READ;
         entry.remote_write = access & IBV_ACCESS_REMOTE_WRITE;
         entry.remote_atomic = access & IBV_ACCESS_REMOTE_ATOMIC;
-        auto mr = std::make_unique<Mr>();
         const std::uint32_t key = dev.mrs.add(entry);
-        if (key == 0) return fail<ibv_mr>(ENOMEM);
+        if (key == 0) {
+            dm.users.fetch_sub(1);
+            return fail<ibv_mr>(ENOMEM);
+        }
         mr->access = static_cast<int>(access);
         mr->dm = &dm;
         mr->pd = pd;
@@ -172,7 +177,6 @@ ibv_mr* reg_dm_mr(ibv_pd* p, ibv_dm* d, uint64_t dm_offset, size_t length,
         m.rkey = key;
         add_handle(*from_verbs(p->context), *mr);
         pd->users.fetch_add(1);
-        dm.users.fetch_add(1);
         return &mr.release()->ibmr;
     });
 }

@@ -1,5 +1,6 @@
 // Shared contexts: the file behind cmd_fd, its handle table, the names of a
-// kernel object, and the import verbs (device/import.hpp).
+// kernel object, and the import verbs of PDs and MRs (device/import.hpp;
+// DMs are import_dm.cpp's).
 #include "device/import.hpp"
 
 #include <fcntl.h>
@@ -14,6 +15,7 @@
 
 #include "device/abi_guard.hpp"
 #include "device/context.hpp"
+#include "device/dm.hpp"
 #include "device/registry.hpp"
 
 namespace rdmasim::device {
@@ -78,6 +80,16 @@ template <class T> void drop(T& obj) noexcept {
 
 void detail::drop_name(Mr& mr) noexcept {
     drop(mr);
+}
+
+void detail::drop_name(Dm& dm) noexcept {
+    drop(dm);
+}
+
+int detail::missing_handle_errno(const ContextFile& file, std::uint32_t handle) noexcept {
+    const bool other =
+        file.pds.contains(handle) || file.mrs.contains(handle) || file.dms.contains(handle);
+    return other ? EINVAL : ENOENT;
 }
 
 int destroy_pd_name(Context& ctx, Pd& pd) noexcept {
@@ -150,7 +162,7 @@ ibv_pd* import_pd(ibv_context* context, std::uint32_t pd_handle) noexcept {
         const auto it = ctx.file->pds.find(pd_handle);
         // The kernel's lookup: ENOENT for no object, EINVAL for another type.
         if (it == ctx.file->pds.end())
-            return fail<ibv_pd>(ctx.file->mrs.contains(pd_handle) ? EINVAL : ENOENT);
+            return fail<ibv_pd>(detail::missing_handle_errno(*ctx.file, pd_handle));
         Pd& k = *it->second;
         ++k.kernel.names;
         pd->ibpd.context = context;
@@ -169,7 +181,7 @@ ibv_mr* import_mr(ibv_pd* p, std::uint32_t mr_handle) noexcept {
         std::lock_guard lock(ctx.file->lock);
         const auto it = ctx.file->mrs.find(mr_handle);
         if (it == ctx.file->mrs.end())
-            return fail<ibv_mr>(ctx.file->pds.contains(mr_handle) ? EINVAL : ENOENT);
+            return fail<ibv_mr>(detail::missing_handle_errno(*ctx.file, mr_handle));
         Mr& k = *it->second;
         ++k.kernel.names;
         // What the kernel's QUERY_MR reports: keys and length; the address

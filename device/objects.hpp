@@ -41,6 +41,7 @@ class StatsHook;     // device/stats_hook.hpp
 struct Cq;
 struct Pd;
 struct Mr;
+struct Dm; // device/dm.hpp
 struct Qp;
 struct QpOps;     // device/qp_roles.hpp
 struct RawQp;     // device/qp_roles.hpp
@@ -143,7 +144,7 @@ struct AsyncEvents {
 // What a context's cmd_fd stands for, the kernel's uverbs file
 // (device/import.hpp): one per ibv_open_device, shared by the contexts that
 // ibv_import_device makes from a descriptor of it. Its handle table names
-// the PDs and MRs those contexts may import. Lives while a context uses it.
+// the PDs, MRs and DMs those contexts may import. Lives while a context uses it.
 struct ContextFile {
     dev_t file_dev = 0; // the memfd behind every cmd_fd of it: what an fd is looked up by
     ino_t file_ino = 0;
@@ -151,12 +152,13 @@ struct ContextFile {
     std::mutex lock; // the table, and the names of the objects in it
     std::unordered_map<std::uint32_t, Pd*> pds; // by handle; handles are unique per device
     std::unordered_map<std::uint32_t, Mr*> mrs;
+    std::unordered_map<std::uint32_t, Dm*> dms;
     std::atomic<std::uint32_t> contexts{0};
 };
 
-// The kernel side of an importable object (a PD, an MR): how many user-space
+// The kernel side of an importable object (a PD, an MR, a DM): how many user-space
 // objects name it (the one allocated, and each import), and whether it was
-// destroyed (by a dealloc or dereg through any of them). Its memory goes with
+// destroyed (by a dealloc, dereg or free through any of them). Its memory goes with
 // the last name (device/import.hpp). Under the file's lock.
 struct KernelNames {
     std::uint32_t names = 1;
@@ -203,8 +205,6 @@ struct Xrcd {
     XrcDomain* domain = nullptr;
     std::atomic<std::uint32_t> users{0};
 };
-
-struct Dm;
 
 struct Mr {
     ibv_mr ibmr;

@@ -75,6 +75,12 @@ ibv_mr* ibv_import_mr(ibv_pd* pd, uint32_t mr_handle) {
 void ibv_unimport_mr(ibv_mr* mr) {
     unimport_mr(mr);
 }
+ibv_dm* ibv_import_dm(ibv_context* context, uint32_t dm_handle) {
+    return import_dm(context, dm_handle);
+}
+void ibv_unimport_dm(ibv_dm* dm) {
+    unimport_dm(dm);
+}
 
 int ibv_query_device(ibv_context* context, ibv_device_attr* attr) {
     return query_device(context, attr);

@@ -1,5 +1,5 @@
 // Verbs the emulator does not model (multicast, dma-buf
-// MRs, device memory import, ECE): each answers EOPNOTSUPP the way its
+// MRs, ECE): each answers EOPNOTSUPP the way its
 // verb reports errors (device/README.md, "The library seen by a program").
 #include "device/abi/declarations.hpp"
 #include "device/abi_guard.hpp"
@@ -28,8 +28,8 @@ int ibv_resolve_eth_l2_from_gid(struct ibv_context*, struct ibv_ah_attr*, uint8_
 }
 
 // ---------------------------------------------------------------------------
-// Not emulated: multicast, dma-buf MRs, imported device memory (shared
-// contexts, PDs and MRs are device/import.hpp's).
+// Not emulated: multicast, dma-buf MRs (shared contexts and imported PDs,
+// MRs and DMs are device/import.hpp's).
 
 int ibv_attach_mcast(struct ibv_qp*, const union ibv_gid*, uint16_t) {
     return not_emulated;
@@ -41,10 +41,5 @@ int ibv_detach_mcast(struct ibv_qp*, const union ibv_gid*, uint16_t) {
 struct ibv_mr* ibv_reg_dmabuf_mr(struct ibv_pd*, uint64_t, size_t, uint64_t, int, int) {
     return fail<ibv_mr>(not_emulated);
 }
-
-struct ibv_dm* ibv_import_dm(struct ibv_context*, uint32_t) {
-    return fail<ibv_dm>(not_emulated);
-}
-void ibv_unimport_dm(struct ibv_dm*) {}
 
 } // extern "C"

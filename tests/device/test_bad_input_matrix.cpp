@@ -2216,7 +2216,8 @@ void unsupported_rows(std::vector<Row>& rows) {
         "ibv_import_mr of an unknown handle", [np](Bed& b) { return np(ibv_import_mr(b.pd, ~0u)); },
         null(ENOENT));
     add(
-        "ibv_import_dm", [np](Bed& b) { return np(ibv_import_dm(b.ctx, 1)); }, null(EOPNOTSUPP));
+        "ibv_import_dm of an unknown handle",
+        [np](Bed& b) { return np(ibv_import_dm(b.ctx, ~0u)); }, null(ENOENT));
     add(
         "ibv_qp_to_qp_ex (no QP has send ops)",
         [np](Bed& b) { return np(ibv_qp_to_qp_ex(b.raw_qp())); }, null(EOPNOTSUPP));
