@@ -116,6 +116,28 @@ public:
     ibv_qp_cap cap{};
 };
 
+// Connects `a` to `b` (RC or UC) at the port's own GID 0, where the packets
+// loop back: RESET -> INIT (`access` the QP's remote rights) -> RTR -> RTS,
+// PSN 0x100 both ways, `timeout` the ACK timeout exponent.
+inline void connect_to_own_gid(IbQp& a, const IbQp& b, ibv_context* ctx, int access,
+                               std::uint8_t timeout = 14) {
+    ibv_gid own{};
+    REQUIRE(ibv_query_gid(ctx, 1, 0, &own) == 0);
+    const ibv_qp_type t = a.qp->qp_type;
+    ibv_qp_attr at = good_attr(IBV_QPS_INIT);
+    at.qp_access_flags = static_cast<unsigned>(access);
+    REQUIRE(ibv_modify_qp(a.qp, &at, init_mask(t)) == 0);
+    at = good_attr(IBV_QPS_RTR);
+    at.ah_attr.grh.dgid = own;
+    at.dest_qp_num = b.qp->qp_num;
+    at.rq_psn = 0x100;
+    REQUIRE(ibv_modify_qp(a.qp, &at, rtr_mask(t)) == 0);
+    at = good_attr(IBV_QPS_RTS);
+    at.sq_psn = 0x100; // = the peer's rq_psn
+    at.timeout = timeout;
+    REQUIRE(ibv_modify_qp(a.qp, &at, rts_mask(t)) == 0);
+}
+
 // Polls until `n` completions came (time passes on each empty poll: the
 // inline engine's idle tick), at most `tries` polls; what came, maybe fewer.
 inline std::vector<ibv_wc> wait_for(ibv_cq* cq, std::size_t n, int tries = 100000) {

@@ -56,22 +56,6 @@ int import_errno(int fd) {
     return errno;
 }
 
-// Connects `a` to `b` at the port's own GID 0: RESET -> RTS (the packets loop back).
-void connect(IbQp& a, IbQp& b, ibv_context* ctx) {
-    ibv_gid own{};
-    REQUIRE(ibv_query_gid(ctx, 1, 0, &own) == 0);
-    ibv_qp_attr at = good_attr(IBV_QPS_INIT);
-    at.qp_access_flags = kAccess;
-    REQUIRE(ibv_modify_qp(a.qp, &at, init_mask(IBV_QPT_RC)) == 0);
-    at = good_attr(IBV_QPS_RTR);
-    at.ah_attr.grh.dgid = own;
-    at.dest_qp_num = b.qp->qp_num;
-    REQUIRE(ibv_modify_qp(a.qp, &at, rtr_mask(IBV_QPT_RC)) == 0);
-    at = good_attr(IBV_QPS_RTS);
-    at.sq_psn = 0x100;
-    REQUIRE(ibv_modify_qp(a.qp, &at, rts_mask(IBV_QPT_RC)) == 0);
-}
-
 // `qp`'s RDMA WRITE of `len` bytes from `from` (lkey) to `to` (rkey): its completion status.
 ibv_wc_status write(IbQp& qp, const void* from, std::uint32_t lkey, void* to, std::uint32_t rkey,
                     std::uint32_t len) {
@@ -190,8 +174,8 @@ TEST_CASE("An MR imported into the second context carries traffic with its keys"
     {
         IbQp a(fx.pd, IBV_QPT_RC, 8);
         IbQp b(pd2, IBV_QPT_RC, 8); // on the imported context and PD
-        connect(a, b, fx.ctx);
-        connect(b, a, ctx2);
+        connect_to_own_gid(a, b, fx.ctx, kAccess);
+        connect_to_own_gid(b, a, ctx2, kAccess);
         for (std::size_t i = 0; i < kLen; ++i)
             mine[i] = static_cast<std::uint8_t>(i * 3 + 1);
         // Into the imported MR with its rkey; out of it with its lkey, from

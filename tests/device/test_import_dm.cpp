@@ -68,22 +68,6 @@ std::uint32_t live_objects(ibv_context* ctx) {
     return device::from_verbs(ctx)->live_objects.load();
 }
 
-// Connects `a` to `b` (RC) at the port's own GID 0 (the packets loop back).
-void connect(IbQp& a, IbQp& b, ibv_context* ctx) {
-    ibv_gid own{};
-    REQUIRE(ibv_query_gid(ctx, 1, 0, &own) == 0);
-    ibv_qp_attr at = good_attr(IBV_QPS_INIT);
-    at.qp_access_flags = kAccess;
-    REQUIRE(ibv_modify_qp(a.qp, &at, init_mask(IBV_QPT_RC)) == 0);
-    at = good_attr(IBV_QPS_RTR);
-    at.ah_attr.grh.dgid = own;
-    at.dest_qp_num = b.qp->qp_num;
-    REQUIRE(ibv_modify_qp(a.qp, &at, rtr_mask(IBV_QPT_RC)) == 0);
-    at = good_attr(IBV_QPS_RTS);
-    at.sq_psn = 0x100;
-    REQUIRE(ibv_modify_qp(a.qp, &at, rts_mask(IBV_QPT_RC)) == 0);
-}
-
 } // namespace
 
 TEST_CASE("An imported DM names the same device memory", "[import][dm]") {
@@ -179,8 +163,8 @@ TEST_CASE("An MR on an imported DM reaches the DM's bytes and keeps it busy", "[
     REQUIRE(host != nullptr);
     {
         IbQp a(fx.pd, IBV_QPT_RC, 8), b(fx.pd, IBV_QPT_RC, 8);
-        connect(a, b, fx.ctx);
-        connect(b, a, fx.ctx);
+        connect_to_own_gid(a, b, fx.ctx, kAccess);
+        connect_to_own_gid(b, a, fx.ctx, kAccess);
         ibv_sge s{reinterpret_cast<std::uint64_t>(data.data()), 1024, host->lkey};
         ibv_send_wr wr{};
         wr.opcode = IBV_WR_RDMA_WRITE;

@@ -25,25 +25,6 @@ constexpr int kQpAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
                           IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 constexpr std::size_t kLen = 4096;
 
-// Connects `a` to `b` at the port's own GID 0: RESET -> RTS.
-void connect(IbQp& a, IbQp& b, ibv_context* ctx) {
-    ibv_gid own{};
-    REQUIRE(ibv_query_gid(ctx, 1, 0, &own) == 0);
-    const ibv_qp_type t = a.qp->qp_type;
-    ibv_qp_attr at = good_attr(IBV_QPS_INIT);
-    at.qp_access_flags = kQpAccess;
-    REQUIRE(ibv_modify_qp(a.qp, &at, init_mask(t)) == 0);
-    at = good_attr(IBV_QPS_RTR);
-    at.ah_attr.grh.dgid = own;
-    at.dest_qp_num = b.qp->qp_num;
-    at.rq_psn = 0x100;
-    REQUIRE(ibv_modify_qp(a.qp, &at, rtr_mask(t)) == 0);
-    at = good_attr(IBV_QPS_RTS);
-    at.sq_psn = 0x100;
-    at.timeout = 10;
-    REQUIRE(ibv_modify_qp(a.qp, &at, rts_mask(t)) == 0);
-}
-
 // The one completion of `cq` (its status and opcode checked by the caller).
 ibv_wc one(ibv_cq* cq) {
     const auto wcs = wait_for(cq, 1);
@@ -57,8 +38,8 @@ struct Pair {
     explicit Pair(int mr_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND,
                   ibv_qp_type type = IBV_QPT_RC)
         : a(fx.pd, type, 16), b(fx.pd, type, 16), local(kLen, 0), remote(kLen, 0) {
-        connect(a, b, fx.ctx);
-        connect(b, a, fx.ctx);
+        connect_to_own_gid(a, b, fx.ctx, kQpAccess, 10);
+        connect_to_own_gid(b, a, fx.ctx, kQpAccess, 10);
         local_mr = ibv_reg_mr(fx.pd, local.data(), kLen, IBV_ACCESS_LOCAL_WRITE);
         remote_mr = ibv_reg_mr(fx.pd, remote.data(), kLen, mr_access);
         REQUIRE(local_mr != nullptr);
@@ -222,8 +203,8 @@ TEST_CASE("memory windows: type 2, bound to its QP, invalidated locally and remo
 
     SECTION("another QP of the PD may not use it") {
         IbQp c(p.fx.pd, IBV_QPT_RC, 4), d(p.fx.pd, IBV_QPT_RC, 4);
-        connect(c, d, p.fx.ctx);
-        connect(d, c, p.fx.ctx);
+        connect_to_own_gid(c, d, p.fx.ctx, kQpAccess, 10);
+        connect_to_own_gid(d, c, p.fx.ctx, kQpAccess, 10);
         ibv_sge s{reinterpret_cast<std::uint64_t>(p.local.data()), 8, p.local_mr->lkey};
         ibv_send_wr wr{};
         wr.sg_list = &s;

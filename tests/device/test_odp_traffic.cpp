@@ -26,30 +26,12 @@ constexpr unsigned kRemote = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 constexpr unsigned kOdp = kRemote | IBV_ACCESS_ON_DEMAND;
 const std::size_t kPage = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
 
-// Connects `a` to `b` (RC) at the port's own GID 0: RESET -> RTS.
-void connect(IbQp& a, IbQp& b, ibv_context* ctx) {
-    ibv_gid own{};
-    REQUIRE(ibv_query_gid(ctx, 1, 0, &own) == 0);
-    ibv_qp_attr at = good_attr(IBV_QPS_INIT);
-    at.qp_access_flags = kRemote;
-    REQUIRE(ibv_modify_qp(a.qp, &at, init_mask(IBV_QPT_RC)) == 0);
-    at = good_attr(IBV_QPS_RTR);
-    at.ah_attr.grh.dgid = own;
-    at.dest_qp_num = b.qp->qp_num;
-    at.rq_psn = 0x100;
-    REQUIRE(ibv_modify_qp(a.qp, &at, rtr_mask(IBV_QPT_RC)) == 0);
-    at = good_attr(IBV_QPS_RTS);
-    at.sq_psn = 0x100; // = the peer's rq_psn
-    at.timeout = 10;
-    REQUIRE(ibv_modify_qp(a.qp, &at, rts_mask(IBV_QPT_RC)) == 0);
-}
-
 // Two connected RC QPs and a plain local buffer of two pages.
 struct Pair {
     explicit Pair(SimFixture& fx)
         : a(fx.pd, IBV_QPT_RC, 16), b(fx.pd, IBV_QPT_RC, 16), local(2 * kPage) {
-        connect(a, b, fx.ctx);
-        connect(b, a, fx.ctx);
+        connect_to_own_gid(a, b, fx.ctx, kRemote, 10);
+        connect_to_own_gid(b, a, fx.ctx, kRemote, 10);
         mr = ibv_reg_mr(fx.pd, local.data(), local.size(), kRemote);
         REQUIRE(mr != nullptr);
     }
