@@ -27,6 +27,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "clients"))
@@ -60,7 +61,7 @@ def ucx_tcp(test, size):
     args = ["ucx_perftest", "-t", test, "-s", size, "-n", "2000", "-p", str(port)]
     server = Program("server", args)
     while not listening(port) and server.proc.poll() is None:
-        pass
+        time.sleep(0.02)  # not a spin: the server needs the CPU to start
     client = Program("client", args + ["127.0.0.1"])
     client.finish(120)
     server.finish(20)

@@ -32,24 +32,8 @@ ibv_dm* alloc(ibv_context* ctx, std::size_t length, std::uint32_t log_align = 0,
     return ibv_alloc_dm(ctx, &a);
 }
 
-// Connects `a` to `b` (RC) at the port's own GID 0, all remote access allowed.
-void connect(IbQp& a, IbQp& b, ibv_context* ctx) {
-    ibv_gid own{};
-    REQUIRE(ibv_query_gid(ctx, 1, 0, &own) == 0);
-    ibv_qp_attr at = good_attr(IBV_QPS_INIT);
-    at.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-                         IBV_ACCESS_REMOTE_ATOMIC;
-    REQUIRE(ibv_modify_qp(a.qp, &at, init_mask(IBV_QPT_RC)) == 0);
-    at = good_attr(IBV_QPS_RTR);
-    at.ah_attr.grh.dgid = own;
-    at.dest_qp_num = b.qp->qp_num;
-    at.rq_psn = 0x100;
-    REQUIRE(ibv_modify_qp(a.qp, &at, rtr_mask(IBV_QPT_RC)) == 0);
-    at = good_attr(IBV_QPS_RTS);
-    at.sq_psn = 0x100;
-    at.timeout = 10;
-    REQUIRE(ibv_modify_qp(a.qp, &at, rts_mask(IBV_QPT_RC)) == 0);
-}
+constexpr int kAllRemote = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                           IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 
 // Posts one signalled WR on `qp` and returns its completion.
 ibv_wc run(IbQp& qp, ibv_send_wr wr) {
@@ -188,8 +172,8 @@ TEST_CASE("ibv_reg_dm_mr: mlx5's EINVALs; the DM and PD are busy while the MR li
 TEST_CASE("DM MR locally: a SEND gathers from DM and scatters into DM, zero-based", "[dm]") {
     SimFixture fx;
     IbQp a(fx.pd, IBV_QPT_RC, 16), b(fx.pd, IBV_QPT_RC, 16);
-    connect(a, b, fx.ctx);
-    connect(b, a, fx.ctx);
+    connect_to_own_gid(a, b, fx.ctx, kAllRemote, 10);
+    connect_to_own_gid(b, a, fx.ctx, kAllRemote, 10);
     ibv_dm* src = alloc(fx.ctx, 4096);
     ibv_dm* dst = alloc(fx.ctx, 4096);
     REQUIRE((src != nullptr && dst != nullptr));
@@ -231,8 +215,8 @@ TEST_CASE("DM MR locally: a SEND gathers from DM and scatters into DM, zero-base
 TEST_CASE("DM MR remotely: a peer's WRITE, READ and atomics reach it through the rkey", "[dm]") {
     SimFixture fx;
     IbQp a(fx.pd, IBV_QPT_RC, 16), b(fx.pd, IBV_QPT_RC, 16);
-    connect(a, b, fx.ctx);
-    connect(b, a, fx.ctx);
+    connect_to_own_gid(a, b, fx.ctx, kAllRemote, 10);
+    connect_to_own_gid(b, a, fx.ctx, kAllRemote, 10);
     std::vector<std::uint8_t> local = pattern(4096, 21);
     ibv_mr* lmr = ibv_reg_mr(fx.pd, local.data(), local.size(), kDmAccess & ~IBV_ACCESS_ZERO_BASED);
     ibv_dm* dm = alloc(fx.ctx, 8192);
@@ -285,8 +269,8 @@ TEST_CASE("DM MR remotely: no remote write, or deregistered, is a remote access 
     ibv_sge s{reinterpret_cast<std::uint64_t>(local.data()), 64, lmr->lkey};
     {
         IbQp a(fx.pd, IBV_QPT_RC, 16), b(fx.pd, IBV_QPT_RC, 16);
-        connect(a, b, fx.ctx);
-        connect(b, a, fx.ctx);
+        connect_to_own_gid(a, b, fx.ctx, kAllRemote, 10);
+        connect_to_own_gid(b, a, fx.ctx, kAllRemote, 10);
         ibv_mr* ro =
             ibv_reg_dm_mr(fx.pd, dm, 0, 64, IBV_ACCESS_ZERO_BASED | IBV_ACCESS_REMOTE_READ);
         REQUIRE(ro != nullptr);
@@ -296,8 +280,8 @@ TEST_CASE("DM MR remotely: no remote write, or deregistered, is a remote access 
         CHECK(ibv_dereg_mr(ro) == 0);
     }
     IbQp a(fx.pd, IBV_QPT_RC, 16), b(fx.pd, IBV_QPT_RC, 16);
-    connect(a, b, fx.ctx);
-    connect(b, a, fx.ctx);
+    connect_to_own_gid(a, b, fx.ctx, kAllRemote, 10);
+    connect_to_own_gid(b, a, fx.ctx, kAllRemote, 10);
     ibv_mr* rw = ibv_reg_dm_mr(fx.pd, dm, 0, 64, kDmAccess);
     REQUIRE(rw != nullptr);
     const std::uint32_t rkey = rw->rkey;
