@@ -293,16 +293,21 @@ void Agent::enter_timewait(std::uint32_t comm_id, Conn& c) noexcept {
 void Agent::service(std::uint64_t now_ns) noexcept {
     if (now_ns < next_deadline_) return;
     next_deadline_ = UINT64_MAX;
+    std::vector<Pending> told; // taken off first: a handler may resolve again
     for (auto it = pending_.begin(); it != pending_.end();) {
         if (it->deadline <= now_ns) {
-            AddressHandler* h = it->handler;
-            const std::uint64_t token = it->token;
+            told.push_back(*it);
             it = pending_.erase(it);
-            h->address_failed(token);
         } else {
             next_deadline_ = std::min(next_deadline_, it->deadline);
             ++it;
         }
+    }
+    for (const Pending& q : told) {
+        if (q.known)
+            q.handler->address_resolved(q.token, q.mac);
+        else
+            q.handler->address_failed(q.token);
     }
     std::vector<std::uint32_t> due;
     for (auto& [id, c] : conns_) {

@@ -172,10 +172,14 @@ public:
                    std::uint32_t qkey, std::span<const std::uint8_t> private_data) noexcept;
 
     // --- addresses: the port's ARP, with a deadline ---
-    // Resolves `ip`; the handler hears of it once, here if known at once,
-    // else from the engine (ARP answer, ARP failure, or `timeout_ns` passing).
+    // Resolves `ip`; the handler hears of it once, from the engine, never
+    // within this call (a kernel's rdma_cm answers from a work queue too):
+    // at the next service when the neighbour is known (or known to fail),
+    // else on the ARP answer, the ARP failure or `timeout_ns` passing.
     void resolve(const net::Ipv4Address& ip, std::uint64_t timeout_ns, AddressHandler& handler,
                  std::uint64_t token);
+    // The handler hears address_resolved(token, mac) at the next service.
+    void defer(AddressHandler& handler, std::uint64_t token, const net::MacAddress& mac);
     void cancel_resolve(AddressHandler& handler) noexcept;
 
     // --- the port's side ---
@@ -223,9 +227,11 @@ private:
     };
     struct Pending { // an address being resolved
         net::Ipv4Address ip{};
-        std::uint64_t deadline = 0;
+        std::uint64_t deadline = 0; // told then: resolved if `known`, else failed
         AddressHandler* handler = nullptr;
         std::uint64_t token = 0;
+        bool known = false; // resolved to `mac`, waiting to be told
+        net::MacAddress mac{};
     };
 
     Conn* find(std::uint32_t comm_id) noexcept;

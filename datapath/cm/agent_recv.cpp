@@ -260,16 +260,19 @@ void Agent::resolve(const net::Ipv4Address& ip, std::uint64_t timeout_ns, Addres
                     std::uint64_t token) {
     const Resolution r = host_.resolve(ip);
     if (r.state == ResolveState::resolved) {
-        handler.address_resolved(token, r.mac);
+        defer(handler, token, r.mac);
         return;
     }
-    if (r.state == ResolveState::failed) {
-        handler.address_failed(token);
-        return;
-    }
+    // Failed: due at once, told as a timeout is.
+    const std::uint64_t due = r.state == ResolveState::failed ? clock_ : clock_ + timeout_ns;
+    pending_.push_back({.ip = ip, .deadline = due, .handler = &handler, .token = token});
+    next_deadline_ = std::min(next_deadline_, due);
+}
+
+void Agent::defer(AddressHandler& handler, std::uint64_t token, const net::MacAddress& mac) {
     pending_.push_back(
-        {.ip = ip, .deadline = clock_ + timeout_ns, .handler = &handler, .token = token});
-    next_deadline_ = std::min(next_deadline_, pending_.back().deadline);
+        {.deadline = clock_, .handler = &handler, .token = token, .known = true, .mac = mac});
+    next_deadline_ = std::min(next_deadline_, clock_);
 }
 
 void Agent::cancel_resolve(AddressHandler& handler) noexcept {
@@ -279,7 +282,7 @@ void Agent::cancel_resolve(AddressHandler& handler) noexcept {
 // Takes every pending resolve of `ip` off the list, then tells each with `tell(pending)`.
 template <class F> void Agent::finish_resolves(const net::Ipv4Address& ip, F tell) noexcept {
     for (auto it = pending_.begin(); it != pending_.end();) {
-        if (it->ip != ip) {
+        if (it->known || it->ip != ip) {
             ++it;
             continue;
         }

@@ -16,6 +16,10 @@ namespace rdmasim::rdmacm {
 
 namespace {
 
+// What an Agent resolution (CmId's AddressHandler) is for.
+constexpr std::uint64_t kAddressToken = 0;
+constexpr std::uint64_t kRouteToken = 1;
+
 net::Ipv4Address ip_of(const sockaddr_in& sin) noexcept {
     net::Ipv4Address ip;
     std::memcpy(ip.data(), &sin.sin_addr, 4);
@@ -110,12 +114,12 @@ int resolve_addr(rdma_cm_id* cm_id, sockaddr* src, sockaddr* dst, int timeout_ms
         std::lock_guard lock(dev.port.mutex());
         id.state = IdState::addr_query;
         if (dst_ip == dev.identity.ipv4) { // our own address: loopback, no ARP
-            id.address_resolved(0, dev.identity.mac);
+            dev.port.cm().defer(id, kAddressToken, dev.identity.mac);
         } else {
             const std::uint64_t timeout_ns =
                 std::uint64_t(timeout_ms ? timeout_ms : 2000) * 1'000'000;
             (void)now_of(dev);
-            dev.port.cm().resolve(dst_ip, timeout_ns, id, 0);
+            dev.port.cm().resolve(dst_ip, timeout_ns, id, kAddressToken);
         }
         dev.port.drain_roce();
     }
@@ -123,16 +127,20 @@ int resolve_addr(rdma_cm_id* cm_id, sockaddr* src, sockaddr* dst, int timeout_ms
     return id.own_channel ? complete(id) : 0;
 }
 
-void CmId::address_resolved(std::uint64_t, const net::MacAddress& mac) noexcept {
-    dmac = mac;
-    state = IdState::addr_resolved;
-    if (EventRec* rec = new_event(*this, RDMA_CM_EVENT_ADDR_RESOLVED, 0)) post_event(*channel, rec);
+// Both resolutions end here, from the engine (datapath/cm/agent.hpp).
+void CmId::address_resolved(std::uint64_t token, const net::MacAddress& mac) noexcept {
+    const bool route = token == kRouteToken;
+    if (!route) dmac = mac;
+    state = route ? IdState::route_resolved : IdState::addr_resolved;
+    const auto kind = route ? RDMA_CM_EVENT_ROUTE_RESOLVED : RDMA_CM_EVENT_ADDR_RESOLVED;
+    if (EventRec* rec = new_event(*this, kind, 0)) post_event(*channel, rec);
 }
 
-void CmId::address_failed(std::uint64_t) noexcept {
-    state = IdState::idle;
-    if (EventRec* rec = new_event(*this, RDMA_CM_EVENT_ADDR_ERROR, -ETIMEDOUT))
-        post_event(*channel, rec);
+void CmId::address_failed(std::uint64_t token) noexcept {
+    const bool route = token == kRouteToken;
+    state = route ? IdState::addr_resolved : IdState::idle;
+    const auto kind = route ? RDMA_CM_EVENT_ROUTE_ERROR : RDMA_CM_EVENT_ADDR_ERROR;
+    if (EventRec* rec = new_event(*this, kind, -ETIMEDOUT)) post_event(*channel, rec);
 }
 
 int resolve_route(rdma_cm_id* cm_id, int timeout_ms) noexcept {
@@ -161,10 +169,10 @@ int resolve_route(rdma_cm_id* cm_id, int timeout_ms) noexcept {
     id.id().route.num_paths = 1;
     {
         std::lock_guard lock(id.dev->port.mutex());
-        id.state = IdState::route_resolved;
-        if (EventRec* rec = new_event(id, RDMA_CM_EVENT_ROUTE_RESOLVED, 0))
-            post_event(*id.channel, rec);
+        id.state = IdState::route_query;
+        id.dev->port.cm().defer(id, kRouteToken, id.dmac);
     }
+    kick_engine(*id.dev);
     return id.own_channel ? complete(id) : 0;
 }
 
