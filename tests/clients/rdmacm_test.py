@@ -34,6 +34,10 @@ client finds the server by ARP on the wire and connects with CM MADs
     resends run out; a peer killed before the REQ: UNREACHABLE, -ETIMEDOUT,
     once the REQ resends run out (both hosts with caps.cm_response_timeout=12
     and caps.cm_max_retries=3, so it takes a fraction of a second);
+  * mckey (UD multicast, rdma_join_multicast_ex): a receiver on the server
+    host joins 239.1.2.3, a sender on the client host joins it and sends
+    ten datagrams to it; both exit 0, and the receiver's --stats shows ten
+    datagrams to the group consumed (device/README.md, "Multicast");
   * the fault plan's verb-fail:rdma_connect makes the client's rdma_connect
     fail with ENOMEM once its route is resolved;
 
@@ -246,6 +250,29 @@ def lost_req_stats(check, path):
           f"tx fault_drops {drops}, cm {cm}")
 
 
+def mckey_check(rdmasim, check):
+    """mckey between the two hosts: the receiver (the server, started first)
+    joins before the sender sends, which mckey itself waits 3 s to do."""
+    group = ["mckey", "-m", "239.1.2.3"]
+    with tempfile.TemporaryDirectory(prefix="rdmacm-") as tmp:
+        stats = f"{tmp}/server.json"
+        (src, sout), (crc, cout) = pair(rdmasim, tmp, [*group, "-b", SERVER_IP],
+                                        [*group, "-s", "-b", CLIENT_IP],
+                                        server_opts=["--stats", stats])
+        check(src == 0 and crc == 0 and "data transfers complete" in sout and
+              "mckey: joined dgid: ::ffff:239.1.2.3" in sout,
+              "mckey: the receiver joins 239.1.2.3 and gets its ten datagrams, both exit 0",
+              f"server exit {src}:\n{sout}\nclient exit {crc}:\n{cout}")
+        try:
+            with open(stats) as f:
+                roce = json.load(f)["devices"][0]["port"]["roce"]
+            got = (roce["mcast_frames"], roce["rx"]["consumed"], roce["unknown_qp"])
+        except (OSError, ValueError, KeyError, IndexError) as e:
+            got = repr(e)
+        check(got == (10, 10, 0), "mckey: the receiver's --stats: ten datagrams to the group, "
+              "each consumed, none for an unknown QP", f"(mcast_frames, consumed, unknown_qp) = {got}")
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__)
@@ -306,6 +333,7 @@ def main():
         if want_server is not None:
             check(got_s == want_server, f"{name}: the server's events in order",
                   f"want {want_server}\ngot  {got_s}\n{sout}")
+    mckey_check(rdmasim, check)
     with tempfile.TemporaryDirectory(prefix="rdmacm-") as tmp:
         verb_fail = ["--faults", "verb-fail:rdma_connect,nth=1,errno=ENOMEM"]
         _, (crc, cout) = pair(rdmasim, tmp, [cm_events, "server", "7174", "accept"],

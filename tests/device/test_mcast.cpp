@@ -263,3 +263,50 @@ TEST_CASE("multicast from the wire: the group's MAC is the port's while a QP is 
     CHECK(misses() == 2);
     CHECK(fx.balanced());
 }
+
+TEST_CASE("multicast loopback: a sender attached to its group gets its own datagram, unless "
+          "created with IBV_QP_CREATE_BLOCK_SELF_MCAST_LB",
+          "[device][mcast]") {
+    SimFixture fx;
+    const bool block = GENERATE(false, true);
+    CAPTURE(block);
+    ibv_cq* cq = ibv_create_cq(fx.ctx, 16, nullptr, nullptr, 0);
+    REQUIRE(cq != nullptr);
+    ibv_qp_init_attr_ex qa{};
+    qa.qp_type = IBV_QPT_UD;
+    qa.send_cq = qa.recv_cq = cq;
+    qa.cap.max_send_wr = qa.cap.max_recv_wr = 4;
+    qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+    qa.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS;
+    qa.pd = fx.pd;
+    qa.create_flags = block ? IBV_QP_CREATE_BLOCK_SELF_MCAST_LB : 0;
+    ibv_qp* qp = ibv_create_qp_ex(fx.ctx, &qa);
+    REQUIRE(qp != nullptr);
+    for (const ibv_qp_state s : {IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS}) {
+        ibv_qp_attr at = good_attr(s);
+        const int mask = s == IBV_QPS_INIT  ? init_mask(IBV_QPT_UD)
+                         : s == IBV_QPS_RTR ? rtr_mask(IBV_QPT_UD)
+                                            : rts_mask(IBV_QPT_UD);
+        REQUIRE(ibv_modify_qp(qp, &at, mask) == 0);
+    }
+    const ibv_gid g = group_gid();
+    REQUIRE(ibv_attach_mcast(qp, &g, 0) == 0);
+    ibv_ah_attr aa{};
+    aa.is_global = 1;
+    aa.port_num = 1;
+    aa.grh.dgid = g;
+    ibv_ah* ah = ibv_create_ah(fx.pd, &aa);
+    REQUIRE(ah != nullptr);
+    Buffer src(fx.pd, 64), rb(fx.pd, 40 + 64);
+    post_recv(qp, rb, 7);
+    REQUIRE(send_to_group(qp, ah, src, 64, good_attr(IBV_QPS_RTS).qkey) == 0);
+    const auto wc = wait_for(cq, 2, 200);
+    std::size_t recvs = 0;
+    for (const ibv_wc& w : wc)
+        recvs += w.opcode == IBV_WC_RECV && w.src_qp == qp->qp_num ? 1 : 0;
+    CHECK(recvs == (block ? 0u : 1u));
+    CHECK(wc.size() == (block ? 1u : 2u)); // the send's completion either way
+    CHECK(ibv_destroy_ah(ah) == 0);
+    CHECK(ibv_destroy_qp(qp) == 0);
+    CHECK(ibv_destroy_cq(cq) == 0);
+}
