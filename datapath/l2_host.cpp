@@ -49,12 +49,32 @@ void L2Host::service(std::uint64_t now_ns) noexcept {
         arp_wait_.flush(neighbours_, *out_, now_ns);
 }
 
+bool L2Host::roce_for_group(net::Bytes frame, const net::ParsedFrame& p) const noexcept {
+    const net::Gid group =
+        p.l3 == net::L3Kind::ipv4
+            ? net::ipv4_mapped(read_address<4>(frame, p.l3_offset + kIpv4DstOffset))
+            : read_address<16>(frame, p.l3_offset + kIpv6DstOffset);
+    return net::is_multicast_gid(group) && roce_->mcast().accepts(frame.data(), group);
+}
+
+void L2Host::send_to_group(std::span<std::uint8_t> frame, const net::Gid& group) noexcept {
+    if (!roce_->mcast().members(group).empty()) (void)roce_->queue_mcast_loopback(frame);
+    const net::MacAddress mac = net::multicast_mac(group);
+    std::memcpy(frame.data(), mac.data(), mac.size());
+    roce_->count_tx_wire();
+    to_wire(frame, *clock_);
+}
+
 void L2Host::send_roce(std::span<std::uint8_t> frame) noexcept {
     const auto p = net::parse_frame(frame); // built by a QP: Ethernet, IP, UDP
     const PortAddresses& own = neighbours_.addresses();
     std::optional<net::MacAddress> mac;
     if (p.l3 == net::L3Kind::ipv4) {
         const auto dst = read_address<4>(frame, p.l3_offset + kIpv4DstOffset);
+        if ((dst[0] & 0xf0) == 0xe0) [[unlikely]] {
+            send_to_group(frame, net::ipv4_mapped(dst));
+            return;
+        }
         if (dst == own.ipv4) {
             (void)roce_->queue_loopback(frame);
             return;
@@ -67,6 +87,10 @@ void L2Host::send_roce(std::span<std::uint8_t> frame) noexcept {
         if (r.state == ResolveState::resolved) mac = r.mac;
     } else if (p.l3 == net::L3Kind::ipv6) {
         const auto dst = read_address<16>(frame, p.l3_offset + kIpv6DstOffset);
+        if (dst[0] == 0xff) [[unlikely]] {
+            send_to_group(frame, dst);
+            return;
+        }
         if (dst == own.ipv6) {
             (void)roce_->queue_loopback(frame);
             return;
@@ -85,6 +109,10 @@ void L2Host::send_roce(std::span<std::uint8_t> frame) noexcept {
 std::optional<net::MacAddress> L2Host::wire_mac(const net::RocePath& path) noexcept {
     if (!arp_wait_.empty()) return std::nullopt; // in order, behind the frames waiting for ARP
     const PortAddresses& own = neighbours_.addresses();
+    if (net::is_multicast_gid(path.dgid)) [[unlikely]] // send_to_group when this port has members
+        return roce_->mcast().members(path.dgid).empty()
+                   ? std::optional(net::multicast_mac(path.dgid))
+                   : std::nullopt;
     if (!net::is_ipv4_mapped(path.sgid)) // IPv6 (Ipv6Address and Gid: 16 bytes in network order)
         return path.dgid == own.ipv6 ? std::nullopt : mac_of_link_local(path.dgid); // loopback, or the wire
     net::Ipv4Address dst;

@@ -73,7 +73,8 @@ public:
     // (Neighbours::resolve), at the port's clock.
     [[nodiscard]] Resolution resolve(const net::Ipv4Address& ip) noexcept;
     // A frame (no FCS) a RoCE QP of this port sends. To the port's own
-    // address: RoCE loopback (RocePort::queue_loopback). To another IPv4
+    // address: RoCE loopback (RocePort::queue_loopback). To a multicast
+    // group: send_to_group, never ARP. To another IPv4
     // address: to every sink with the destination MAC from the ARP cache,
     // waiting in ArpWait while ARP resolves. To another IPv6 address: only a
     // link-local one whose interface identifier is a MAC's EUI-64 is
@@ -123,14 +124,20 @@ private:
         std::memcpy(a.data(), frame.data() + off, N);
         return a;
     }
-    // roce_for_host's address checks: the frame's destination MAC and IP are the port's.
+    // roce_for_host's address checks: the frame's destination MAC and IP
+    // are the port's, or a group's that a QP of the port is attached to.
     [[nodiscard]] bool roce_for_address(net::Bytes frame, const net::ParsedFrame& p) const noexcept {
         const PortAddresses& own = neighbours_.addresses();
-        if (std::memcmp(frame.data(), own.mac.data(), own.mac.size()) != 0) return false;
+        if (std::memcmp(frame.data(), own.mac.data(), own.mac.size()) != 0) [[unlikely]]
+            return (frame[0] & 1) != 0 && !roce_->mcast().empty() && roce_for_group(frame, p);
         if (p.l3 == net::L3Kind::ipv4)
             return read_address<4>(frame, p.l3_offset + kIpv4DstOffset) == own.ipv4;
         return read_address<16>(frame, p.l3_offset + kIpv6DstOffset) == own.ipv6;
     }
+    [[gnu::cold]] bool roce_for_group(net::Bytes frame, const net::ParsedFrame& p) const noexcept;
+    // A datagram to the group `group` (send_roce): queued for this port's
+    // QPs attached to it, if any, then to the wire with the group's MAC.
+    void send_to_group(std::span<std::uint8_t> frame, const net::Gid& group) noexcept;
     // send_roce's destination MAC for a frame along `path`, when it would send at once.
     [[nodiscard]] std::optional<net::MacAddress> wire_mac(const net::RocePath& path) noexcept;
 

@@ -82,7 +82,8 @@ ibv_ah* create_ah(ibv_pd* pd, ibv_ah_attr* attr) noexcept {
         // the first datagrams find it known (or waiting briefly in ArpWait).
         const std::uint8_t* d = attr->grh.dgid.raw;
         static constexpr std::uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-        if (std::memcmp(d, mapped, sizeof mapped) == 0) {
+        if (std::memcmp(d, mapped, sizeof mapped) == 0 &&
+            (d[12] & 0xf0) != 0xe0) { // a group: no ARP
             std::lock_guard lock(ctx.device->port.mutex());
             (void)ctx.device->port.resolve({d[12], d[13], d[14], d[15]});
         }

@@ -52,9 +52,9 @@ void fill_device_attr(const Device& dev, ibv_device_attr& a) noexcept {
     a.max_pd = static_cast<int>(c.max_pd);
     // RDMA reads and atomics outstanding per QP, as mlx5 reports them
     // (1 << log_max_ra_res_qp = 16; max_res_rd_atom = max_qp_rd_atom *
-    // max_qp, mlx5_ib_query_device), and atomics across the HCA. Multicast
-    // and EE contexts: limits reported non-zero as the
-    // specification asks.
+    // max_qp, mlx5_ib_query_device), and atomics across the HCA. Multicast as
+    // a ConnectX-5 (datapath::McastGroups); EE contexts: limits reported
+    // non-zero as the specification asks.
     a.max_qp_rd_atom = 16;
     a.max_qp_init_rd_atom = 16;
     a.max_res_rd_atom = 16 * a.max_qp;
@@ -66,9 +66,9 @@ void fill_device_attr(const Device& dev, ibv_device_attr& a) noexcept {
     a.max_mw = static_cast<int>(c.max_mr);
     a.max_raw_ipv6_qp = 1;
     a.max_raw_ethy_qp = static_cast<int>(c.max_qp);
-    a.max_mcast_grp = 1;
-    a.max_mcast_qp_attach = 1;
-    a.max_total_mcast_qp_attach = 1;
+    a.max_mcast_grp = static_cast<int>(datapath::McastGroups::kMaxGroups);
+    a.max_mcast_qp_attach = static_cast<int>(datapath::McastGroups::kMaxQpsPerGroup);
+    a.max_total_mcast_qp_attach = a.max_mcast_grp * a.max_mcast_qp_attach;
     a.max_ah = 0x7fffffff; // as mlx5: no limit of its own
     a.max_fmr = 1;
     a.max_map_per_fmr = 1;

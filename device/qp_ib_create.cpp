@@ -100,7 +100,8 @@ int size_queues(const Device& dev, const ibv_qp_init_attr_ex& a, Sizes& out) noe
     return 0;
 }
 
-// The attributes, after qp.cpp's checks: no RSS, no create flag, CQs and
+// The attributes, after qp.cpp's checks: no RSS, no create flag but
+// IBV_QP_CREATE_BLOCK_SELF_MCAST_LB (as mlx5's create_qp), CQs and
 // an SRQ of the context. What the type cannot have is dropped: an XRC TGT
 // QP has no CQs, SRQ or PD; an XRC INI QP no receive CQ of its own (its
 // send CQ stands in, never used); only XRC TGT QPs keep an XRC domain.
@@ -108,7 +109,8 @@ int check_ib_attr(const Context& ctx, ibv_qp_init_attr_ex& attr) noexcept {
     const ibv_context* context = &ctx.vctx.context;
     // RSS is for raw-packet QPs only (mlx5's create_qp: EOPNOTSUPP).
     if (attr.comp_mask & (IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH)) return EOPNOTSUPP;
-    if ((attr.comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr.create_flags != 0)
+    if ((attr.comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
+        (attr.create_flags & ~std::uint32_t{IBV_QP_CREATE_BLOCK_SELF_MCAST_LB}) != 0)
         return EOPNOTSUPP;
     const bool xrc_tgt = attr.qp_type == IBV_QPT_XRC_RECV;
     const bool xrc_ini = attr.qp_type == IBV_QPT_XRC_SEND;
@@ -139,6 +141,8 @@ void set_up_queues(IbQp& qp, ibv_qp_init_attr_ex& attr, const Sizes& sz) noexcep
     qp.ibqp.recv_cq = attr.recv_cq;
     qp.ibqp.srq = attr.srq;
     qp.sq_sig_all = attr.sq_sig_all;
+    qp.block_self_mcast = (attr.comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
+                          (attr.create_flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB);
     qp.max_send_wr = sz.send_wr;
     qp.max_send_sge = sz.send_sge;
     qp.max_inline = sz.inline_data;

@@ -67,6 +67,7 @@ struct IbQp : Qp {
     std::uint32_t max_send_sge = 1;
     std::uint32_t max_inline = 0;
     bool sq_sig_all = false;
+    bool block_self_mcast = false;    // IBV_QP_CREATE_BLOCK_SELF_MCAST_LB
     QpTransport* transport = nullptr; // the RoCE transport: owned, deleted by destroy
     WrBuilder* wr_builder = nullptr;  // extended QPs (ibv_wr_*): owned, device/qp_ex.hpp
     WorkRecvQueue rq;

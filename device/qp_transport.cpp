@@ -48,6 +48,7 @@ datapath::TransportAttrs QpTransport::attrs_from_qp() const noexcept {
     t.pd = protection_domain(qp_.pd);
     t.srq = qp_.srq != nullptr || qp_.xrcd != nullptr;
     t.xrc = qp_.ibqp.qp_type == IBV_QPT_XRC_SEND || qp_.ibqp.qp_type == IBV_QPT_XRC_RECV;
+    t.block_self_mcast = qp_.block_self_mcast;
     apply_qp_attr(t, qp_.attr);
     // UD has no path MTU attribute: its messages are limited by the port's active MTU.
     if (t.type == datapath::QpTransport::ud)

@@ -20,6 +20,21 @@ inline constexpr MacAddress kBroadcastMac{0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
 // The I/G bit (bit 0 of the first byte) is clear: an address one port owns.
 [[nodiscard]] constexpr bool is_unicast(const MacAddress& mac) noexcept { return (mac[0] & 1) == 0; }
 
+// A RoCE v2 multicast GID: IPv6 ff00::/8, or IPv4-mapped ::ffff:224.0.0.0/4
+// (the kernel's rdma_is_multicast_addr).
+[[nodiscard]] constexpr bool is_multicast_gid(const Ipv6Address& gid) noexcept {
+    if (gid[0] == 0xff) return true;
+    for (int i = 0; i < 10; ++i)
+        if (gid[i] != 0) return false;
+    return gid[10] == 0xff && gid[11] == 0xff && (gid[12] & 0xf0) == 0xe0;
+}
+// The Ethernet group address of a multicast GID: IPv4 01:00:5e and the low
+// 23 bits of the group (RFC 1112 6.4), IPv6 33:33 and its low 32 bits (RFC 2464 7).
+[[nodiscard]] constexpr MacAddress multicast_mac(const Ipv6Address& gid) noexcept {
+    if (gid[0] == 0xff) return {0x33, 0x33, gid[12], gid[13], gid[14], gid[15]};
+    return {0x01, 0x00, 0x5e, static_cast<std::uint8_t>(gid[13] & 0x7f), gid[14], gid[15]};
+}
+
 // "02:00:00:00:00:01": six two-digit hex bytes separated by colons.
 [[nodiscard]] std::optional<MacAddress> parse_mac(std::string_view text);
 // Dotted-quad IPv4 ("192.0.2.1"), four decimal fields 0..255, no leading zeros.

@@ -17,6 +17,15 @@ bool RocePort::queue_loopback(std::span<const std::uint8_t> frame) noexcept {
     return true;
 }
 
+bool RocePort::queue_mcast_loopback(std::span<const std::uint8_t> frame) noexcept {
+    if (!loopback_.push(frame)) [[unlikely]] {
+        counters_.loopback_overflow.add();
+        return false;
+    }
+    counters_.mcast_loopback.add();
+    return true;
+}
+
 void RocePort::drain_loopback(std::uint64_t now_ns) noexcept {
     if (draining_) return;
     draining_ = true;
@@ -79,6 +88,7 @@ void RocePort::resume_waiting(std::uint64_t now_ns) noexcept {
 
 void RocePort::detach(std::uint32_t qpn) noexcept {
     qps_.erase(qpn);
+    mcast_.detach_all(qpn);
 }
 
 RoceQp* RocePort::find(std::uint32_t qpn) const noexcept {
@@ -97,6 +107,7 @@ std::optional<RoceRx> RocePort::ingress(std::span<const std::uint8_t> frame,
     }
     RoceQp* qp = find(p.headers.bth.dest_qp);
     if (qp == nullptr) [[unlikely]] {
+        if (p.headers.bth.dest_qp == kMcastQpn) return to_group(p, now_ns);
         if (p.headers.bth.dest_qp == kGsiQpn && gsi_.receive != nullptr &&
             p.info->op == net::RoceOp::send && p.info->transport == net::RoceTransport::ud) {
             counters_.gsi_mads.add();
@@ -115,6 +126,34 @@ std::optional<RoceRx> RocePort::ingress(std::span<const std::uint8_t> frame,
         return std::nullopt;
     }
     return std::nullopt;
+}
+
+// A QP that blocks its own multicast loopback (IBV_QP_CREATE_BLOCK_SELF_MCAST_LB)
+// is passed over for a datagram it sent itself: one looped back (draining_)
+// from its QPN. A datagram that reaches no QP is unknown_qp.
+std::optional<RoceRx> RocePort::to_group(const net::RocePacket& p, std::uint64_t now_ns) noexcept {
+    const bool group = p.info->transport == net::RoceTransport::ud && net::is_multicast_gid(p.dgid);
+    // Receiving never detaches a QP: the span stays valid through the loop.
+    const std::span<const std::uint32_t> qpns =
+        group ? mcast_.members(p.dgid) : std::span<const std::uint32_t>{};
+    std::optional<RoceRx> out;
+    std::uint64_t receives = 0;
+    for (const std::uint32_t qpn : qpns) {
+        RoceQp* qp = find(qpn);
+        if (qp == nullptr ||
+            (draining_ && qpn == p.headers.deth.src_qp && qp->attrs().block_self_mcast))
+            continue;
+        const RoceRx r = qp->receive(p, now_ns);
+        if (!out || r == RoceRx::consumed) out = r;
+        ++receives;
+    }
+    if (receives == 0) {
+        counters_.unknown_qp.add();
+        return std::nullopt;
+    }
+    counters_.mcast_frames.add();
+    counters_.mcast_copies.add(receives - 1);
+    return out;
 }
 
 RocePort::Hold RocePort::hold(RoceQp& qp, const net::RocePacket& p,

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "datapath/roce/frame_ring.hpp"
+#include "datapath/roce/multicast.hpp"
 #include "datapath/roce/qp.hpp"
 #include "net/roce_frame.hpp"
 
@@ -22,10 +23,15 @@ namespace rdmasim::datapath {
 struct RocePortCounters {
     RoceCounters qps; // the sum of every attached QP's counters (each QP adds as it counts)
     Counter frames;   // RoCE frames offered: = parse drops + unknown_qp + qps.rx_frames
-                      //   + requests_held_overflow + held_now() + gsi_mads
+                      //   - mcast_copies + requests_held_overflow + held_now() + gsi_mads
     std::array<Counter, net::kRoceDropCount> parse_drops; // by net::RoceDrop (index 0 unused)
     Counter unknown_qp; // BTH DestQP names no attached QP (the port answers nothing)
     Counter gsi_mads;   // datagrams for QP1, handed to the port's CM (datapath/cm/agent.hpp)
+    // Multicast (datapath/README.md, "Multicast"): a datagram to a group
+    // reaches each attached QP, counted in qps.rx_frames once per QP.
+    Counter mcast_frames;   // datagrams to a group that reached at least one QP
+    Counter mcast_copies;   // of their receives, those beyond each datagram's first
+    Counter mcast_loopback; // datagrams sent to a group with QPs on this port: queued for them too
     // Loopback (observations: a looped frame is counted again in `frames` when drained).
     Counter loopback_frames;   // frames queued for a QP of this port
     Counter loopback_overflow; // frames lost because the loopback queue was full
@@ -80,6 +86,12 @@ public:
     [[nodiscard]] RoceCounters* qp_counters() noexcept { return &counters_.qps; }
 
     static constexpr std::uint32_t kGsiQpn = 1;
+    // The BTH destination QP of a datagram to a multicast group.
+    static constexpr std::uint32_t kMcastQpn = 0xffffff;
+    // The groups this port's UD QPs are attached to (set-up: the device's
+    // attach and detach verbs; a QP detached leaves them all).
+    [[nodiscard]] McastGroups& mcast() noexcept { return mcast_; }
+    [[nodiscard]] const McastGroups& mcast() const noexcept { return mcast_; }
     // QP1's datagrams; until it is set, they count as unknown_qp.
     void set_gsi(const GsiSink& gsi) noexcept { gsi_ = gsi; }
     // The port's way out; until it is set, frames are dropped (tx_unroutable).
@@ -190,6 +202,11 @@ public:
     // drain_loopback. False (counted in loopback_overflow: RC recovers as
     // from any loss) when the queue is full.
     bool queue_loopback(std::span<const std::uint8_t> frame) noexcept;
+    // The same for a datagram this port sends to a group some of its QPs
+    // are attached to (it goes to the wire as well): counted in
+    // mcast_loopback, not loopback_frames, so that each frame sent is
+    // counted once on the way out.
+    bool queue_mcast_loopback(std::span<const std::uint8_t> frame) noexcept;
     // Ingresses the queued frames in order, and those they cause, until the
     // queue is empty. Call it after every call into a transport of this
     // port (post_send, service, ingress, modify) once it has returned; a
@@ -222,6 +239,9 @@ private:
     std::uint64_t drained_at_ns_ = 0;          // wire_drained
     RoceWire wire_;
     GsiSink gsi_;
+    McastGroups mcast_;
+    // A datagram for kMcastQpn: one receive per QP attached to its group.
+    std::optional<RoceRx> to_group(const net::RocePacket& p, std::uint64_t now_ns) noexcept;
     RocePortCounters counters_;
     std::uint64_t next_deadline_ = kNoDeadline;
     // Whether a parsed frame for `qp` is held (copied into held_), lost (the

@@ -51,6 +51,9 @@ struct TransportAttrs {
     // XRC opcodes; an INI request names its receive's SRQ in an XRCETH, which
     // the TGT's host resolves (TransportHost::select_xrc_srq).
     bool xrc = false;
+    // UD: datagrams it sends to a group it is attached to do not come back
+    // to it (IBV_QP_CREATE_BLOCK_SELF_MCAST_LB; RocePort's multicast).
+    bool block_self_mcast = false;
     std::uint16_t pkey = net::kDefaultPkey;
     net::RocePath path; // RC / UC: the frame addressing both ways
 };

@@ -14,6 +14,7 @@
 #include "device/context.hpp"
 #include "device/cq.hpp"
 #include "device/import.hpp"
+#include "device/mcast.hpp"
 #include "device/pd.hpp"
 #include "device/qp.hpp"
 #include "device/qp_ex.hpp"
@@ -80,6 +81,14 @@ ibv_dm* ibv_import_dm(ibv_context* context, uint32_t dm_handle) {
 }
 void ibv_unimport_dm(ibv_dm* dm) {
     unimport_dm(dm);
+}
+
+// Multicast groups of UD QPs (device/mcast.hpp).
+int ibv_attach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid) {
+    return attach_mcast(qp, gid, lid);
+}
+int ibv_detach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid) {
+    return detach_mcast(qp, gid, lid);
 }
 
 int ibv_query_device(ibv_context* context, ibv_device_attr* attr) {

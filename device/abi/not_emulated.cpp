@@ -1,5 +1,4 @@
-// Verbs the emulator does not model (multicast, dma-buf
-// MRs, ECE): each answers EOPNOTSUPP the way its
+// Verbs the emulator does not model (dma-buf MRs, ECE): each answers EOPNOTSUPP the way its
 // verb reports errors (device/README.md, "The library seen by a program").
 #include "device/abi/declarations.hpp"
 #include "device/abi_guard.hpp"
@@ -28,15 +27,8 @@ int ibv_resolve_eth_l2_from_gid(struct ibv_context*, struct ibv_ah_attr*, uint8_
 }
 
 // ---------------------------------------------------------------------------
-// Not emulated: multicast, dma-buf MRs (shared contexts and imported PDs,
+// Not emulated: dma-buf MRs (shared contexts and imported PDs,
 // MRs and DMs are device/import.hpp's).
-
-int ibv_attach_mcast(struct ibv_qp*, const union ibv_gid*, uint16_t) {
-    return not_emulated;
-}
-int ibv_detach_mcast(struct ibv_qp*, const union ibv_gid*, uint16_t) {
-    return not_emulated;
-}
 
 struct ibv_mr* ibv_reg_dmabuf_mr(struct ibv_pd*, uint64_t, size_t, uint64_t, int, int) {
     return fail<ibv_mr>(not_emulated);

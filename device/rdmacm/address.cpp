@@ -115,6 +115,8 @@ int resolve_addr(rdma_cm_id* cm_id, sockaddr* src, sockaddr* dst, int timeout_ms
         id.state = IdState::addr_query;
         if (dst_ip == dev.identity.ipv4) { // our own address: loopback, no ARP
             dev.port.cm().defer(id, kAddressToken, dev.identity.mac);
+        } else if ((dst_ip[0] & 0xf0) == 0xe0) { // a group: its MAC, no ARP
+            dev.port.cm().defer(id, kAddressToken, net::multicast_mac(net::ipv4_mapped(dst_ip)));
         } else {
             const std::uint64_t timeout_ns =
                 std::uint64_t(timeout_ms ? timeout_ms : 2000) * 1'000'000;

@@ -51,6 +51,14 @@ int create_qp_ex(rdma_cm_id* id, ibv_qp_init_attr_ex* attr) noexcept;
 void destroy_qp(rdma_cm_id* id) noexcept;
 int init_qp_attr(rdma_cm_id* id, ibv_qp_attr* attr, int* mask) noexcept;
 
+// multicast.cpp
+int join_multicast(rdma_cm_id* id, sockaddr* addr, void* context) noexcept;
+int join_multicast_ex(rdma_cm_id* id, rdma_cm_join_mc_attr_ex* attr, void* context) noexcept;
+int leave_multicast(rdma_cm_id* id, sockaddr* addr) noexcept;
+// A MULTICAST_JOIN read by the program: the id's QP joins the group
+// (librdmacm's ucma_process_join); on failure the event becomes MULTICAST_ERROR.
+void process_join(EventRec& rec) noexcept;
+
 // info.cpp
 int getaddrinfo(const char* node, const char* service, const rdma_addrinfo* hints,
                 rdma_addrinfo** res) noexcept;

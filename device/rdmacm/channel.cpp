@@ -92,6 +92,7 @@ int get_cm_event(rdma_event_channel* channel, rdma_cm_event** event) noexcept {
         EventRec* rec = take(*from_cm(channel));
         if (rec == nullptr) return -1;
         if (rec->conn_response && !process_conn_response(*rec)) continue; // consumed
+        if (rec->join) process_join(*rec);
         {
             std::lock_guard lock(rec->owner->gate);
             ++rec->owner->events_out;

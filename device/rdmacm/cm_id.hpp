@@ -21,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <utility>
+#include <vector>
 
 #include "datapath/cm/agent.hpp"
 #include "device/objects.hpp"
@@ -31,6 +32,19 @@ namespace rdmasim::rdmacm {
 
 struct CmId;
 
+// One rdma_join_multicast of an id (device/rdmacm/multicast.cpp), as
+// librdmacm keeps it: the group's address as given, the program's context,
+// and what the join event told (the group's GID) once it was read.
+struct McJoin {
+    sockaddr_storage addr{}; // the first addr_len bytes: what rdma_leave_multicast compares
+    std::size_t addr_len = 0;
+    void* context = nullptr;
+    bool send_only = false; // RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER: the QP is never attached
+    bool left = false;      // rdma_leave_multicast ran before its event was read
+    bool attached = false;  // the id's QP was attached when its event was read
+    ibv_gid mgid{};
+};
+
 // One queued event; the program holds it from rdma_get_cm_event to rdma_ack_cm_event.
 struct EventRec {
     rdma_cm_event ev{};
@@ -38,6 +52,8 @@ struct EventRec {
     // Processed by rdma_get_cm_event first (librdmacm's own step): a REP
     // for an id with a QP moves the QP and sends the RTU.
     bool conn_response = false;
+    // A MULTICAST_JOIN: rdma_get_cm_event attaches the id's QP first (librdmacm's step).
+    std::shared_ptr<McJoin> join;
     std::array<std::uint8_t, 256> data{}; // the private data ev.param points into
 };
 
@@ -109,6 +125,8 @@ struct CmId final : datapath::cm::Handler, datapath::cm::AddressHandler {
     std::condition_variable acked;
     ibv_qp_init_attr ep_qp_attr{}; // rdma_create_ep: the QP each rdma_get_request makes
     bool ep_has_qp = false;
+    std::mutex mc_lock;                         // guards `joins` and each join's fields
+    std::vector<std::shared_ptr<McJoin>> joins; // newest last
 
     rdma_cm_id& id() noexcept { return box.id; }
     void cm_event(const datapath::cm::Event& event) noexcept override;

@@ -1,7 +1,7 @@
 // The table behind librdmacm.so.1 (device/rdmacm/ops.hpp), exported by the
 // drop-in libibverbs.so.1 as rdmasim_rdmacm_ops_v1@@RDMASIM_PRIVATE_1: rdma_cm
 // as device/rdmacm/api.hpp implements it. Slots still `enosys<...>` (ECE,
-// multicast, SRQs on ids) fail with ENOSYS as librdmacm reports failures
+// SRQs on ids) fail with ENOSYS as librdmacm reports failures
 // (device/rdmacm/fallback.hpp).
 #include "device/rdmacm/api.hpp"
 #include "device/rdmacm/fallback.hpp"
@@ -41,9 +41,9 @@ constexpr Ops table = {
     .reject_ece = enosys<&Ops::reject_ece>,
     .notify = rdmasim::rdmacm::notify,
     .disconnect = rdmasim::rdmacm::disconnect,
-    .join_multicast = enosys<&Ops::join_multicast>,
-    .leave_multicast = enosys<&Ops::leave_multicast>,
-    .join_multicast_ex = enosys<&Ops::join_multicast_ex>,
+    .join_multicast = rdmasim::rdmacm::join_multicast,
+    .leave_multicast = rdmasim::rdmacm::leave_multicast,
+    .join_multicast_ex = rdmasim::rdmacm::join_multicast_ex,
     .get_cm_event = rdmasim::rdmacm::get_cm_event,
     .ack_cm_event = rdmasim::rdmacm::ack_cm_event,
     .get_src_port = rdmasim::rdmacm::get_src_port,

@@ -35,6 +35,11 @@ client finds the server by ARP on the wire and connects with CM MADs
     resends run out; a peer killed before the REQ: UNREACHABLE, -ETIMEDOUT,
     once the REQ resends run out (both hosts with caps.cm_response_timeout=12
     and caps.cm_max_retries=3, so it takes a fraction of a second);
+  * mckey (UD multicast, rdma_join_multicast_ex): a receiver on the server
+    host joins 239.1.2.3, a sender on the client host joins it and sends
+    ten datagrams to it; all exit 0, and the receiver's --stats shows ten
+    datagrams to the group consumed (device/README.md, "Multicast"); the
+    same over shm:// with a second receiver (10.0.0.3): the wire floods;
   * the fault plan's verb-fail:rdma_connect makes the client's rdma_connect
     fail with ENOMEM once its route is resolved;
 
@@ -261,6 +266,50 @@ def lost_req_stats(check, path):
           f"tx fault_drops {drops}, cm {cm}")
 
 
+def mckey_run(rdmasim, tmp, scheme, receivers):
+    """mckey receivers (10.0.0.1, then 10.0.0.3) and a sender (10.0.0.2) on
+    one wire; [(ip, exit status, output)], the sender's first. The
+    receivers join while the sender starts; it waits 3 s more to send."""
+    wire, group = f"{scheme}://{tmp}/sock", ["mckey", "-m", "239.1.2.3"]
+    procs = []
+    for ip in [SERVER_IP, "10.0.0.3"][:receivers]:
+        procs.append((ip, host(rdmasim, wire, ip, [*group, "-b", ip], opts=["--stats", f"{tmp}/{ip}.json"])))
+        wait_for(f"{tmp}/sock")
+    time.sleep(1.5)
+    procs.append((CLIENT_IP, host(rdmasim, wire, CLIENT_IP, [*group, "-s", "-b", CLIENT_IP])))
+    runs = []
+    for ip, p in reversed(procs):
+        try:
+            out = p.communicate(timeout=TIMEOUT)[0]
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            out = p.communicate()[0] + "\n(killed: still running)"
+        runs.append((ip, p.returncode, out))
+    return runs
+
+
+def mckey_check(rdmasim, check):
+    """mckey over ptp:// (one receiver) and over shm:// (two: the wire floods the group's MAC)."""
+    for scheme, receivers in (("ptp", 1), ("shm", 2)):
+        with tempfile.TemporaryDirectory(prefix="rdmacm-") as tmp:
+            runs = mckey_run(rdmasim, tmp, scheme, receivers)
+            ok = all(rc == 0 for _, rc, _ in runs) and all(
+                "data transfers complete" in out and "joined dgid: ::ffff:239.1.2.3" in out for _, _, out in runs)
+            check(ok, f"mckey over {scheme}://: {receivers} receiver(s) join 239.1.2.3 and get the "
+                  "sender's ten datagrams, all exit 0",
+                  "\n".join(f"{ip} exit {rc}:\n{out}" for ip, rc, out in runs))
+            for ip, _, _ in runs[1:]:
+                try:
+                    with open(f"{tmp}/{ip}.json") as f:
+                        roce = json.load(f)["devices"][0]["port"]["roce"]
+                    got = (roce["mcast_frames"], roce["rx"]["consumed"], roce["unknown_qp"])
+                except (OSError, ValueError, KeyError, IndexError) as e:
+                    got = repr(e)
+                check(got == (10, 10, 0), f"mckey over {scheme}://: {ip}'s --stats: ten datagrams to "
+                      "the group, each consumed, none for an unknown QP",
+                      f"(mcast_frames, consumed, unknown_qp) = {got}")
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__)
@@ -327,6 +376,7 @@ def main():
         if want_server is not None:
             check(got_s == want_server, f"{name}: the server's events in order",
                   f"want {want_server}\ngot  {got_s}\n{sout}")
+    mckey_check(rdmasim, check)
     with tempfile.TemporaryDirectory(prefix="rdmacm-") as tmp:
         verb_fail = ["--faults", "verb-fail:rdma_connect,nth=1,errno=ENOMEM"]
         _, (crc, cout) = pair(rdmasim, tmp, [cm_events, "server", "7174", "accept"],

@@ -2063,19 +2063,21 @@ void unsupported_rows(std::vector<Row>& rows) {
         },
         m1(EPROTONOSUPPORT));
     add(
-        "ibv_attach_mcast",
+        "ibv_attach_mcast raw-packet QP",
         [](Bed& b) {
             ibv_gid gid{};
+            gid.raw[0] = 0xff;
             return from_int(ibv_attach_mcast(b.raw_qp(), &gid, 0));
         },
-        rc(EOPNOTSUPP));
+        rc(EINVAL));
     add(
-        "ibv_detach_mcast",
+        "ibv_detach_mcast raw-packet QP",
         [](Bed& b) {
             ibv_gid gid{};
+            gid.raw[0] = 0xff;
             return from_int(ibv_detach_mcast(b.raw_qp(), &gid, 0));
         },
-        rc(EOPNOTSUPP));
+        rc(EINVAL));
     add(
         "ibv_open_xrcd fd -1 without O_CREAT",
         [np](Bed& b) {
