@@ -58,9 +58,9 @@ bool L2Host::roce_for_group(net::Bytes frame, const net::ParsedFrame& p) const n
 }
 
 void L2Host::send_to_group(std::span<std::uint8_t> frame, const net::Gid& group) noexcept {
-    if (!roce_->mcast().members(group).empty()) (void)roce_->queue_mcast_loopback(frame);
     const net::MacAddress mac = net::multicast_mac(group);
     std::memcpy(frame.data(), mac.data(), mac.size());
+    if (!roce_->mcast().members(group).empty()) (void)roce_->queue_loopback(frame, true);
     roce_->count_tx_wire();
     to_wire(frame, *clock_);
 }

@@ -23,29 +23,28 @@ int check(ibv_qp* qp, const ibv_gid* gid, net::Gid& out) noexcept {
     return 0;
 }
 
-Device& device_of(ibv_qp* qp) noexcept {
-    return *from_verbs(qp->context)->device;
+// The checks, then `change(groups, group)` under the port lock.
+template <class F> int on_group(ibv_qp* qp, const ibv_gid* gid, F change) noexcept {
+    return guard_errno([&] {
+        net::Gid group;
+        if (int err = check(qp, gid, group)) return err;
+        Device& dev = *from_verbs(qp->context)->device;
+        std::lock_guard lock(dev.port.mutex());
+        return change(dev.port.roce().mcast(), group);
+    });
 }
 
 } // namespace
 
 int attach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t) noexcept {
-    return guard_errno([&] {
-        net::Gid group;
-        if (int err = check(qp, gid, group)) return err;
-        Device& dev = device_of(qp);
-        std::lock_guard lock(dev.port.mutex());
-        return dev.port.roce().mcast().attach(group, qp->qp_num); // ENOMEM at a limit
+    return on_group(qp, gid, [&](datapath::McastGroups& g, const net::Gid& group) {
+        return g.attach(group, qp->qp_num); // ENOMEM at a limit
     });
 }
 
 int detach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t) noexcept {
-    return guard_errno([&] {
-        net::Gid group;
-        if (int err = check(qp, gid, group)) return err;
-        Device& dev = device_of(qp);
-        std::lock_guard lock(dev.port.mutex());
-        return dev.port.roce().mcast().detach(group, qp->qp_num); // EINVAL: not attached
+    return on_group(qp, gid, [&](datapath::McastGroups& g, const net::Gid& group) {
+        return g.detach(group, qp->qp_num); // EINVAL: not attached
     });
 }
 

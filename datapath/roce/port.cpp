@@ -8,21 +8,12 @@ namespace rdmasim::datapath {
 RocePort::RocePort(std::size_t loopback_bytes, std::uint32_t loopback_frames)
     : loopback_(loopback_bytes, loopback_frames), held_(kHeldBytes, kHeldFrames) {}
 
-bool RocePort::queue_loopback(std::span<const std::uint8_t> frame) noexcept {
+bool RocePort::queue_loopback(std::span<const std::uint8_t> frame, bool to_group) noexcept {
     if (!loopback_.push(frame)) [[unlikely]] {
         counters_.loopback_overflow.add();
         return false;
     }
-    counters_.loopback_frames.add();
-    return true;
-}
-
-bool RocePort::queue_mcast_loopback(std::span<const std::uint8_t> frame) noexcept {
-    if (!loopback_.push(frame)) [[unlikely]] {
-        counters_.loopback_overflow.add();
-        return false;
-    }
-    counters_.mcast_loopback.add();
+    (to_group ? counters_.mcast_loopback : counters_.loopback_frames).add();
     return true;
 }
 

@@ -200,13 +200,11 @@ public:
     // decides from its addresses). A transport may not be re-entered from
     // its own transmit, so the frame waits here, copied, until
     // drain_loopback. False (counted in loopback_overflow: RC recovers as
-    // from any loss) when the queue is full.
-    bool queue_loopback(std::span<const std::uint8_t> frame) noexcept;
-    // The same for a datagram this port sends to a group some of its QPs
-    // are attached to (it goes to the wire as well): counted in
-    // mcast_loopback, not loopback_frames, so that each frame sent is
-    // counted once on the way out.
-    bool queue_mcast_loopback(std::span<const std::uint8_t> frame) noexcept;
+    // from any loss) when the queue is full. `to_group`: a datagram to a
+    // group some of this port's QPs are attached to, which goes to the wire
+    // as well: counted in mcast_loopback, not loopback_frames, so that each
+    // frame sent is counted once on the way out.
+    bool queue_loopback(std::span<const std::uint8_t> frame, bool to_group = false) noexcept;
     // Ingresses the queued frames in order, and those they cause, until the
     // queue is empty. Call it after every call into a transport of this
     // port (post_send, service, ingress, modify) once it has returned; a

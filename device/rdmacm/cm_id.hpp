@@ -30,6 +30,10 @@
 
 namespace rdmasim::rdmacm {
 
+// RDMA_UDP_QKEY: the Q_Key of every UD id's QP, its SIDR replies and its
+// multicast groups, as the kernel's rdma_cm sets it.
+inline constexpr std::uint32_t kUdpQkey = 0x01234567;
+
 struct CmId;
 
 // One rdma_join_multicast of an id (device/rdmacm/multicast.cpp), as

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "datapath/roce/port.hpp"
 #include "device/rdmacm/api.hpp"
 #include "device/rdmacm/cm_id.hpp"
 #include "net/addresses.hpp"
@@ -18,8 +19,6 @@ namespace rdmasim::rdmacm {
 
 namespace {
 
-constexpr std::uint32_t kUdpQkey = 0x01234567; // RDMA_UDP_QKEY, the QP's (device/rdmacm/qp.cpp)
-constexpr std::uint32_t kMcastQpn = 0xffffff;
 // The kernel's ENOTSUPP (not a user-space errno): a group other than IPv4
 // on a RoCE v2 port, as cma_iboe_join_multicast answers.
 constexpr int kKernelEnotsupp = 524;
@@ -49,7 +48,7 @@ EventRec* join_event(CmId& id, const std::shared_ptr<McJoin>& join,
     rec->join = join;
     rdma_ud_param& ud = rec->ev.param.ud;
     ud.private_data = join->context;
-    ud.qp_num = kMcastQpn;
+    ud.qp_num = datapath::RocePort::kMcastQpn;
     ud.qkey = kUdpQkey;
     ud.ah_attr.is_global = 1;
     std::memcpy(ud.ah_attr.grh.dgid.raw, group.data(), group.size());

@@ -14,8 +14,6 @@ namespace rdmasim::rdmacm {
 
 namespace {
 
-constexpr std::uint32_t kUdpQkey = 0x01234567; // RDMA_UDP_QKEY
-
 bool connected_type(const CmId& id) noexcept {
     return id.box.id.qp_type == IBV_QPT_RC || id.box.id.qp_type == IBV_QPT_UC;
 }

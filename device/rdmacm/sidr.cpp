@@ -15,8 +15,6 @@ namespace rdmasim::rdmacm {
 
 namespace {
 
-constexpr std::uint32_t kUdpQkey = 0x01234567; // RDMA_UDP_QKEY
-
 std::span<const std::uint8_t> user_data(const void* p, std::size_t len) noexcept {
     return p == nullptr ? std::span<const std::uint8_t>{}
                         : std::span<const std::uint8_t>{static_cast<const std::uint8_t*>(p), len};

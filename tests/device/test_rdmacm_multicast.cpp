@@ -45,6 +45,17 @@ rdma_cm_id* bound_id(test::SimFixture& fx, rdma_port_space ps) {
     return id;
 }
 
+// bound_id with a UD QP (rdma_create_qp).
+rdma_cm_id* ud_id(test::SimFixture& fx) {
+    rdma_cm_id* id = bound_id(fx, RDMA_PS_UDP);
+    ibv_qp_init_attr qa{};
+    qa.qp_type = IBV_QPT_UD;
+    qa.cap.max_send_wr = qa.cap.max_recv_wr = 4;
+    qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+    REQUIRE(cm::create_qp(id, nullptr, &qa) == 0);
+    return id;
+}
+
 std::size_t members(test::SimFixture& fx, const net::Gid& g) {
     std::lock_guard lock(fx.device().port.mutex());
     return fx.device().port.roce().mcast().members(g).size();
@@ -91,12 +102,7 @@ TEST_CASE("rdma_join_multicast on RoCE: the join event at once, the QP attached 
     }
 
     SECTION("a full member: MULTICAST_JOIN with the group's AH; attached, then detached on leave") {
-        rdma_cm_id* id = bound_id(fx, RDMA_PS_UDP);
-        ibv_qp_init_attr qa{};
-        qa.qp_type = IBV_QPT_UD;
-        qa.cap.max_send_wr = qa.cap.max_recv_wr = 4;
-        qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
-        REQUIRE(cm::create_qp(id, nullptr, &qa) == 0);
+        rdma_cm_id* id = ud_id(fx);
         REQUIRE(cm::join_multicast(id, sa(group), &ctx_tag) == 0);
         const rdma_cm_event& ev = *id->event;
         CHECK(ev.event == RDMA_CM_EVENT_MULTICAST_JOIN);
@@ -123,12 +129,7 @@ TEST_CASE("rdma_join_multicast on RoCE: the join event at once, the QP attached 
     }
 
     SECTION("a send-only full member: joined, never attached") {
-        rdma_cm_id* id = bound_id(fx, RDMA_PS_UDP);
-        ibv_qp_init_attr qa{};
-        qa.qp_type = IBV_QPT_UD;
-        qa.cap.max_send_wr = qa.cap.max_recv_wr = 4;
-        qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
-        REQUIRE(cm::create_qp(id, nullptr, &qa) == 0);
+        rdma_cm_id* id = ud_id(fx);
         rdma_cm_join_mc_attr_ex ex{};
         ex.comp_mask = RDMA_CM_JOIN_MC_ATTR_ADDRESS | RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS;
         ex.addr = sa(group);
