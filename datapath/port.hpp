@@ -126,8 +126,13 @@ public:
     // moves there (never back).
     void advance_clock(std::uint64_t now_ns) noexcept { now_ns_ = std::max(now_ns_, now_ns); }
     // Delivers the frames looped back to QPs of this port, and those they
-    // cause. Call it after every call into a transport, once it returned.
-    void drain_roce() noexcept { roce_.drain_loopback(now_ns_); }
+    // cause, and hands the wire what the call staged for it (a sink may
+    // batch frames until its flush(): net/README.md, "Batches"). Call it
+    // after every call into a transport, once it returned.
+    void drain_roce() noexcept {
+        roce_.drain_loopback(now_ns_);
+        tx_waiting_ = host_.flush_sinks();
+    }
 
     // --- lossless links (datapath/README.md, "Lossless links") ---
     // The sinks' backlogs onto their wires as far as they take them, then

@@ -147,6 +147,8 @@ Result<std::unique_ptr<VdeWire>> VdeWire::open(const std::string& url, const Vde
         const auto own_path = own_socket_path(wire->data_fd_, url);
         if (!own_path) return own_path.error();
         wire->ptp_ = true;
+        wire->rx_ = std::make_unique<RecvBatch>(kMaxFrame);
+        wire->tx_ = std::make_unique<SendBatch>(kMaxFrame);
         wire->peer_path_ = own_path.value() == path ? path + "+" : path;
         wire->connected_to_peer_ = own_path.value() != path; // the second end connected at open
     }
@@ -182,28 +184,19 @@ bool VdeWire::from_peer(const sockaddr_un& from, socklen_t len) noexcept {
 
 bool VdeWire::next(Frame& out) noexcept {
     if (hung_up_.load(std::memory_order_relaxed)) return false;
-    // Ignored datagrams (empty, a stranger's) do not end the call: the next
-    // one is read, at most kMaxIgnored of them.
+    if (ptp_) return next_burst({&out, 1}) == 1;
+    // Ignored (empty) datagrams do not end the call: the next one is read,
+    // at most kMaxIgnored of them.
     constexpr int kMaxIgnored = 64;
     ssize_t n = -1;
     for (int ignored = 0;; ++ignored) {
         if (ignored == kMaxIgnored) return false; // the rest on the next call
-        if (ptp_) {
-            sockaddr_un from{};
-            socklen_t len = sizeof from;
-            n = ::recvfrom(data_fd_, buf_.data(), buf_.size(), 0, reinterpret_cast<sockaddr*>(&from), &len);
-            if (n >= 0 && !from_peer(from, len)) [[unlikely]] {
-                wire_.rx_strangers.fetch_add(1, std::memory_order_relaxed);
-                continue;
-            }
-        } else {
-            pollfd p{data_fd_, POLLIN, 0};
-            if (poll_first_ && ::poll(&p, 1, 0) == 0) {
-                errno = EAGAIN; // nothing to read: vde_recv would block the engine
-                break;
-            }
-            n = vde_recv(conn_, buf_.data(), buf_.size(), 0);
+        pollfd p{data_fd_, POLLIN, 0};
+        if (poll_first_ && ::poll(&p, 1, 0) == 0) {
+            errno = EAGAIN; // nothing to read: vde_recv would block the engine
+            break;
         }
+        n = vde_recv(conn_, buf_.data(), buf_.size(), 0);
         if (n != 0) [[likely]] break;
         wire_.rx_empty.fetch_add(1, std::memory_order_relaxed);
     }
@@ -214,22 +207,53 @@ bool VdeWire::next(Frame& out) noexcept {
             check_hangup();
         return false;
     }
+    hand_over(out, buf_.data(), static_cast<std::size_t>(n), realtime_ns());
+    return true;
+}
+
+std::uint32_t VdeWire::next_burst(std::span<Frame> out) noexcept {
+    if (!ptp_ || out.empty()) return FrameSource::next_burst(out);
+    // A batch of ignored datagrams (empty, a stranger's) is followed by one
+    // more read, no more: the rest on the next call.
+    std::uint32_t k = 0;
+    for (int round = 0; round < 2 && k == 0; ++round) {
+        const int n = rx_->read(data_fd_, out.size());
+        if (n < 0) {
+            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+                wire_.rx_errors.fetch_add(1, std::memory_order_relaxed);
+            return k;
+        }
+        const std::uint64_t ts = realtime_ns();
+        for (int i = 0; i < n; ++i) {
+            if (!from_peer(rx_->sender(i), rx_->sender_len(i))) [[unlikely]] {
+                wire_.rx_strangers.fetch_add(1, std::memory_order_relaxed);
+            } else if (rx_->length(i) == 0) [[unlikely]] {
+                wire_.rx_empty.fetch_add(1, std::memory_order_relaxed);
+            } else {
+                hand_over(out[k++], rx_->data(i), rx_->length(i), ts);
+            }
+        }
+        if (static_cast<std::size_t>(n) < out.size()) break; // read empty
+    }
+    return k;
+}
+
+void VdeWire::hand_over(Frame& out, std::uint8_t* data, std::size_t got,
+                        std::uint64_t ts_ns) noexcept {
     // Every datagram is a frame for the port to judge: a runt (libvdeplug's
     // one-byte "drop this" included) is counted there as runt_frames. The
     // wire carries no FCS. A datagram longer than kMaxFrame was cut by the
-    // kernel: its real length is unknown, so it goes over marked truncated
-    // (wire_len one past what was kept) and the port drops it.
-    const auto got = static_cast<std::uint32_t>(n);
+    // kernel: it goes over marked truncated (wire_len past what was kept)
+    // and the port drops it.
     out = Frame{};
-    out.data = buf_.data();
-    out.len = got > kMaxFrame ? kMaxFrame : got;
-    out.wire_len = got;
+    out.data = data;
+    out.len = static_cast<std::uint32_t>(std::min<std::size_t>(got, kMaxFrame));
+    out.wire_len = static_cast<std::uint32_t>(std::min<std::size_t>(got, kMaxFrame + 1));
     out.fcs_len = 0;
-    out.ts_ns = realtime_ns();
+    out.ts_ns = ts_ns;
     if (out.truncated()) ++counters_.truncated_records;
     ++counters_.frames;
     counters_.bytes += out.len;
-    return true;
 }
 
 void VdeWire::check_hangup() noexcept {
@@ -250,18 +274,47 @@ void VdeWire::send(std::span<const std::uint8_t> frame, std::uint64_t ts_ns) noe
     // go) offers it to the wire every kRetryEvery frames: the peer keeps
     // receiving meanwhile (a syscall per retry, not per frame).
     if (!backlog_.empty() && ++behind_ % kRetryEvery == 0) (void)flush();
-    if (backlog_.empty() && try_send(frame)) [[likely]]
+    if (!backlog_.empty()) {
+        (void)backlog_.push(frame, ts_ns); // a full backlog counts the loss (overflow)
         return;
-    (void)backlog_.push(frame, ts_ns); // a full backlog counts the loss (overflow)
+    }
+    if (tx_ && connected_to_peer_ && frame.size() <= tx_->slot_bytes()) [[likely]] {
+        tx_->add(frame, ts_ns);
+        if (tx_->full()) send_staged();
+        return;
+    }
+    if (tx_ && !tx_->empty()) send_staged(); // a frame too long to stage: after those
+    if (backlog_.empty() && try_send(frame)) return;
+    (void)backlog_.push(frame, ts_ns);
+}
+
+void VdeWire::send_staged() noexcept {
+    while (!tx_->empty()) {
+        const SendBatch::Sent went = tx_->send(data_fd_);
+        wire_.tx_frames.fetch_add(went.frames, std::memory_order_relaxed);
+        wire_.tx_bytes.fetch_add(went.bytes, std::memory_order_relaxed);
+        if (tx_->empty()) return;
+        const int err = errno;
+        if (err == EAGAIN || err == EWOULDBLOCK ||
+            err == ENOBUFS) { // paused: the rest wait, in order
+            for (; !tx_->empty(); tx_->pop())
+                (void)backlog_.push(tx_->front(), tx_->front_ts());
+            return;
+        }
+        wire_.tx_failures.fetch_add(1, std::memory_order_relaxed); // lost for good, as in try_send
+        wire_.tx_last_errno.store(err, std::memory_order_relaxed);
+        tx_->pop();
+    }
 }
 
 bool VdeWire::unread() const noexcept {
-    if (!backlog_.empty()) return true;
+    if (!backlog_.empty() || (tx_ && !tx_->empty())) return true;
     int queued = 0;
     return data_fd_ >= 0 && ::ioctl(data_fd_, SIOCOUTQ, &queued) == 0 && queued > 0;
 }
 
 std::size_t VdeWire::flush() noexcept {
+    if (tx_ && !tx_->empty()) send_staged();
     return backlog_.flush([this](std::span<const std::uint8_t> f, std::uint64_t) { return try_send(f); });
 }
 

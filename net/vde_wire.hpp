@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "net/dgram_batch.hpp"
 #include "net/frame_sink.hpp"
 #include "net/frame_source.hpp"
 #include "net/result.hpp"
@@ -68,8 +69,10 @@ public:
     // spellings of one path agree); any other sender, unnamed ones too, is
     // dropped and counted (rx_strangers). The socket is read here, not by
     // libvdeplug, whose ptp module disconnects an end on an empty datagram
-    // and then lets anyone in ---
+    // and then lets anyone in. On ptp:// next_burst() reads a burst in one
+    // recvmmsg ---
     bool next(Frame& out) noexcept override;
+    std::uint32_t next_burst(std::span<Frame> out) noexcept override;
     // True only after a vde_switch hung up (failure() says so).
     [[nodiscard]] bool exhausted() const noexcept override {
         return hung_up_.load(std::memory_order_acquire);
@@ -81,7 +84,10 @@ public:
     }
     [[nodiscard]] int wait_fd() const noexcept override { return data_fd_; }
 
-    // --- sink: one datagram per frame. A frame the peer's queue cannot take
+    // --- sink: one datagram per frame. On ptp://, once connected to the
+    // peer, frames are staged and go in one sendmmsg when the stage is full
+    // or at flush(), which the port calls after every verb and burst. A
+    // frame the peer's queue cannot take
     // now waits in the backlog, in order, as a NIC's transmit queue waits
     // under Ethernet pause, and flush() sends it once there is room (net/README.md,
     // "Lossless links"). Any other refusal (no peer, a peer gone) loses the
@@ -89,7 +95,7 @@ public:
     void send(std::span<const std::uint8_t> frame, std::uint64_t ts_ns) noexcept override;
     std::size_t flush() noexcept override;
     [[nodiscard]] bool congested() const noexcept override { return backlog_.congested(); }
-    // Frames in the backlog, or in the socket's queue (SIOCOUTQ: not yet
+    // Frames staged, in the backlog, or in the socket's queue (SIOCOUTQ: not yet
     // read by the peer or the switch).
     [[nodiscard]] bool unread() const noexcept override;
     [[nodiscard]] std::size_t backlog_frames() const noexcept { return backlog_.frames(); }
@@ -107,6 +113,11 @@ private:
     // One datagram onto the wire: true when it went, or when it is lost
     // for good (counted); false when the peer's queue is full (EAGAIN).
     bool try_send(std::span<const std::uint8_t> frame) noexcept;
+    // The staged frames onto the wire; what it cannot take now goes to the
+    // backlog, in order.
+    void send_staged() noexcept;
+    // A datagram of `got` bytes at `data` handed over as a frame, counted.
+    void hand_over(Frame& out, std::uint8_t* data, std::size_t got, std::uint64_t ts_ns) noexcept;
     // ptp://: did `from` come from the peer's socket file? Caches the
     // address last found to be the peer's, so a frame costs one compare.
     bool from_peer(const sockaddr_un& from, socklen_t len) noexcept;
@@ -118,6 +129,8 @@ private:
     int ctl_fd_ = -1;
     std::string url_;
     std::vector<std::uint8_t> buf_; // kMaxFrame + 1: one byte more shows a longer datagram
+    std::unique_ptr<RecvBatch> rx_; // ptp:// only: the datagrams of one next_burst()
+    std::unique_ptr<SendBatch> tx_; // ptp:// only: frames staged for one sendmmsg
     SourceCounters counters_;
     WireCounters wire_;
     std::atomic<bool> hung_up_{false};

@@ -10,14 +10,15 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstdint>
 #include <algorithm>
+#include <array>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
-#include <thread>
+#include <cstdint>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "net/vde_wire.hpp"
@@ -131,6 +132,8 @@ TEST_CASE("two ends of a ptp wire carry frames both ways, byte for byte, without
     CHECK(f.ts_ns > 1'600'000'000'000'000'000ull); // stamped on arrival, wall clock
 
     b->send(ba, 0);
+    CHECK(b->wire_counters().tx_frames == 0); // connected: staged for a batch
+    CHECK(b->flush() == 0);                   // as the port flushes after a verb
     REQUIRE(next_frame(*a, f));
     CHECK(Bytes(f.data, f.data + f.len) == ba);
 
@@ -140,6 +143,60 @@ TEST_CASE("two ends of a ptp wire carry frames both ways, byte for byte, without
     CHECK(a->counters().frames == 1);
     CHECK(a->counters().bytes == 1514);
     CHECK(b->counters().frames == 1);
+}
+
+TEST_CASE("a connected ptp end sends a batch per sendmmsg, at flush() or when the stage is full; "
+          "its peer reads a burst per recvmmsg, in order",
+          "[net][wire]") {
+    RDMASIM_SKIP_WITHOUT_VDEPLUG();
+    PtpEnds ends; // b connected at open
+    VdeWire* a = ends.a.get();
+    VdeWire* b = ends.b.get();
+    constexpr int kStage = static_cast<int>(SendBatch::kSlots);
+    auto numbered = [](int i) {
+        Bytes f = pattern(200 + i, 10);
+        f[0] = static_cast<std::uint8_t>(i);
+        return f;
+    };
+    // a hears b first and connects to it: from then on only the socket
+    // buffer bounds b's queue at a, not net.unix.max_dgram_qlen (10 here).
+    Frame f;
+    b->send(pattern(60, 1), 0);
+    (void)b->flush();
+    REQUIRE(next_frame(*a, f));
+    REQUIRE(b->wire_counters().tx_frames == 1);
+    const auto* bc = &b->wire_counters();
+    const std::uint64_t frames0 = 1, bytes0 = 60;
+    for (int i = 0; i < kStage - 1; ++i)
+        b->send(numbered(i), 0);
+    CHECK(bc->tx_frames == frames0); // staged, and unread
+    CHECK(b->unread());
+    CHECK_FALSE(a->next(f));
+    b->send(numbered(kStage - 1), 0); // the stage is full: one sendmmsg
+    CHECK(bc->tx_frames == frames0 + kStage);
+    for (int i = kStage; i < kStage + 5; ++i)
+        b->send(numbered(i), 0);
+    CHECK(bc->tx_frames == frames0 + kStage);
+    CHECK(b->flush() == 0);
+    CHECK(bc->tx_frames == frames0 + kStage + 5);
+    CHECK(bc->tx_bytes == bytes0 + (kStage + 5) * 200 + (kStage + 5) * (kStage + 4) / 2);
+    CHECK(b->backlog_counters()->queued == 0);
+
+    std::array<Frame, 64> burst;
+    pollfd p{a->wait_fd(), POLLIN, 0};
+    REQUIRE(::poll(&p, 1, 1000) == 1);
+    const std::uint32_t first = a->next_burst(burst);
+    CHECK(first == RecvBatch::kSlots); // a full batch in one call
+    int next = 0;
+    for (std::uint32_t i = 0; i < first; ++i, ++next) {
+        CHECK(burst[i].len == 200u + next);
+        CHECK(burst[i].data[0] == next);
+    }
+    CHECK(a->next_burst(burst) == 5);
+    for (std::uint32_t i = 0; i < 5; ++i, ++next)
+        CHECK(burst[i].data[0] == next);
+    CHECK(a->next_burst(burst) == 0);
+    CHECK(a->counters().frames == 1 + kStage + 5);
 }
 
 TEST_CASE("a ptp end's frames are unread until its peer reads them (SIOCOUTQ)", "[net][wire]") {
@@ -393,6 +450,8 @@ TEST_CASE("a ptp end takes datagrams from its peer alone; empty ones are counted
     a->send(Bytes{}, 0);
     const Bytes ab = pattern(60, 3), ba = pattern(60, 4);
     b->send(ba, 0);
+    (void)a->flush();
+    (void)b->flush();
     REQUIRE(next_frame(*a, f));
     CHECK(Bytes(f.data, f.data + f.len) == ba);
     CHECK(a->wire_counters().rx_empty == 1);
@@ -408,6 +467,7 @@ TEST_CASE("a ptp end takes datagrams from its peer alone; empty ones are counted
         CHECK_FALSE(next_frame(*end, f));
     }
     a->send(ab, 0);
+    (void)a->flush();
     REQUIRE(next_frame(*b, f));
     CHECK(Bytes(f.data, f.data + f.len) == ab);
     CHECK(a->counters().frames == 1);
