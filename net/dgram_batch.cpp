@@ -64,6 +64,18 @@ SendBatch::Sent SendBatch::send(int fd) noexcept {
     return sent;
 }
 
+SendBatch::Sent
+SendBatch::send_in_place(int fd, std::span<const std::span<const std::uint8_t>> frames) noexcept {
+    const std::size_t n = std::min(frames.size(), kSlots);
+    for (std::size_t i = 0; i < n; ++i)
+        iov_[i] = {const_cast<std::uint8_t*>(frames[i].data()),
+                   frames[i].size()}; // sendmsg only reads
+    count_ = n;
+    Sent sent = send(fd);
+    first_ = count_ = 0; // the frames stay the caller's
+    return sent;
+}
+
 std::span<const std::uint8_t> SendBatch::front() const noexcept {
     return {static_cast<const std::uint8_t*>(iov_[first_].iov_base), iov_[first_].iov_len};
 }

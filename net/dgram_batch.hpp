@@ -68,6 +68,9 @@ public:
     // stops at the first refusal, errno telling why (that frame is
     // front()). Frames sent are forgotten.
     Sent send(int fd) noexcept;
+    // Sends `frames` (at most kSlots) where they are, oldest first, while
+    // the socket takes them; requires empty(). errno as for send().
+    Sent send_in_place(int fd, std::span<const std::span<const std::uint8_t>> frames) noexcept;
     // The oldest frame still staged, and its time; pop() forgets it.
     [[nodiscard]] std::span<const std::uint8_t> front() const noexcept;
     [[nodiscard]] std::uint64_t front_ts() const noexcept { return ts_[first_]; }

@@ -8,6 +8,8 @@
 // read from any thread.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -54,6 +56,25 @@ public:
             const Entry& e = entries_.front();
             if (!write(std::span<const std::uint8_t>(e.bytes.data(), e.bytes.size()), e.ts_ns)) break;
             pop();
+        }
+        return frames();
+    }
+
+    // As flush(), up to kBatch frames at a time: `write` (size_t(span of
+    // frames)) returns how many of those it took, oldest first; fewer than
+    // offered ends the flush.
+    static constexpr std::size_t kBatch = 32;
+    template <class WriteSome> std::size_t flush_batches(WriteSome&& write) noexcept {
+        std::array<std::span<const std::uint8_t>, kBatch> views;
+        while (!empty()) {
+            const std::size_t n = std::min(kBatch, entries_.size());
+            for (std::size_t i = 0; i < n; ++i)
+                views[i] = {entries_[i].bytes.data(), entries_[i].bytes.size()};
+            const std::size_t took =
+                write(std::span<const std::span<const std::uint8_t>>(views.data(), n));
+            for (std::size_t i = 0; i < took; ++i)
+                pop();
+            if (took < n) break;
         }
         return frames();
     }

@@ -315,7 +315,29 @@ bool VdeWire::unread() const noexcept {
 
 std::size_t VdeWire::flush() noexcept {
     if (tx_ && !tx_->empty()) send_staged();
+    if (tx_ && connected_to_peer_) // a batch a system call, as the stage
+        return backlog_.flush_batches(
+            [this](std::span<const std::span<const std::uint8_t>> frames) {
+                return send_batch(frames);
+            });
     return backlog_.flush([this](std::span<const std::uint8_t> f, std::uint64_t) { return try_send(f); });
+}
+
+std::size_t VdeWire::send_batch(std::span<const std::span<const std::uint8_t>> frames) noexcept {
+    std::size_t done = 0; // sent, or lost for good
+    while (done < frames.size()) {
+        const SendBatch::Sent went = tx_->send_in_place(data_fd_, frames.subspan(done));
+        wire_.tx_frames.fetch_add(went.frames, std::memory_order_relaxed);
+        wire_.tx_bytes.fetch_add(went.bytes, std::memory_order_relaxed);
+        done += went.frames;
+        if (done == frames.size()) break;
+        const int err = errno;
+        if (err == EAGAIN || err == EWOULDBLOCK || err == ENOBUFS) break; // paused: the rest wait
+        wire_.tx_failures.fetch_add(1, std::memory_order_relaxed);        // lost, as in try_send
+        wire_.tx_last_errno.store(err, std::memory_order_relaxed);
+        ++done;
+    }
+    return done;
 }
 
 bool VdeWire::try_send(std::span<const std::uint8_t> frame) noexcept {

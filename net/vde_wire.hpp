@@ -116,6 +116,9 @@ private:
     // The staged frames onto the wire; what it cannot take now goes to the
     // backlog, in order.
     void send_staged() noexcept;
+    // Frames from the backlog in one sendmmsg (and more while it takes
+    // them): how many are gone, sent or lost for good.
+    std::size_t send_batch(std::span<const std::span<const std::uint8_t>> frames) noexcept;
     // A datagram of `got` bytes at `data` handed over as a frame, counted.
     void hand_over(Frame& out, std::uint8_t* data, std::size_t got, std::uint64_t ts_ns) noexcept;
     // ptp://: did `from` come from the peer's socket file? Caches the

@@ -308,8 +308,14 @@ TEST_CASE("a peer slow to read loses nothing: frames wait in order and flush() s
     RDMASIM_SKIP_WITHOUT_VDEPLUG();
     TempDir dir;
     const std::string url = "ptp://" + (dir / "sock");
-    auto a = open_ok(url);
-    auto b = open_ok(url);
+    auto first = open_ok(url);
+    auto second = open_ok(url); // connected to `first` at open: it stages and sends batches
+    VdeWire* a = first.get();
+    VdeWire* b = second.get();
+    SECTION("one sendto a frame (the end that has not heard its peer)") {}
+    SECTION("a batch a sendmmsg, from the backlog too (the connected end)") {
+        std::swap(a, b);
+    }
     constexpr int kFrames = 2000;
     std::atomic<int> received{0};
     std::atomic<bool> in_order{true};
@@ -341,6 +347,7 @@ TEST_CASE("a peer slow to read loses nothing: frames wait in order and flush() s
     CHECK(a->wire_counters().tx_failures == 0);
     CHECK(a->backlog_counters()->overflow == 0);
     CHECK(a->wire_counters().tx_frames == kFrames);
+    CHECK(a->wire_counters().tx_bytes == kFrames * 1100);
     CHECK(received.load() == kFrames);
     CHECK(in_order.load());
     CHECK(a->backlog_counters()->paused_ns > 0);
