@@ -102,6 +102,7 @@ nlohmann::json roce_json(const datapath::RocePortCounters& c, const datapath::Ar
         {"timeouts", q.timeouts.get()},
         {"ack_timer_holds", q.ack_timer_holds.get()},
         {"seq_naks_received", q.seq_naks_received.get()},
+        {"slow_restarts", q.slow_restarts.get()},
         {"rnr_naks_received", q.rnr_naks_received.get()},
         {"acks_sent", q.acks_sent.get()},
         {"naks_sent", q.naks_sent.get()},

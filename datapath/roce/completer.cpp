@@ -66,14 +66,14 @@ bool RoceQp::ack_through(std::uint32_t psn, std::uint64_t now_ns) noexcept {
         if (net::psn_before(psn, last)) break; // partly acknowledged at most
         if (is_read_or_atomic(s.wr.op)) {
             new_una = net::psn_add(s.first_psn, s.wr.op == SendOp::read ? s.read_done / mtu : 0);
-            go_back(new_una);
+            restart_after_loss(new_una);
             again = true;
             break;
         }
         s.done = true;
     }
     const bool moved = new_una != comp_.una;
-    comp_.una = new_una;
+    advance_una(new_una);
     if (moved) {
         comp_.retry_left = attrs_.retry_cnt;
         comp_.rnr_left = attrs_.rnr_retry;
@@ -142,7 +142,7 @@ RoceRx RoceQp::on_nak(const net::RocePacket& p, std::uint64_t now_ns) noexcept {
         // the responder is there; as Linux's rxe): packets that follow an
         // RNR-NAKed one draw a sequence NAK on every RNR round.
         note(&RoceCounters::seq_naks_received);
-        go_back(net::psn_before(comp_.una, psn) ? comp_.una : psn);
+        restart_after_loss(net::psn_before(comp_.una, psn) ? comp_.una : psn);
         retire();
         pump(now_ns);
         return RoceRx::consumed;
@@ -240,7 +240,7 @@ void RoceQp::service(std::uint64_t now_ns, bool peer_unread) noexcept {
             return;
         }
         --comp_.retry_left;
-        go_back(comp_.una);
+        restart_after_loss(comp_.una);
         pump(now_ns);
         arm_ack_timer(now_ns, true);
     }

@@ -49,6 +49,8 @@ struct RoceCounters {
     Counter timeouts;          // local ACK timeouts that fired
     Counter ack_timer_holds;   // ACK timeouts restarted: the peer had not read the requests yet
     Counter seq_naks_received; // NAK sequence error
+    Counter slow_restarts;     // losses after which fewer PSNs went in flight
+                               // (TransportLimits::restart_window)
     Counter rnr_naks_received;
     Counter acks_sent; // ACKs (not NAKs) sent by the responder
     Counter naks_sent; // NAKs of every kind, RNR included

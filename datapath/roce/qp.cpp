@@ -21,6 +21,7 @@ RoceQp::RoceQp(TransportHost& host, RocePort& port, const MrTable& mrs,
     limits_.max_recv_sge = std::max(1u, limits_.max_recv_sge);
     limits_.window = std::clamp(limits_.window, 1u, 1u << 22);
     limits_.ack_every = std::max(1u, limits_.ack_every);
+    limits_.restart_window = std::clamp(limits_.restart_window, 1u, limits_.window);
     sq_.user_cap = std::bit_ceil(std::max(1u, limits_.max_send_wr));
     // Tag matching: slots only the rendezvous takes, and room for a FIN's TMH inline.
     const std::uint32_t cap = std::bit_ceil(sq_.user_cap + limits_.tm_reserve);
@@ -117,6 +118,7 @@ void RoceQp::modify(const TransportAttrs& attrs, TransportState state,
     case TransportState::rts:
         if (old != TransportState::rts && old != TransportState::sqd) {
             req_.next_psn = comp_.una = req_.sent_psn = attrs.sq_psn & net::kPsnMask;
+            req_.cwnd = limits_.window;
             comp_.retry_left = attrs.retry_cnt;
             comp_.rnr_left = attrs.rnr_retry;
         }

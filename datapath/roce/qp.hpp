@@ -152,6 +152,15 @@ private:
     bool gather(std::uint32_t idx, std::uint32_t offset, std::uint32_t len,
                 std::uint8_t* bounce) noexcept;
     void go_back(std::uint32_t psn) noexcept;
+    // A loss: go_back(psn), and no more than restart_window PSNs in flight
+    // until ACKs open the window again (advance_una).
+    void restart_after_loss(std::uint32_t psn) noexcept;
+    // comp_.una becomes `una`; what that acknowledges widens a cut window.
+    void advance_una(std::uint32_t una) noexcept;
+    // PSNs that may be in flight now (RC).
+    [[nodiscard]] std::int32_t in_flight_limit() const noexcept {
+        return static_cast<std::int32_t>(std::min(limits_.window, req_.cwnd));
+    }
     void arm_ack_timer(std::uint64_t now_ns, bool restart) noexcept;
 
     // completer (completer.cpp; READ and atomic answers: read_responses.cpp)

@@ -36,7 +36,7 @@ RoceRx RoceQp::on_read_response(const net::RocePacket& p, std::uint64_t now_ns) 
             comp_.read_gap_pending = true;
             comp_.read_gap_psn = expected;
             ack_through(net::psn_add(s.first_psn, net::kPsnMask), now_ns);
-            go_back(expected);
+            restart_after_loss(expected);
             retire();
             pump(now_ns);
         }
@@ -65,9 +65,9 @@ RoceRx RoceQp::on_read_response(const net::RocePacket& p, std::uint64_t now_ns) 
         s.done = true;
         --req_.rd_in_flight;
         const std::uint32_t after = net::psn_add(s.first_psn, s.npkts);
-        if (net::psn_before(comp_.una, after)) comp_.una = after;
+        if (net::psn_before(comp_.una, after)) advance_una(after);
     } else {
-        comp_.una = net::psn_add(p.headers.bth.psn, 1);
+        advance_una(net::psn_add(p.headers.bth.psn, 1));
     }
     arm_ack_timer(now_ns, true);
     retire();
@@ -120,7 +120,7 @@ void RoceQp::answered(std::uint32_t idx, std::uint64_t now_ns) noexcept {
     SendSlot& s = sq_.slot(idx);
     s.done = true;
     --req_.rd_in_flight;
-    comp_.una = net::psn_add(s.first_psn, 1);
+    advance_una(net::psn_add(s.first_psn, 1));
     comp_.retry_left = attrs_.retry_cnt;
     arm_ack_timer(now_ns, true);
     retire();

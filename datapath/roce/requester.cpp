@@ -190,8 +190,10 @@ bool RoceQp::send_packet(std::uint32_t idx, std::uint32_t pkt, std::uint64_t now
     }
     h.xrceth.srqn = s.wr.xrc_srqn; // on the wire only under an XRC opcode
     if (attrs_.type == QpTransport::rc)
-        h.bth.ack_req = pos == net::SegmentPosition::last || pos == net::SegmentPosition::only ||
-                        pkt % limits_.ack_every == limits_.ack_every - 1 || port_.turn_ending();
+        h.bth.ack_req =
+            pos == net::SegmentPosition::last || pos == net::SegmentPosition::only ||
+            pkt % limits_.ack_every == limits_.ack_every - 1 || port_.turn_ending() ||
+            net::psn_diff(h.bth.psn, comp_.una) + 1 >= in_flight_limit(); // fills the window
     const net::OpcodeInfo* info = net::opcode_info(h.bth.opcode);
     if (info->has(net::kExtReth)) h.reth = {s.wr.remote_addr, s.wr.rkey, s.length};
     if (info->immediate()) h.imm.value = s.wr.imm;
@@ -300,8 +302,7 @@ RoceQp::Admit RoceQp::assign_psns(SendSlot& s, std::uint32_t mtu) noexcept {
             req_.rd_in_flight >= std::max<std::uint32_t>(1, attrs_.max_rd_atomic))
             return Admit::wait;
         if (s.wr.fence && req_.rd_in_flight > 0) return Admit::wait;
-        if (net::psn_diff(req_.next_psn, comp_.una) >= static_cast<std::int32_t>(limits_.window))
-            return Admit::wait;
+        if (net::psn_diff(req_.next_psn, comp_.una) >= in_flight_limit()) return Admit::wait;
     }
     if (attrs_.type == QpTransport::ud && s.length > mtu) {
         fail_and_stop(req_.send_idx, IBV_WC_LOC_LEN_ERR);
@@ -340,13 +341,27 @@ bool RoceQp::send_data_packets(SendSlot& s, std::uint64_t now_ns) noexcept {
             ++req_.send_pkt; // acknowledged meanwhile
             continue;
         }
-        if (rc && net::psn_diff(psn, comp_.una) >= static_cast<std::int32_t>(limits_.window))
-            return false;
+        if (rc && net::psn_diff(psn, comp_.una) >= in_flight_limit()) return false;
         if (!wire_has_room() || !send_packet(req_.send_idx, req_.send_pkt, now_ns)) return false;
         ++req_.send_pkt;
     }
     if (!rc) s.done = true;
     return true;
+}
+
+void RoceQp::restart_after_loss(std::uint32_t psn) noexcept {
+    go_back(psn);
+    if (req_.cwnd > limits_.restart_window) {
+        req_.cwnd = limits_.restart_window;
+        note(&RoceCounters::slow_restarts);
+    }
+}
+
+void RoceQp::advance_una(std::uint32_t una) noexcept {
+    const std::int32_t acked = net::psn_diff(una, comp_.una);
+    comp_.una = una;
+    if (acked > 0 && req_.cwnd < limits_.window)
+        req_.cwnd = std::min(limits_.window, req_.cwnd + static_cast<std::uint32_t>(acked));
 }
 
 // Go-back-N: the next packet sent is `psn` (a NAK's, a timeout's oldest

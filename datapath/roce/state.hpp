@@ -62,6 +62,7 @@ struct ReqState {
     std::uint32_t next_psn = 0; // PSN of the next new packet
     std::uint32_t sent_psn = 0; // after the highest PSN ever sent (older ones are retransmissions)
     std::uint32_t rd_in_flight = 0;
+    std::uint32_t cwnd = ~0u; // PSNs in flight allowed now: the window, or fewer after a loss
     std::uint64_t rnr_deadline = kNoDeadline;   // sending waits for it
     bool waiting_room = false;                  // stopped on a congested wire (RocePort::wait_for_room)
     std::vector<std::span<const std::uint8_t>> pieces; // gather list of one packet

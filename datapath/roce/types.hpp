@@ -65,6 +65,11 @@ struct TransportLimits {
     std::uint32_t max_inline = 256;
     std::uint32_t max_recv_sge = 4; // at least the RQ's or SRQ's max_sge (a WQE is copied whole)
     std::uint32_t window = 512;     // request PSNs in flight before the requester waits for ACKs
+    // After a loss (a timeout, a sequence NAK, a lost READ response) the
+    // requester resends at most this many PSNs, and each PSN acknowledged
+    // lets one more go, up to `window` (slow restart, as a ConnectX's
+    // roce_slow_restart): a switch that dropped a burst is not flooded again.
+    std::uint32_t restart_window = 32;
     std::uint32_t ack_every = 32;   // the responder ACKs at least every this many packets
     // Send slots beyond max_send_wr that only the responder's rendezvous
     // (tag matching: an RDMA READ and its FIN each) may take; 0 without a TM SRQ.

@@ -112,6 +112,7 @@ def losses(doc):
         "loopback_overflow": r["loopback_overflow"],
         "retransmitted": r["retransmitted"],
         "timeouts": r["timeouts"],
+        "slow_restarts": r["slow_restarts"],
         "seq_naks_received": r["seq_naks_received"],
         "rnr_naks_received": r["rnr_naks_received"],
         "naks_sent": r["naks_sent"],
@@ -139,8 +140,8 @@ RECOVERY_SEEN = {
     "ptp": "an ACK timeout (67 ms in the pingpongs) is within this machine's scheduling "
            "noise: reported, while nothing refused, dropped or overflowed may be",
 }
-RECOVERY = ("retransmitted", "timeouts", "seq_naks_received", "rnr_naks_received", "naks_sent",
-            "rx.duplicate", "rx.sequence_error")
+RECOVERY = ("retransmitted", "timeouts", "slow_restarts", "seq_naks_received", "rnr_naks_received",
+            "naks_sent", "rx.duplicate", "rx.sequence_error")
 
 
 def run_case(rdmasim, tmp, kind, n, args, url_of, rows):
