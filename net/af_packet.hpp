@@ -55,6 +55,7 @@ public:
     [[nodiscard]] const SourceCounters& counters() const noexcept override { return counters_; }
     // The socket: readable when a ring block is ready.
     [[nodiscard]] int wait_fd() const noexcept override { return fd_; }
+    [[nodiscard]] bool shared_across_fork() const noexcept override { return true; }
 
     // One frame out of the interface, MSG_DONTWAIT. A full socket buffer or
     // device queue (EAGAIN, ENOBUFS) is a pause: the frame waits in the

@@ -54,6 +54,12 @@ public:
     // writers signal only a sleeping reader (shm://) arms its doorbell here.
     // False when a frame may have come meanwhile: pull again, do not sleep.
     [[nodiscard]] virtual bool prepare_wait() noexcept { return true; }
+    // True when a forked child would take its frames from the parent's own
+    // medium (a socket, a ring, a mapped segment, an eventfd): the source
+    // stays the parent's, and the child's device gets none (sim/README.md,
+    // "Fork"). False: the child's copy reads on its own (memory, a capture
+    // file read with pread at its own offset).
+    [[nodiscard]] virtual bool shared_across_fork() const noexcept { return false; }
 };
 
 } // namespace rdmasim::net

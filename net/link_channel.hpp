@@ -53,6 +53,10 @@ public:
     [[nodiscard]] const SourceCounters& counters() const noexcept override { return counters_; }
     // An eventfd, readable while frames wait.
     [[nodiscard]] int wait_fd() const noexcept override { return event_fd_; }
+    // The queue is process memory, but the eventfd is the parent's too (a
+    // wake-up could go to the wrong process), and the other end is another
+    // device's: a forked child's devices lose their links (sim/README.md, "Fork").
+    [[nodiscard]] bool shared_across_fork() const noexcept override { return true; }
 
     // Frames lost: the backlog was full, or a copy could not be made.
     [[nodiscard]] std::uint64_t overflow_drops() const noexcept {

@@ -47,6 +47,7 @@ public:
     // A read error (the interface went away) ends the source; this says why.
     [[nodiscard]] std::string_view failure() const noexcept override { return failure_; }
     [[nodiscard]] int wait_fd() const noexcept override { return fd_; }
+    [[nodiscard]] bool shared_across_fork() const noexcept override { return true; }
     // What pcap_activate warned about (promiscuous mode not supported, ...), or "".
     [[nodiscard]] const std::string& warning() const noexcept { return warning_; }
 

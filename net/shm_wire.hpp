@@ -67,6 +67,7 @@ public:
     [[nodiscard]] const SourceCounters& counters() const noexcept override { return counters_; }
     // The doorbell FIFO, readable after a writer woke this reader.
     [[nodiscard]] int wait_fd() const noexcept override { return bell_fd_; }
+    [[nodiscard]] bool shared_across_fork() const noexcept override { return true; }
     // Drains the doorbell, raises the `sleeping` flag, looks at the ring
     // again: false (flag down) when something came meanwhile.
     [[nodiscard]] bool prepare_wait() noexcept override;

@@ -83,6 +83,7 @@ public:
         return exhausted() ? std::string_view(hangup_) : std::string_view();
     }
     [[nodiscard]] int wait_fd() const noexcept override { return data_fd_; }
+    [[nodiscard]] bool shared_across_fork() const noexcept override { return true; }
 
     // --- sink: one datagram per frame. On ptp://, once connected to the
     // peer, frames are staged and go in one sendmmsg when the stage is full

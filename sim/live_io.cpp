@@ -27,6 +27,9 @@ public:
     }
     [[nodiscard]] std::string_view failure() const noexcept override { return port_->failure(); }
     [[nodiscard]] int wait_fd() const noexcept override { return port_->wait_fd(); }
+    [[nodiscard]] bool shared_across_fork() const noexcept override {
+        return port_->shared_across_fork();
+    }
 
 private:
     std::shared_ptr<Port> port_;

@@ -42,6 +42,9 @@ public:
     // The inner source's progress, else frames over the limit, else unknown.
     [[nodiscard]] double progress() const noexcept override;
     [[nodiscard]] int wait_fd() const noexcept override { return inner_->wait_fd(); }
+    [[nodiscard]] bool shared_across_fork() const noexcept override {
+        return inner_->shared_across_fork();
+    }
 
     // Stops taking frames (the first reason sticks).
     void stop(StopReason why) noexcept;
