@@ -16,6 +16,7 @@ public:
         writer_->write(frame, ts_ns);
     }
     [[nodiscard]] PcapWriter& writer() noexcept { return *writer_; }
+    void abandon_after_fork() noexcept override { writer_->abandon_after_fork(); }
 
 private:
     std::unique_ptr<PcapWriter> writer_;

@@ -62,6 +62,12 @@ public:
     [[nodiscard]] virtual bool unread() const noexcept { return false; }
     // The backlog's counters, or nullptr for a sink without one.
     [[nodiscard]] virtual const TxBacklogCounters* backlog_counters() const noexcept { return nullptr; }
+
+    // In a forked child, once detached from the port (sim/README.md,
+    // "Fork"): lets go of what it writes to without writing what it buffered
+    // for the parent (a capture file's stdio buffer). The sink is then leaked,
+    // never used nor destroyed: a wire's destructor would undo the parent's.
+    virtual void abandon_after_fork() noexcept {}
 };
 
 } // namespace rdmasim::net

@@ -1,6 +1,8 @@
 #include "net/pcap_writer.hpp"
 
 #include <pcap/pcap.h>
+#include <stdio_ext.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -48,6 +50,21 @@ void PcapWriter::write(std::span<const std::uint8_t> bytes, std::uint64_t ts_ns)
     hdr.caplen = std::min<bpf_u_int32>(hdr.len, static_cast<bpf_u_int32>(pcap_snapshot(dead_)));
     pcap_dump(reinterpret_cast<u_char*>(dumper_), &hdr, bytes.data());
     ++frames_;
+}
+
+void PcapWriter::abandon_after_fork() noexcept {
+    if (dumper_) {
+        std::FILE* f = pcap_dump_file(dumper_);
+        if (fileno(f) != STDOUT_FILENO) { // pcap_dump_open's "-": the program's, and left to it
+            __fpurge(f);
+            pcap_dump_close(dumper_);
+        }
+        dumper_ = nullptr;
+    }
+    if (dead_) {
+        pcap_close(dead_);
+        dead_ = nullptr;
+    }
 }
 
 Result<void> PcapWriter::close() {

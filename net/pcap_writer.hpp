@@ -28,6 +28,10 @@ public:
     void write(std::span<const std::uint8_t> bytes, std::uint64_t ts_ns) noexcept;
     // Flushes and closes; reports a write error (disk full) if one happened.
     Result<void> close();
+    // In a forked child (sim/README.md, "Fork"): closes the child's copy of
+    // the file without writing the frames buffered in it (they are the
+    // parent's); writes nothing more. Standard output is left open.
+    void abandon_after_fork() noexcept;
     [[nodiscard]] std::uint64_t frames_written() const noexcept { return frames_; }
 
 private:

@@ -64,6 +64,10 @@ public:
     // The inner sinks' (frames the faults hold are not on the wire yet: not counted).
     [[nodiscard]] bool unread() const noexcept override;
     [[nodiscard]] const net::TxBacklogCounters* backlog_counters() const noexcept override;
+    void abandon_after_fork() noexcept override {
+        for (auto& sink : inner_)
+            sink->abandon_after_fork();
+    }
 
     [[nodiscard]] const TxFaultCounters& counters() const noexcept { return counters_; }
     // Faults injected so far, by kind: under the port lock, or once no

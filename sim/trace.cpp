@@ -4,6 +4,7 @@
 #include <cinttypes>
 #include <cstring>
 #include <fmt/format.h>
+#include <stdio_ext.h>
 
 namespace rdmasim::sim {
 
@@ -33,6 +34,13 @@ Trace::~Trace() {
     if (file_) std::fclose(file_);
 }
 
+void Trace::child_after_fork() noexcept {
+    __fpurge(file_); // fclose would write the parent's buffered lines a second time
+    std::fclose(file_);
+    file_ = nullptr;
+    mu_.unlock();
+}
+
 device::TraceHook* Trace::hook(std::uint32_t index) {
     hooks_.push_back(std::make_unique<DeviceHook>(*this, index));
     return hooks_.back().get();
@@ -41,6 +49,7 @@ device::TraceHook* Trace::hook(std::uint32_t index) {
 void Trace::line(const char* text, int len) noexcept {
     if (len <= 0) return;
     std::lock_guard lock(mu_);
+    if (file_ == nullptr) return; // a forked child's
     std::fwrite(text, 1, static_cast<std::size_t>(len), file_);
 }
 

@@ -34,6 +34,14 @@ public:
                std::string_view extra = {}) noexcept;
     void completion(std::uint32_t device, std::uint32_t cq, const datapath::Cqe& e) noexcept;
 
+    // fork() (sim/README.md, "Fork"): prepare holds the file's mutex; the
+    // parent releases it; the child drops its copy of the file without
+    // writing the lines buffered in it (they are the parent's), writes no
+    // more, and releases it.
+    void prepare_fork() noexcept { mu_.lock(); }
+    void parent_after_fork() noexcept { mu_.unlock(); }
+    void child_after_fork() noexcept;
+
 private:
     class DeviceHook;
     Trace() = default;
