@@ -7,6 +7,8 @@
 #include <memory>
 #include <mutex>
 
+#include <pthread.h>
+
 #include "device/registry.hpp"
 #include "sim/config.hpp"
 #include "sim/logging.hpp"
@@ -45,6 +47,7 @@ void finish_run() noexcept {
     if (finished || !instance()) return;
     finished = true;
     Simulator& sim = *instance();
+    if (sim.forked_child()) return; // the wires, --stats and --report are the parent's
     try {
         // Frames a peer has not taken yet still go: a program may exit as
         // soon as its last UC or UD send completed.
@@ -94,8 +97,29 @@ int provide_devices() {
     }
 }
 
+// fork() (sim/README.md, "Fork"): the Simulator's devices keep working in
+// the child. prepare holds shutdown_mutex across fork(), so the instance
+// neither appears nor goes meanwhile (order: shutdown_mutex, then the port
+// locks, as in finish_run); both sides release it.
+void fork_prepare() noexcept {
+    shutdown_mutex().lock();
+    if (instance()) instance()->prepare_fork();
+}
+void fork_parent() noexcept {
+    if (instance()) instance()->parent_after_fork();
+    shutdown_mutex().unlock();
+}
+void fork_child() noexcept {
+    if (instance()) instance()->child_after_fork();
+    shutdown_mutex().unlock();
+}
+
 // Runs when the library is loaded: devices are built lazily, on first use.
-__attribute__((constructor)) void install_provider() { device::set_device_provider(provide_devices); }
+__attribute__((constructor)) void install_provider() {
+    device::set_device_provider(provide_devices);
+    // Fails only without memory: forked children then keep today's dead engine.
+    (void)pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
 
 // Stops engine threads before the program's static objects go away; waits
 // for a finish_run in progress in another thread, or runs it.

@@ -13,6 +13,14 @@ std::string Engine::describe_source() const {
     return faults_ ? source_->describe() + faults_->describe_suffix() : source_->describe();
 }
 
+void Engine::inherit(Engine& from) noexcept {
+    source_ = std::move(from.source_);
+    faults_ = from.faults_;
+    device_index_ = from.device_index_;
+    timeline_ = from.timeline_;
+    started_.store(from.started_.load());
+}
+
 std::unique_ptr<Engine> make_engine(device::Device& dev, std::unique_ptr<net::FrameSource> source,
                                     const Config& config) {
     if (config.engine == EngineKind::inline_)

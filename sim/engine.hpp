@@ -66,7 +66,25 @@ public:
     // it before start().
     void set_device_index(std::uint32_t index) noexcept { device_index_ = index; }
 
+    // --- fork (sim/README.md, "Fork"): in the child, under the device's
+    // port lock, with no other thread left. ---
+    // Puts `source` in place of this engine's and returns the old one, which
+    // the caller leaks: destroying it could close or unlink the parent's wire.
+    [[nodiscard]] std::unique_ptr<net::FrameSource>
+    exchange_source(std::unique_ptr<net::FrameSource> source) noexcept {
+        source_.swap(source);
+        return source;
+    }
+    // The engine that serves the device from now on, not started, with this
+    // one's source, settings and start state; or nullptr when this one still
+    // works (it has no thread). When it returns one, the caller leaks this
+    // engine, never stops nor destroys it: its thread, its io_context and its
+    // descriptors are the parent's. Frames pulled and not yet due stay here.
+    virtual std::unique_ptr<Engine> successor_after_fork() { return nullptr; }
+
 protected:
+    // A successor's settings and start state, from the engine it replaces.
+    void inherit(Engine& from) noexcept;
     device::Device& dev_;
     std::unique_ptr<net::FrameSource> source_;
     FaultStage* faults_ = nullptr;

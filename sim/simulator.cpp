@@ -84,14 +84,13 @@ Result<std::vector<device::DeviceIdentity>> device_identities(const Config& conf
     return ids;
 }
 
-// A source that never has a frame: a device without one still loops its sends back.
-std::unique_ptr<net::FrameSource> empty_source() {
+} // namespace
+
+std::unique_ptr<net::FrameSource> Simulator::empty_source() {
     auto empty = std::make_unique<net::MemorySource>();
     empty->close();
     return empty;
 }
-
-} // namespace
 
 Result<std::unique_ptr<Simulator>> Simulator::create(const Config& config, const SourceWrap& wrap) {
     if (auto r = config.validate(); !r) return r.error();

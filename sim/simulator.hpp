@@ -112,6 +112,21 @@ public:
         return i < slots_.size() ? slots_[i].timeline.get() : nullptr;
     }
 
+    // fork() (sim/README.md, "Fork"; the drop-in's pthread_atfork handlers).
+    // prepare takes every device's port lock in device order (the only
+    // order there is: no engine is then inside a burst, nor holds a lock it
+    // takes under one), then the trace's and the log's; the parent releases
+    // them. The child gives each device a successor engine (the thread engine's
+    // thread died in the fork), keeps a source only when it is its own
+    // (FrameSource::shared_across_fork), detaches and leaks every sink (wires,
+    // links, captures: loopback only, no output), drops the trace file, and
+    // releases the locks. No destructor of the parent's wires runs in it.
+    void prepare_fork() noexcept;
+    void parent_after_fork() noexcept;
+    void child_after_fork() noexcept;
+    // True in a forked child's copy: it writes no --stats nor --report.
+    [[nodiscard]] bool forked_child() const noexcept { return forked_child_; }
+
     // Every engine idle: all sources exhausted, nothing held.
     [[nodiscard]] bool idle() const noexcept;
     bool wait_idle(std::chrono::milliseconds timeout);
@@ -129,11 +144,16 @@ private:
     // faults, attached to its port and kept in its slot.
     Result<void> attach_sinks(SinkLists sinks);
     void start_engines();
+    // A source that never has a frame: a device without one still loops its sends back.
+    static std::unique_ptr<net::FrameSource> empty_source();
+    // child_after_fork's work on one slot, under its port lock.
+    void fork_slot(DeviceSlot& slot) noexcept;
 
     Simulator() = default;
     Config config_;
     std::unique_ptr<Trace> trace_; // with --trace; outlives the slots
     std::vector<DeviceSlot> slots_;
+    bool forked_child_ = false;
 };
 
 } // namespace rdmasim::sim

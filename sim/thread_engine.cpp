@@ -96,7 +96,9 @@ void ThreadEngine::start() {
         place_thread();
         io_.run();
     });
-    if (config_.start == StartTrigger::now) {
+    if (started_.load()) { // a successor after fork: its predecessor had begun
+        post_step();
+    } else if (config_.start == StartTrigger::now) {
         started_.store(true);
         post_step();
     } else if (config_.start == StartTrigger::delay) {
@@ -105,6 +107,18 @@ void ThreadEngine::start() {
             schedule(Clock::now() + std::chrono::nanoseconds(config_.start_delay_ns));
         });
     }
+}
+
+std::unique_ptr<Engine> ThreadEngine::successor_after_fork() {
+    // The source moves over; the placeholder left here is never pulled.
+    auto next = std::make_unique<ThreadEngine>(dev_, nullptr, config_);
+    next->inherit(*this);
+    // The same clock: the port's timers and deadlines are on it.
+    next->t0_ = t0_;
+    next->replay_t0_ = replay_t0_;
+    next->capture_t0_ns_ = capture_t0_ns_;
+    next->have_t0_ = have_t0_;
+    return next;
 }
 
 void ThreadEngine::place_thread() noexcept {

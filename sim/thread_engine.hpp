@@ -24,6 +24,9 @@ public:
     void stop() override;
     void begin() noexcept override;
     bool wait_idle(std::chrono::milliseconds timeout) override;
+    // A new ThreadEngine: this one's thread did not survive the fork, and
+    // its io_context may be locked or waited on by that thread for ever.
+    std::unique_ptr<Engine> successor_after_fork() override;
 
     // A program polls a CQ it found empty: with progress auto or inline it
     // moves the wire's frames itself when it can take the port lock
