@@ -1,6 +1,7 @@
 #include "net/dgram_batch.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <cerrno>
 #include <cstring>
 
@@ -66,6 +67,9 @@ SendBatch::Sent SendBatch::send(int fd) noexcept {
 
 SendBatch::Sent
 SendBatch::send_in_place(int fd, std::span<const std::span<const std::uint8_t>> frames) noexcept {
+    // The stage's iovecs are borrowed: staged frames would be overwritten.
+    // VdeWire keeps it so: it stages only while its backlog is empty.
+    assert(empty());
     const std::size_t n = std::min(frames.size(), kSlots);
     for (std::size_t i = 0; i < n; ++i)
         iov_[i] = {const_cast<std::uint8_t*>(frames[i].data()),
