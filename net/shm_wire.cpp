@@ -285,7 +285,10 @@ void ShmWire::refresh_peers() noexcept {
 }
 
 void ShmWire::note_peer(std::uint32_t h, bool alive) noexcept {
-    if (alive && !peer_alive_[h]) wire_.peers_seen.fetch_add(1, std::memory_order_relaxed);
+    if (alive && !peer_alive_[h]) {
+        wire_.peers_seen.fetch_add(1, std::memory_order_relaxed);
+        seg_.prefault_ring(h); // this program writes its frames there
+    }
     if (!alive && peer_alive_[h]) { // a pulled cable: its MACs are forgotten
         wire_.peers_gone.fetch_add(1, std::memory_order_relaxed);
         seg_.forget(h);
