@@ -205,7 +205,19 @@ Clock::time_point ThreadEngine::next_look() noexcept {
     if (config_.progress == Progress::inline_) return now + kInlineLook;
     const Clock::time_point quiet_at =
         Clock::time_point(Clock::duration(last_poll_ns_.load(std::memory_order_relaxed))) + kPollQuiet;
-    return quiet_at > now ? quiet_at : Clock::time_point::max();
+    if (quiet_at <= now) { // polls stopped: sleep on the descriptor
+        look_after_ = kPollQuiet;
+        return Clock::time_point::max();
+    }
+    return quiet_at + (look_after_ - kPollQuiet);
+}
+
+void ThreadEngine::note_look(const BurstResult& first) noexcept {
+    if (config_.progress != Progress::auto_) return;
+    if (first.frames > 0 || first.tx_waiting) // the polls left it work: look often
+        look_after_ = kPollQuiet;
+    else
+        look_after_ = std::min<Clock::duration>(look_after_ * 2, kLookMax);
 }
 
 void ThreadEngine::schedule(Clock::time_point when) {
@@ -302,6 +314,7 @@ void ThreadEngine::step() {
         if (config_.speed <= 0) burst_start_ = Clock::now();
         r = run_burst(dev_, *source_, pending_, config_.burst, *this, faults_);
         idle_cv_.notify_all();
+        if (i == 0 && poll_progress_) note_look(r);
         due_soon = r.pending && next_due_ - Clock::now() <= kSpinAhead;
         if (i + 1 == kBurstsPerStep) break;
         if (r.frames == config_.burst) continue;

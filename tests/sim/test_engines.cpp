@@ -393,6 +393,56 @@ TEST_CASE("thread engine: a quiet live source with a wait_fd costs no steps; fra
     ::close(efd);
 }
 
+// The times the engine thread (rdmasim-eng0) of this process went to sleep
+// (/proc/self/task/*/status, voluntary_ctxt_switches); -1 if not found.
+long engine_sleeps() {
+    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+        std::ifstream comm(task.path() / "comm");
+        std::string name;
+        if (!std::getline(comm, name) || name != "rdmasim-eng0") continue;
+        std::ifstream status(task.path() / "status");
+        for (std::string line; std::getline(status, line);)
+            if (line.starts_with("voluntary_ctxt_switches:"))
+                return std::stol(line.substr(line.find(':') + 1));
+    }
+    return -1;
+}
+
+TEST_CASE("thread engine, progress auto: while polls take every frame, the engine looks less and "
+          "less often",
+          "[sim][engine][wait]") {
+    const int efd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    REQUIRE(efd >= 0);
+    {
+        auto owned = std::make_unique<LiveSource>(efd);
+        LiveSource& live = *owned;
+        auto s = make_live_sim(std::move(owned));
+        REQUIRE(steps_since(s->engine(0), 0, 1));
+        const long before = engine_sleeps();
+        REQUIRE(before >= 0);
+        // A program polling for 300 ms while a frame comes every 20 ms. The
+        // first wakes the engine from its descriptor; from then on it looks
+        // on a timer. At one look per millisecond it would sleep ~300 times;
+        // backing off to kLookMax (16 ms), about 25.
+        const auto frame = golden::concat(golden::kUntagged);
+        const auto start = std::chrono::steady_clock::now();
+        for (int pushed = 0;
+             std::chrono::steady_clock::now() - start < std::chrono::milliseconds(300);) {
+            if (std::chrono::steady_clock::now() - start >=
+                pushed * std::chrono::milliseconds(20)) {
+                live.push(frame);
+                ++pushed;
+            }
+            s->engine(0).on_poll(s->device(0));
+        }
+        const long sleeps = engine_sleeps() - before;
+        INFO("the engine slept " << sleeps << " times");
+        CHECK(sleeps > 0);
+        CHECK(sleeps < 100);
+    }
+    ::close(efd);
+}
+
 TEST_CASE("thread engine: a live source without a wait_fd is polled", "[sim][engine][wait]") {
     auto owned = std::make_unique<LiveSource>(-1);
     LiveSource& live = *owned;
