@@ -35,7 +35,8 @@ documents
 
 On the kinds in RECOVERY_SEEN (vde, ptp), RoCE's recovery counters are
 reported, not failed: a known weakness of those wires or of the machine
-(tests/README.md). A table of these
+(tests/README.md). On vde the UC pingpong, which cannot recover what the
+switch drops, is left out, and the counts are smaller (VDE_CASES). A table of these
 counters per program run is printed either way. Exit 0
 when all holds, 1 otherwise (2: usage).
 """
@@ -68,6 +69,17 @@ CASES = [
     ["ib_read_bw", "-a", "-n", "20", *PERFTEST],
     ["ib_send_bw", "-q", "4", "-n", "500", *PERFTEST],
     ["ib_write_bw", "-b", "-n", "1000", *PERFTEST],
+]
+# On vde the switch drops frames (RECOVERY_SEEN): RC recovers them, slowly
+# (ACK timeouts of 537 ms), so fewer iterations keep the kind under a
+# minute. UC cannot recover a lost frame by design: ibv_uc_pingpong waits
+# for ever for a message the switch dropped, as it would on any Ethernet
+# without pause frames. It is left out there.
+VDE_CASES = [
+    ["ibv_srq_pingpong", "-s", "1000000", "-n", "16", *PINGPONG],
+    ["ib_read_bw", "-a", "-n", "5", *PERFTEST],
+    ["ib_send_bw", "-q", "4", "-n", "100", *PERFTEST],
+    ["ib_write_bw", "-b", "-n", "200", *PERFTEST],
 ]
 TIMEOUT = 90  # seconds for a client; a lossy wire makes the UC pingpong hang
 KINDS = ("ptp", "vde", "shm")
@@ -131,8 +143,8 @@ def losses(doc):
 # kinds: the switch loses frames itself, outside the hosts. Anything
 # refused, overflowed or dropped by a host fails on every kind.
 RECOVERY_SEEN = {
-    "vde": "vde_switch drops a frame when the receiving port's socket queue is full "
-           "(net.unix.max_dgram_qlen, 10 by default)",
+    "vde": "vde_switch drops a frame when its socket to the receiving port holds a full "
+           "send buffer of frames not yet read (net.core.wmem_default, 208 KiB)",
     # Nothing is lost on ptp (a unix socket; what the host refuses, drops or
     # overflows still fails), but an ACK timeout now and then still fires:
     # ibv_srq_pingpong's fixed 67 ms against engines off the CPU 10-50 ms at
@@ -232,7 +244,7 @@ def run_kind(rdmasim, tmp, kind, rows):
             url_of = lambda d: f"vde://{switch}"  # noqa: E731
         else:
             url_of = {"ptp": lambda d: f"ptp://{d}/sock", "shm": lambda d: f"shm://{d}/shm"}[kind]
-        for n, args in enumerate(CASES):
+        for n, args in enumerate(VDE_CASES if kind == "vde" else CASES):
             run_case(rdmasim, tmp, kind, n, args, url_of, rows)
     finally:
         if switch_pid is not None:
