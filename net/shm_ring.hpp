@@ -25,16 +25,23 @@ inline std::uint32_t& slot_len(std::uint8_t* slot) noexcept { return *reinterpre
 // Producer, first half of a push: claims the next position of host `h`'s
 // ring (`pos`) and returns its slot, or nullptr when the ring is full or
 // other producers won the claim kClaimTries times in a row (the caller
-// keeps the frame and tries again later). The claim must be published at
-// once (ring_publish): the reader waits at it, up to RingReader::kStallLimit.
-inline std::uint8_t* ring_claim(const Segment& s, std::uint32_t h, std::uint64_t& pos) noexcept {
+// keeps the frame and tries again later). `seen` is this producer's last
+// read of the ring's `consumer`, read again only when it says the ring is
+// full: it only ever lags the true value, so a slot it frees is free. The
+// claim must be published at once (ring_publish): the reader waits at it,
+// up to RingReader::kStallLimit.
+inline std::uint8_t* ring_claim(const Segment& s, std::uint32_t h, std::uint64_t& pos,
+                                std::uint64_t& seen) noexcept {
     constexpr int kClaimTries = 4;
     HostHeader& hh = s.host_header(h);
     for (int i = 0; i < kClaimTries; ++i) {
         std::uint64_t t = word(hh.reserve).load(std::memory_order_acquire);
-        const std::uint64_t c = word(hh.consumer).load(std::memory_order_acquire);
-        if (static_cast<std::int64_t>(t - c) < 0) continue; // t read before c moved past it
-        if (t - c >= kRingSlots) return nullptr; // full (or a consumer index not to be trusted)
+        if (t - seen >= kRingSlots) { // full as last seen (or a wrap): look again
+            seen = word(hh.consumer).load(std::memory_order_acquire);
+            if (static_cast<std::int64_t>(t - seen) < 0) continue; // t read before c moved past it
+            if (t - seen >= kRingSlots)
+                return nullptr; // full (or a consumer index not to be trusted)
+        }
         if (!word(hh.reserve).compare_exchange_weak(t, t + 1, std::memory_order_acq_rel,
                                                     std::memory_order_relaxed))
             continue;
@@ -57,9 +64,10 @@ inline void ring_publish(std::uint8_t* slot, std::uint64_t pos, std::uint32_t le
 
 // Producer: copies `frame` (at most kMaxFrame bytes) into host `h`'s ring;
 // false as ring_claim.
-inline bool ring_push(const Segment& s, std::uint32_t h, std::span<const std::uint8_t> frame) noexcept {
+inline bool ring_push(const Segment& s, std::uint32_t h, std::span<const std::uint8_t> frame,
+                      std::uint64_t& seen) noexcept {
     std::uint64_t pos = 0;
-    std::uint8_t* slot = ring_claim(s, h, pos);
+    std::uint8_t* slot = ring_claim(s, h, pos, seen);
     if (slot == nullptr) return false;
     std::memcpy(slot_frame(slot), frame.data(), frame.size());
     ring_publish(slot, pos, static_cast<std::uint32_t>(frame.size()));

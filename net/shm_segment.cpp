@@ -18,7 +18,7 @@
 
 namespace rdmasim::net::shm {
 
-static_assert(sizeof(HostHeader) == 128);
+static_assert(sizeof(HostHeader) == 192);
 static_assert((kRingSlots & (kRingSlots - 1)) == 0 && (kMacEntries & (kMacEntries - 1)) == 0);
 static_assert(kSlotBytes % 64 == 0 && kRingBytes % 4096 == 0);
 static_assert(std::atomic_ref<std::uint64_t>::is_always_lock_free);

@@ -16,7 +16,7 @@
 namespace rdmasim::net::shm {
 
 inline constexpr std::uint64_t kMagic = 0x31'57'4d'48'53'53'44'52; // "RDSSHMW1", little-endian
-inline constexpr std::uint32_t kVersion = 1;
+inline constexpr std::uint32_t kVersion = 2;                       // 2: HostHeader on three lines
 inline constexpr std::uint32_t kHostSlots = 16;   // programs on one wire at most
 inline constexpr std::uint32_t kRingSlots = 256;  // frames per receive ring (a power of two)
 inline constexpr std::uint32_t kMaxFrame = 9216 + 14 + 4; // = VdeWire::kMaxFrame
@@ -25,15 +25,18 @@ inline constexpr std::uint32_t kSlotBytes = (kSlotHeader + kMaxFrame + 63) / 64 
 inline constexpr std::uint32_t kMacEntries = 256; // the switch's table (a power of two)
 inline constexpr std::uint32_t kMacProbe = 8;     // entries a MAC may lie from its hash
 
-// One host slot's shared state. The producers' line and the reader's line
-// are apart, so producers and the reader do not take turns at one line.
+// One host slot's shared state, on three lines by who writes them and how
+// often: the producers' (every frame), the reader's `consumer` (every
+// pull), and the rarely written words producers read every frame, which
+// therefore stay in their caches.
 struct alignas(64) HostHeader {
     std::uint64_t reserve;    // producers: positions claimed (CAS), ever increasing
     std::uint8_t pad0[56];
     std::uint64_t consumer;   // the reader: positions released (for producers only)
+    std::uint8_t pad1[56];
     std::uint32_t sleeping;   // the reader: 1 while it may sleep on its doorbell
     std::uint32_t generation; // bumped by each program that takes the slot
-    std::uint8_t pad1[48];
+    std::uint8_t pad2[56];
 };
 
 struct alignas(64) SegmentHeader {

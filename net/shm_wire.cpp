@@ -164,7 +164,8 @@ std::span<std::uint8_t> ShmWire::claim(std::size_t size, const std::uint8_t* dst
     const int h = seg_.lookup(dst_mac);
     if (h < 0 || static_cast<std::uint32_t>(h) == host() || !peer_alive(static_cast<std::uint32_t>(h)))
         return {};
-    std::uint8_t* slot = shm::ring_claim(seg_, static_cast<std::uint32_t>(h), claimed_.pos);
+    std::uint8_t* slot =
+        shm::ring_claim(seg_, static_cast<std::uint32_t>(h), claimed_.pos, consumer_seen_[h]);
     if (slot == nullptr) return {};
     claimed_.slot = slot;
     claimed_.host = static_cast<std::uint32_t>(h);
@@ -208,7 +209,7 @@ ShmWire::Delivery ShmWire::unicast(std::uint32_t h, std::span<const std::uint8_t
         wire_.tx_no_peer.fetch_add(1, std::memory_order_relaxed);
         return Delivery::done;
     }
-    if (!shm::ring_push(seg_, h, frame)) return Delivery::wait;
+    if (!shm::ring_push(seg_, h, frame, consumer_seen_[h])) return Delivery::wait;
     published(h);
     wire_.tx_frames.fetch_add(1, std::memory_order_relaxed);
     wire_.tx_bytes.fetch_add(frame.size(), std::memory_order_relaxed);
@@ -232,7 +233,7 @@ ShmWire::Delivery ShmWire::flood(std::span<const std::uint8_t> frame) noexcept {
     }
     for (std::uint32_t h = 0; h < shm::kHostSlots; ++h) {
         if ((targets & (1u << h)) == 0) continue;
-        if (shm::ring_push(seg_, h, frame))
+        if (shm::ring_push(seg_, h, frame, consumer_seen_[h]))
             published(h);
         else // another producer filled it since: as a switch's full port queue
             wire_.tx_dropped.fetch_add(1, std::memory_order_relaxed);

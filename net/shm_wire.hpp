@@ -127,6 +127,8 @@ private:
     std::array<std::uint32_t, shm::kHostSlots> peer_gen_{};
     std::array<bool, shm::kHostSlots> peer_alive_{};
     std::chrono::steady_clock::time_point peers_checked_{};
+    // This sender's last read of each ring's `consumer` (shm::ring_claim).
+    std::array<std::uint64_t, shm::kHostSlots> consumer_seen_{};
     TxBacklog backlog_;
     ShmWireCounters wire_;
     SourceCounters counters_;
