@@ -125,11 +125,12 @@ public:
     // A verb is about to call into a transport at `now_ns`: the port's clock
     // moves there (never back).
     void advance_clock(std::uint64_t now_ns) noexcept { now_ns_ = std::max(now_ns_, now_ns); }
-    // Delivers the frames looped back to QPs of this port, and those they
-    // cause, and hands the wire what the call staged for it (a sink may
-    // batch frames until its flush(): net/README.md, "Batches"). Call it
-    // after every call into a transport, once it returned.
-    void drain_roce() noexcept {
+    // The end of a verb's call into a transport: delivers the frames looped
+    // back to QPs of this port, and those they cause, and hands the wire
+    // what the call staged for it (a sink may batch frames until its
+    // flush(): net/README.md, "Batches"). Call it after every call into a
+    // transport, once it returned.
+    void finish_call() noexcept {
         roce_.drain_loopback(now_ns_);
         tx_waiting_ = host_.flush_sinks();
     }

@@ -86,7 +86,7 @@ ibv_ah* create_ah(ibv_pd* pd, ibv_ah_attr* attr) noexcept {
             (d[12] & 0xf0) != 0xe0) { // a group: no ARP
             std::lock_guard lock(ctx.device->port.mutex());
             (void)ctx.device->port.resolve({d[12], d[13], d[14], d[15]});
-            ctx.device->port.drain_roce(); // the ARP request onto the wire
+            ctx.device->port.finish_call(); // the ARP request onto the wire
         }
         ah->pd->users.fetch_add(1);
         ctx.live_objects.fetch_add(1);

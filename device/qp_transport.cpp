@@ -191,7 +191,7 @@ std::uint64_t transport_now(Device& dev) noexcept {
 }
 
 void after_transport_call(Device& dev, std::uint64_t now_ns) noexcept {
-    dev.port.drain_roce();
+    dev.port.finish_call();
     service(dev, now_ns);
 }
 

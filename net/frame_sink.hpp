@@ -19,7 +19,7 @@ public:
     // I/O can stall queues the frame and writes it elsewhere. The bytes are
     // valid only during the call. A sink may also keep the frame, in order,
     // for a batch that its flush() sends: the port flushes after every
-    // burst, service and verb that sent (Port::drain_roce, Port::service).
+    // burst, service and verb that sent (Port::finish_call, Port::service).
     virtual void send(std::span<const std::uint8_t> frame, std::uint64_t ts_ns) noexcept = 0;
 
     // --- optional: one copy into the wire (net/README.md, "Frame sinks").

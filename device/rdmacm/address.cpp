@@ -123,7 +123,7 @@ int resolve_addr(rdma_cm_id* cm_id, sockaddr* src, sockaddr* dst, int timeout_ms
             (void)now_of(dev);
             dev.port.cm().resolve(dst_ip, timeout_ns, id, kAddressToken);
         }
-        dev.port.drain_roce();
+        dev.port.finish_call();
     }
     kick_engine(dev);
     return id.own_channel ? complete(id) : 0;

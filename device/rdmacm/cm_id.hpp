@@ -203,7 +203,7 @@ template <class F> int with_cm(device::Device& dev, F f) {
         std::lock_guard lock(dev.port.mutex());
         (void)device::transport_now(dev);
         err = f(dev.port.cm());
-        dev.port.drain_roce();
+        dev.port.finish_call();
     }
     kick_engine(dev);
     return err;

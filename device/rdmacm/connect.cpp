@@ -218,7 +218,7 @@ void forget_connection(CmId& id) noexcept {
         if (id.comm_id != 0 && dev == id.dev) cm.release(id.comm_id);
         cm.cancel_resolve(id);
         cm.unwatch(id);
-        dev->port.drain_roce();
+        dev->port.finish_call();
     }
     id.comm_id = 0;
     leave_backlog(id);
