@@ -367,30 +367,42 @@ TEST_CASE("thread engine: thousands of frames to a polling program, and the bala
     }
 }
 
+// A thread-engine simulator over a LiveSource whose wait_fd is an eventfd
+// the test owns: closed only after the simulator is gone.
+struct EventfdSim {
+    EventfdSim() : efd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
+        REQUIRE(efd >= 0);
+        auto owned = std::make_unique<LiveSource>(efd);
+        live = owned.get();
+        sim = make_live_sim(std::move(owned));
+    }
+    ~EventfdSim() {
+        sim.reset();
+        ::close(efd);
+    }
+    int efd;
+    LiveSource* live = nullptr;
+    std::unique_ptr<sim::Simulator> sim;
+};
+
 TEST_CASE("thread engine: a quiet live source with a wait_fd costs no steps; frames pushed "
           "later enter when it turns readable",
           "[sim][engine][wait]") {
-    const int efd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    REQUIRE(efd >= 0);
-    {
-        auto owned = std::make_unique<LiveSource>(efd);
-        LiveSource& live = *owned;
-        auto s = make_live_sim(std::move(owned));
-        auto& engine = s->engine(0);
-        // The first step finds nothing and waits on the descriptor; then
-        // nothing may run at all (a 100 us poll would take ~2000 steps here).
-        REQUIRE(steps_since(engine, 0, 1));
-        const std::uint64_t before = engine.steps();
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));
-        CHECK(engine.steps() - before <= 2);
+    EventfdSim f;
+    auto& engine = f.sim->engine(0);
+    // The first step finds nothing and waits on the descriptor; then
+    // nothing may run at all (a 100 us poll would take ~2000 steps here).
+    REQUIRE(steps_since(engine, 0, 1));
+    const std::uint64_t before = engine.steps();
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    CHECK(engine.steps() - before <= 2);
 
-        feed_three_then_close(*s, live);
-        // A wake-up per push (and one for the close), give or take one each.
-        CHECK(engine.steps() - before <= 2 + 4 * 2);
-    }
+    feed_three_then_close(*f.sim, *f.live);
+    // A wake-up per push (and one for the close), give or take one each.
+    CHECK(engine.steps() - before <= 2 + 4 * 2);
     // The engine released the descriptor, never closed it: it is the source's.
-    CHECK(::fcntl(efd, F_GETFD) != -1);
-    ::close(efd);
+    f.sim.reset();
+    CHECK(::fcntl(f.efd, F_GETFD) != -1);
 }
 
 // The times the engine thread (rdmasim-eng0) of this process went to sleep
@@ -411,36 +423,28 @@ long engine_sleeps() {
 TEST_CASE("thread engine, progress auto: while polls take every frame, the engine looks less and "
           "less often",
           "[sim][engine][wait]") {
-    const int efd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    REQUIRE(efd >= 0);
-    {
-        auto owned = std::make_unique<LiveSource>(efd);
-        LiveSource& live = *owned;
-        auto s = make_live_sim(std::move(owned));
-        REQUIRE(steps_since(s->engine(0), 0, 1));
-        const long before = engine_sleeps();
-        REQUIRE(before >= 0);
-        // A program polling for 300 ms while a frame comes every 20 ms. The
-        // first wakes the engine from its descriptor; from then on it looks
-        // on a timer. At one look per millisecond it would sleep ~300 times;
-        // backing off to kLookMax (16 ms), about 25.
-        const auto frame = golden::concat(golden::kUntagged);
-        const auto start = std::chrono::steady_clock::now();
-        for (int pushed = 0;
-             std::chrono::steady_clock::now() - start < std::chrono::milliseconds(300);) {
-            if (std::chrono::steady_clock::now() - start >=
-                pushed * std::chrono::milliseconds(20)) {
-                live.push(frame);
-                ++pushed;
-            }
-            s->engine(0).on_poll(s->device(0));
+    EventfdSim f;
+    REQUIRE(steps_since(f.sim->engine(0), 0, 1));
+    const long before = engine_sleeps();
+    REQUIRE(before >= 0);
+    // A program polling for 300 ms while a frame comes every 20 ms. The
+    // first wakes the engine from its descriptor; from then on it looks
+    // on a timer. At one look per millisecond it would sleep ~300 times;
+    // backing off to kLookMax (16 ms), about 25.
+    const auto frame = golden::concat(golden::kUntagged);
+    const auto start = std::chrono::steady_clock::now();
+    for (int pushed = 0;
+         std::chrono::steady_clock::now() - start < std::chrono::milliseconds(300);) {
+        if (std::chrono::steady_clock::now() - start >= pushed * std::chrono::milliseconds(20)) {
+            f.live->push(frame);
+            ++pushed;
         }
-        const long sleeps = engine_sleeps() - before;
-        INFO("the engine slept " << sleeps << " times");
-        CHECK(sleeps > 0);
-        CHECK(sleeps < 100);
+        f.sim->engine(0).on_poll(f.sim->device(0));
     }
-    ::close(efd);
+    const long sleeps = engine_sleeps() - before;
+    INFO("the engine slept " << sleeps << " times");
+    CHECK(sleeps > 0);
+    CHECK(sleeps < 100);
 }
 
 TEST_CASE("thread engine: a live source without a wait_fd is polled", "[sim][engine][wait]") {
