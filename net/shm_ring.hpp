@@ -27,7 +27,7 @@ inline std::uint32_t& slot_len(std::uint8_t* slot) noexcept { return *reinterpre
 // other producers won the claim kClaimTries times in a row (the caller
 // keeps the frame and tries again later). `seen` is this producer's last
 // read of the ring's `consumer`, read again only when it says the ring is
-// full: it only ever lags the true value, so a slot it frees is free. The
+// full: it only ever lags the true value, so a slot it calls free is free. The
 // claim must be published at once (ring_publish): the reader waits at it,
 // up to RingReader::kStallLimit.
 inline std::uint8_t* ring_claim(const Segment& s, std::uint32_t h, std::uint64_t& pos,
