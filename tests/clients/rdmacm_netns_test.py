@@ -132,8 +132,15 @@ def main():
                                   ["qperf", "-cm1", "-t", "1", SERVER_IP, test], server_stays=True)
             check(crc == 0 and re.search(test + r":\s+" + pattern, cout) is not None,
                   f"qperf -cm1 {test}: measured over rdma_cm, exit 0", f"exit {crc}\n{cout}")
-        _, (crc, cout) = pair(rdmasim, nss, ["qperf"],
-                              ["qperf", "-cm1", "-t", "1", SERVER_IP, "ud_lat"], server_stays=True)
+        # qperf relays the server's error to the client; under load it once
+        # printed "server: " with the text lost (CI, 1585929). Such a run
+        # says nothing either way, so it runs again, up to three times.
+        for _ in range(3):
+            _, (crc, cout) = pair(rdmasim, nss, ["qperf"],
+                                  ["qperf", "-cm1", "-t", "1", SERVER_IP, "ud_lat"], server_stays=True)
+            if crc == 0 or not re.search(r"^server: *$", cout, re.MULTILINE):
+                break
+            print(f"note: qperf ud_lat lost the server's error text; again\n{cout}")
         check("failed to create address handle: Invalid argument" in cout,
               "qperf ud_lat: its LID-only address handle refused, EINVAL, as on a RoCE port",
               f"exit {crc}\n{cout}")
