@@ -57,7 +57,7 @@ Result<std::unique_ptr<ShmWire>> ShmWire::open(const std::string& url, const Shm
     const std::string path = url.substr(kScheme.size());
     auto seg = shm::Segment::open(url, path, options.mode);
     if (!seg) return seg.error();
-    std::unique_ptr<ShmWire> wire(new ShmWire(url, std::move(seg.value())));
+    std::unique_ptr<ShmWire> wire(new ShmWire(url, std::move(seg.value()), options));
     wire->bell_fd_ = open_bell(wire->seg_.bell_path(wire->host()), options.mode, true);
     if (wire->bell_fd_ < 0) {
         const int err = errno;
@@ -68,8 +68,9 @@ Result<std::unique_ptr<ShmWire>> ShmWire::open(const std::string& url, const Shm
     return wire;
 }
 
-ShmWire::ShmWire(std::string url, shm::Segment seg) noexcept
-    : url_(std::move(url)), seg_(std::move(seg)), reader_(seg_, wire_.rx_corrupt) {
+ShmWire::ShmWire(std::string url, shm::Segment seg, ShmWireOptions options) noexcept
+    : url_(std::move(url)), seg_(std::move(seg)), route_(std::move(options.route)),
+      reader_(seg_, wire_.rx_corrupt) {
     peer_bells_.fill(-1);
 }
 
@@ -191,12 +192,24 @@ ShmWire::Delivery ShmWire::deliver(std::span<const std::uint8_t> frame) noexcept
         return Delivery::done;
     }
     if (std::chrono::steady_clock::now() - peers_checked_ >= kPeerRefresh) refresh_peers();
+    if (route_) return routed(frame);
     const std::uint8_t* dst = frame.data();
     const std::uint8_t* src = frame.data() + 6;
     if (!multicast(src)) seg_.learn(src);
     const int h = multicast(dst) ? -1 : seg_.lookup(dst);
     if (h < 0) return flood(frame);
     if (static_cast<std::uint32_t>(h) == host()) { // a switch never sends a frame back out its port
+        wire_.tx_dropped.fetch_add(1, std::memory_order_relaxed);
+        return Delivery::done;
+    }
+    return unicast(static_cast<std::uint32_t>(h), frame);
+}
+
+ShmWire::Delivery ShmWire::routed(std::span<const std::uint8_t> frame) noexcept {
+    const int h = route_(frame);
+    if (h == kRouteFlood) return flood(frame);
+    if (h < 0 || h >= static_cast<int>(shm::kHostSlots) ||
+        static_cast<std::uint32_t>(h) == host()) {
         wire_.tx_dropped.fetch_add(1, std::memory_order_relaxed);
         return Delivery::done;
     }

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -27,7 +28,14 @@ struct ShmWireOptions {
     // Mode of the files the wire creates (the segment, the doorbells).
     // Owner read and write are required.
     std::uint32_t mode = 0600;
+    // A wire that is not a switch (a device's family bus, sim/family_bus.hpp):
+    // the host slot each frame goes to, kRouteFlood (every other live host)
+    // or kRouteDrop (counted in tx_dropped). Called under the sender's lock,
+    // again for a frame that waited in the backlog. Empty: the learning switch.
+    std::function<int(std::span<const std::uint8_t>)> route;
 };
+inline constexpr int kRouteFlood = -1;
+inline constexpr int kRouteDrop = -2;
 
 // What went through, and what was lost, readable from any thread.
 struct ShmWireCounters {
@@ -98,8 +106,9 @@ public:
 
 private:
     enum class Delivery { done, wait }; // done: delivered or lost (counted); wait: keep it
-    ShmWire(std::string url, shm::Segment seg) noexcept;
+    ShmWire(std::string url, shm::Segment seg, ShmWireOptions options) noexcept;
     Delivery deliver(std::span<const std::uint8_t> frame) noexcept;
+    Delivery routed(std::span<const std::uint8_t> frame) noexcept; // by route_
     Delivery unicast(std::uint32_t h, std::span<const std::uint8_t> frame) noexcept;
     Delivery flood(std::span<const std::uint8_t> frame) noexcept;
     void published(std::uint32_t h) noexcept; // rings h's doorbell if it sleeps
@@ -119,6 +128,7 @@ private:
 
     std::string url_;
     shm::Segment seg_;
+    std::function<int(std::span<const std::uint8_t>)> route_; // ShmWireOptions::route
     Claimed claimed_;
     shm::RingReader reader_;
     int bell_fd_ = -1;
