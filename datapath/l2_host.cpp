@@ -65,6 +65,13 @@ void L2Host::send_to_group(std::span<std::uint8_t> frame, const net::Gid& group)
     to_wire(frame, *clock_);
 }
 
+void L2Host::loop_back(std::span<std::uint8_t> frame) noexcept {
+    // Addressed as on a wire: a forked sibling's port (datapath/family.hpp) takes it from the bus.
+    const net::MacAddress& mac = neighbours_.addresses().mac;
+    std::memcpy(frame.data(), mac.data(), mac.size());
+    (void)roce_->queue_loopback(frame);
+}
+
 void L2Host::send_roce(std::span<std::uint8_t> frame) noexcept {
     const auto p = net::parse_frame(frame); // built by a QP: Ethernet, IP, UDP
     const PortAddresses& own = neighbours_.addresses();
@@ -76,7 +83,7 @@ void L2Host::send_roce(std::span<std::uint8_t> frame) noexcept {
             return;
         }
         if (dst == own.ipv4) {
-            (void)roce_->queue_loopback(frame);
+            loop_back(frame);
             return;
         }
         const Resolution r = resolve(dst);
@@ -92,7 +99,7 @@ void L2Host::send_roce(std::span<std::uint8_t> frame) noexcept {
             return;
         }
         if (dst == own.ipv6) {
-            (void)roce_->queue_loopback(frame);
+            loop_back(frame);
             return;
         }
         mac = mac_of_link_local(dst);

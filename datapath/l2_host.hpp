@@ -135,6 +135,8 @@ private:
         return read_address<16>(frame, p.l3_offset + kIpv6DstOffset) == own.ipv6;
     }
     [[gnu::cold]] bool roce_for_group(net::Bytes frame, const net::ParsedFrame& p) const noexcept;
+    // A frame to the port's own address: its destination MAC the port's, to the loopback queue.
+    void loop_back(std::span<std::uint8_t> frame) noexcept;
     // A datagram to the group `group` (send_roce): queued for this port's
     // QPs attached to it, if any, then to the wire with the group's MAC.
     void send_to_group(std::span<std::uint8_t> frame, const net::Gid& group) noexcept;

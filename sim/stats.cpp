@@ -84,6 +84,7 @@ nlohmann::json roce_json(const datapath::RocePortCounters& c, const datapath::Ar
         {"parse_drops", parse},
         {"unknown_qp", c.unknown_qp.get()},
         {"gsi_mads", c.gsi_mads.get()},
+        {"family_out", c.family_out.get()},
         {"mcast_frames", c.mcast_frames.get()},
         {"mcast_copies", c.mcast_copies.get()},
         {"mcast_loopback", c.mcast_loopback.get()},

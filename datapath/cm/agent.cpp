@@ -39,10 +39,14 @@ Agent::Conn* Agent::find(std::uint32_t comm_id) noexcept {
     return it == conns_.end() ? nullptr : &it->second;
 }
 
+// Spread over the member's part of the space (datapath/family.hpp: the
+// top bits name the family member; 0 for a lone process), never 0, never
+// reused while live.
 std::uint32_t Agent::new_comm_id() noexcept {
+    constexpr std::uint32_t kLow = (1u << kCommIdMemberShift) - 1;
+    const std::uint32_t member = next_id_ & ~kLow;
     do {
-        next_id_ = next_id_ * 1103515245u +
-                   12345u; // spread over the space, never 0, never reused while live
+        next_id_ = member | ((next_id_ * 1103515245u + 12345u) & kLow);
     } while (next_id_ == 0 || conns_.contains(next_id_));
     return next_id_;
 }
@@ -104,11 +108,23 @@ void Agent::device_event(EventKind kind) noexcept {
 }
 
 bool Agent::listen(std::uint64_t service_id, Handler& handler) {
-    return listeners_.emplace(service_id, &handler).second;
+    if (!listeners_.emplace(service_id, &handler).second) return false;
+    if (Family* f = roce_.family()) f->listen(service_id, true);
+    return true;
 }
 
 void Agent::stop_listening(std::uint64_t service_id) noexcept {
-    listeners_.erase(service_id);
+    if (listeners_.erase(service_id) != 0)
+        if (Family* f = roce_.family()) f->listen(service_id, false);
+}
+
+void Agent::join_family(bool keep_listeners) noexcept {
+    Family* f = roce_.family();
+    if (f == nullptr) return;
+    if (!keep_listeners) listeners_.clear(); // a forked child's copies: the parent listens
+    for (const auto& [service_id, handler] : listeners_)
+        f->listen(service_id, true);
+    next_id_ = (next_id_ & ((1u << kCommIdMemberShift) - 1)) | f->member() << kCommIdMemberShift;
 }
 
 void Agent::adopt(std::uint32_t comm_id, Handler& handler) noexcept {

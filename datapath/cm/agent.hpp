@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "datapath/counters.hpp"
+#include "datapath/family.hpp"
 #include "datapath/neighbours.hpp"
 #include "net/cm_mad.hpp"
 #include "net/cma_header.hpp"
@@ -133,6 +134,11 @@ public:
     // --- listening ---
     bool listen(std::uint64_t service_id, Handler& handler);
     void stop_listening(std::uint64_t service_id) noexcept;
+    // The port joined a family (RocePort::set_family): new communication
+    // IDs carry its member number, and the family's listener table learns
+    // this port's listeners; a forked child drops its copies of the
+    // parent's (keep_listeners false).
+    void join_family(bool keep_listeners) noexcept;
     // Within a req or sidr_req event: `handler` owns the new connection.
     void adopt(std::uint32_t comm_id, Handler& handler) noexcept;
 

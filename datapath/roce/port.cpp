@@ -98,6 +98,7 @@ std::optional<RoceRx> RocePort::ingress(std::span<const std::uint8_t> frame,
     }
     RoceQp* qp = find(p.headers.bth.dest_qp);
     if (qp == nullptr) [[unlikely]] {
+        if (family_ != nullptr && draining_ && to_sibling(frame, now_ns)) return RoceRx::consumed;
         if (p.headers.bth.dest_qp == kMcastQpn) return to_group(p, now_ns);
         if (p.headers.bth.dest_qp == kGsiQpn && gsi_.receive != nullptr &&
             p.info->op == net::RoceOp::send && p.info->transport == net::RoceTransport::ud) {
@@ -117,6 +118,14 @@ std::optional<RoceRx> RocePort::ingress(std::span<const std::uint8_t> frame,
         return std::nullopt;
     }
     return std::nullopt;
+}
+
+bool RocePort::to_sibling(std::span<const std::uint8_t> frame, std::uint64_t now_ns) noexcept {
+    const int owner = family_->owner(frame); // a group's datagram reached the bus on its way out
+    if (owner < 0 || static_cast<std::uint32_t>(owner) == family_->member()) return false;
+    (void)family_->forward(frame, now_ns); // the bus counts what it loses
+    counters_.family_out.add();
+    return true;
 }
 
 // A QP that blocks its own multicast loopback (IBV_QP_CREATE_BLOCK_SELF_MCAST_LB)

@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "datapath/family.hpp"
 #include "datapath/roce/frame_ring.hpp"
 #include "datapath/roce/multicast.hpp"
 #include "datapath/roce/qp.hpp"
@@ -24,9 +25,11 @@ struct RocePortCounters {
     RoceCounters qps; // the sum of every attached QP's counters (each QP adds as it counts)
     Counter frames;   // RoCE frames offered: = parse drops + unknown_qp + qps.rx_frames
                       //   - mcast_copies + requests_held_overflow + held_now() + gsi_mads
+                      //   + family_out
     std::array<Counter, net::kRoceDropCount> parse_drops; // by net::RoceDrop (index 0 unused)
     Counter unknown_qp; // BTH DestQP names no attached QP (the port answers nothing)
     Counter gsi_mads;   // datagrams for QP1, handed to the port's CM (datapath/cm/agent.hpp)
+    Counter family_out; // looped back, owned by another member of the family: sent on its bus
     // Multicast (datapath/README.md, "Multicast"): a datagram to a group
     // reaches each attached QP, counted in qps.rx_frames once per QP.
     Counter mcast_frames;   // datagrams to a group that reached at least one QP
@@ -94,6 +97,11 @@ public:
     [[nodiscard]] const McastGroups& mcast() const noexcept { return mcast_; }
     // QP1's datagrams; until it is set, they count as unknown_qp.
     void set_gsi(const GsiSink& gsi) noexcept { gsi_ = gsi; }
+    // The family this port's device is shared with after a fork (set by the
+    // fork handler; nullptr: none). A looped-back frame another member owns
+    // (Family::owner) goes to it instead of a QP or the CM of this port.
+    void set_family(Family* family) noexcept { family_ = family; }
+    [[nodiscard]] Family* family() const noexcept { return family_; }
     // The port's way out; until it is set, frames are dropped (tx_unroutable).
     void set_wire(const RoceWire& wire) noexcept { wire_ = wire; }
     // A frame one of this port's QPs sends (no FCS; bytes valid during the call).
@@ -246,6 +254,9 @@ private:
     // hold queue full), or goes to the QP now.
     enum class Hold : std::uint8_t { no, held, lost };
     Hold hold(RoceQp& qp, const net::RocePacket& p, std::span<const std::uint8_t> frame) noexcept;
+    // A looped-back frame (draining_) another member owns: forwarded, counted.
+    bool to_sibling(std::span<const std::uint8_t> frame, std::uint64_t now_ns) noexcept;
+    Family* family_ = nullptr;
     FrameRing loopback_;
     bool draining_ = false;
     FrameRing held_;

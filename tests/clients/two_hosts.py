@@ -220,8 +220,9 @@ def roce_problems(side, doc, receives=True, sends=True, unknown_qp_allowed=0):
     if r["unknown_qp"] > unknown_qp_allowed:
         bad.append(f"{side}: {r['unknown_qp']} frames for an unknown QP (at most {unknown_qp_allowed} expected)")
     reached = r["rx_frames"] - r["mcast_copies"]  # a datagram to a group reaches each member QP
-    if r["frames"] != sum(r["parse_drops"].values()) + r["unknown_qp"] + reached + r["gsi_mads"]:
-        bad.append(f"{side}: frames {r['frames']} != parse drops + unknown_qp + rx_frames - mcast_copies + gsi_mads")
+    if r["frames"] != sum(r["parse_drops"].values()) + r["unknown_qp"] + reached + r["gsi_mads"] + r["family_out"]:
+        bad.append(f"{side}: frames {r['frames']} != parse drops + unknown_qp + rx_frames - mcast_copies"
+                   f" + gsi_mads + family_out")
     if r["rx_frames"] != sum(r["rx"].values()):
         bad.append(f"{side}: rx_frames {r['rx_frames']} != the sum of rx {r['rx']}")
     w = r["arp_wait"]
