@@ -19,10 +19,11 @@
 #include "sim/addresses.hpp"
 #include "sim/device_io.hpp"
 #include "sim/device_stats.hpp"
-#include "sim/faulty_sink.hpp"
+#include "sim/family_bus.hpp"
 #include "sim/fault_stage.hpp"
-#include "sim/verb_faults.hpp"
+#include "sim/faulty_sink.hpp"
 #include "sim/logging.hpp"
+#include "sim/verb_faults.hpp"
 
 namespace rdmasim::sim {
 

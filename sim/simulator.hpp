@@ -6,6 +6,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "device/objects.hpp"
@@ -20,9 +21,14 @@
 #include "sim/trace.hpp"
 #include "sim/verb_faults.hpp"
 
+namespace rdmasim::net {
+class ShmWire;
+}
+
 namespace rdmasim::sim {
 
 class DeviceStats; // sim/device_stats.hpp
+class FamilyBus;   // sim/family_bus.hpp
 
 // Everything the Simulator keeps for one device. Members go in reverse
 // order: the engine before the stages, statistics and timeline it uses, the
@@ -33,6 +39,8 @@ struct DeviceSlot {
     DeviceSlot& operator=(DeviceSlot&&) noexcept;
     ~DeviceSlot();
 
+    // Made by the first fork (sim/family_bus.hpp); first: it outlives the port that points to it.
+    std::unique_ptr<FamilyBus> family;
     std::unique_ptr<device::Device> device;
     std::unique_ptr<Timeline> timeline;      // with a report
     std::unique_ptr<FaultStage> faults;      // receive-side faults of the plan, else null
@@ -146,8 +154,12 @@ private:
     void start_engines();
     // A source that never has a frame: a device without one still loops its sends back.
     static std::unique_ptr<net::FrameSource> empty_source();
-    // child_after_fork's work on one slot, under its port lock.
-    void fork_slot(DeviceSlot& slot) noexcept;
+    // child_after_fork's work on one slot, under its port lock; what to
+    // log once the logger is free (empty: nothing).
+    std::string fork_slot(DeviceSlot& slot) noexcept;
+    // A forked child's slot joins its family's bus: `bus` is its new source
+    // and sink. An error's text, or empty.
+    std::string join_family(DeviceSlot& slot, std::unique_ptr<net::ShmWire>& bus);
 
     Simulator() = default;
     Config config_;

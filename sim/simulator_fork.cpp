@@ -6,8 +6,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <filesystem>
+#include <string>
 #include <vector>
 
+#include "sim/device_io.hpp"
+#include "sim/family_bus.hpp"
 #include "sim/logging.hpp"
 #include "sim/simulator.hpp"
 
@@ -39,9 +43,30 @@ Inherited& inherited() {
     return *kept;
 }
 
+// Where the first fork makes its family buses: tmpfs where there is one.
+std::string bus_directory() {
+    if (std::filesystem::is_directory("/dev/shm") && ::access("/dev/shm", W_OK) == 0)
+        return "/dev/shm";
+    const char* tmp = std::getenv("TMPDIR");
+    return tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
+}
+
 } // namespace
 
 void Simulator::prepare_fork() noexcept {
+    for (DeviceSlot& slot : slots_) {
+        if (slot.family || forked_child_) continue; // a child forking: its family has a bus
+        try {
+            auto bus = FamilyBus::create(bus_directory());
+            if (bus)
+                slot.family = std::move(bus.value());
+            else
+                log().warn("rdmasim: no family bus, a forked child's device loops back only: {}",
+                           bus.error().message);
+        } catch (const std::exception& e) {
+            log().warn("rdmasim: no family bus: {}", e.what());
+        }
+    }
     for (DeviceSlot& slot : slots_)
         slot.device->port.mutex().lock();
     if (trace_) trace_->prepare_fork();
@@ -55,8 +80,9 @@ void Simulator::parent_after_fork() noexcept {
         it->device->port.mutex().unlock();
 }
 
-void Simulator::fork_slot(DeviceSlot& slot) noexcept {
+std::string Simulator::fork_slot(DeviceSlot& slot) noexcept {
     device::Device& dev = *slot.device;
+    std::string note;
     Inherited& kept = inherited();
     try {
         for (auto& sink : slot.sinks) {
@@ -66,7 +92,11 @@ void Simulator::fork_slot(DeviceSlot& slot) noexcept {
         }
         slot.sinks.clear();
         slot.faulty_sink = nullptr;
-        if (slot.engine->source().shared_across_fork())
+        std::unique_ptr<net::ShmWire> bus;
+        if (slot.family) note = join_family(slot, bus);
+        if (bus) // the family's bus is the child's wire; what it inherited stays the parent's
+            kept.sources.push_back(slot.engine->exchange_source(std::move(bus)));
+        else if (slot.engine->source().shared_across_fork())
             kept.sources.push_back(slot.engine->exchange_source(empty_source()));
         if (auto next = slot.engine->successor_after_fork()) {
             dev.hooks = next.get();
@@ -78,14 +108,33 @@ void Simulator::fork_slot(DeviceSlot& slot) noexcept {
     } catch (...) {
         fail_in_child("cannot set the device up");
     }
+    return note;
+}
+
+std::string Simulator::join_family(DeviceSlot& slot, std::unique_ptr<net::ShmWire>& bus) {
+    device::Device& dev = *slot.device;
+    auto wire = slot.family->join();
+    if (!wire) return wire.error().message; // logged once the logger is released
+
+    bus = std::move(wire.value());
+    dev.port.attach_sink(*bus); // may throw (no memory): fork_slot aborts the child
+    slot.sinks.push_back(borrowed_sink(*bus));
+    dev.port.roce().set_family(slot.family.get());
+    dev.port.cm().join_family(false);
+    dev.next_qpn.store(datapath::first_qpn(slot.family->member()));
+    return {};
 }
 
 void Simulator::child_after_fork() noexcept {
     forked_child_ = true;
-    for (DeviceSlot& slot : slots_)
-        fork_slot(slot);
+    std::vector<std::string> notes(slots_.size());
+    for (std::size_t i = 0; i < slots_.size(); ++i)
+        notes[i] = fork_slot(slots_[i]);
     if (trace_) trace_->child_after_fork();
     release_log_after_fork();
+    for (std::size_t i = 0; i < notes.size(); ++i)
+        if (!notes[i].empty())
+            log().error("rdmasim{}: forked child: {}: loopback only", i, notes[i]);
     for (auto it = slots_.rbegin(); it != slots_.rend(); ++it)
         it->device->port.mutex().unlock();
     for (std::size_t i = 0; i < slots_.size(); ++i) {

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdint>
@@ -17,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "datapath/family.hpp"
 #include "net/shm_segment.hpp"
 #include "net/shm_wire.hpp"
 #include "sim/addresses.hpp"
@@ -136,7 +138,86 @@ int child_rnr_send(ibv_context* ctx) {
     return freed ? 0 : 10;
 }
 
+// In one of two children of one parent: an RC QP connected through the
+// device's own GID to the other child's, the QP numbers exchanged over
+// pipes; the receiver posts its receive, says so, and the sender SENDs 64
+// bytes. 0: the completion (and in the receiver the bytes) within 3 s.
+int child_of_family(ibv_context* ctx, bool sender, int out_fd, int in_fd) {
+    ibv_pd* pd = ibv_alloc_pd(ctx);
+    ibv_cq* cq = pd ? ibv_create_cq(ctx, 16, nullptr, nullptr, 0) : nullptr;
+    static std::array<std::uint8_t, 64> buf{};
+    ibv_mr* mr = cq ? ibv_reg_mr(pd, buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE) : nullptr;
+    ibv_qp_init_attr qa{};
+    qa.qp_type = IBV_QPT_RC;
+    qa.send_cq = qa.recv_cq = cq;
+    qa.cap = {4, 4, 1, 1, 0};
+    ibv_qp* qp = mr ? ibv_create_qp(pd, &qa) : nullptr;
+    ibv_gid gid{};
+    if (qp == nullptr || ibv_query_gid(ctx, 1, 0, &gid) != 0) return 2;
+    std::uint32_t peer = 0;
+    if (::write(out_fd, &qp->qp_num, 4) != 4 || ::read(in_fd, &peer, 4) != 4) return 3;
+    if (datapath::qpn_member(peer) == datapath::qpn_member(qp->qp_num))
+        return 4; // one number space
+    if (!connect_rc(qp, peer, gid)) return 5;
+    ibv_sge sge{reinterpret_cast<std::uint64_t>(buf.data()), 64, mr->lkey};
+    char ready = 0;
+    if (sender) {
+        std::memset(buf.data(), 0x5a, buf.size());
+        ibv_send_wr wr{};
+        wr.sg_list = &sge;
+        wr.num_sge = 1;
+        wr.opcode = IBV_WR_SEND;
+        wr.send_flags = IBV_SEND_SIGNALED;
+        ibv_send_wr* bad = nullptr;
+        if (::read(in_fd, &ready, 1) != 1 || ibv_post_send(qp, &wr, &bad) != 0) return 6;
+    } else {
+        ibv_recv_wr rr{};
+        rr.sg_list = &sge;
+        rr.num_sge = 1;
+        ibv_recv_wr* bad = nullptr;
+        if (ibv_post_recv(qp, &rr, &bad) != 0 || ::write(out_fd, &ready, 1) != 1) return 6;
+    }
+    ibv_wc wc{};
+    int n = 0;
+    for (const auto until = Clock::now() + std::chrono::seconds(3); n == 0 && Clock::now() < until;)
+        if ((n = ibv_poll_cq(cq, 1, &wc)) == 0)
+            std::this_thread::sleep_for(std::chrono::microseconds(200));
+    if (n != 1 || wc.status != IBV_WC_SUCCESS) return 7; // 7: the frames reached no QP of the other
+    if (!sender && std::count(buf.begin(), buf.end(), 0x5a) != 64) return 8;
+    // The receiver stays until the sender has its ACK (its QP would go with it).
+    if (sender ? ::write(out_fd, &ready, 1) != 1 : ::read(in_fd, &ready, 1) != 1) return 9;
+    return 0;
+}
+
+// A child keeps only its own ends, so a reader sees EOF when its writer is gone.
+int run_child_of_family(ibv_context* ctx, bool sender, const std::array<int, 4>& fds) {
+    const int out_fd = sender ? fds[1] : fds[3], in_fd = sender ? fds[2] : fds[0];
+    for (const int fd : fds)
+        if (fd != out_fd && fd != in_fd) ::close(fd);
+    return child_of_family(ctx, sender, out_fd, in_fd);
+}
+
 } // namespace
+
+TEST_CASE("two forked children reach each other's QPs on the family's bus", "[sim][fork][family]") {
+    auto s = one_device();
+    test::NamedDevice dev(0);
+    REQUIRE(test::wait_until([&] { return s->engine(0).steps() > 0; }));
+    std::array<int, 4> fds{}; // a to b (read, write), b to a (read, write)
+    REQUIRE(::pipe(fds.data()) == 0);
+    REQUIRE(::pipe(fds.data() + 2) == 0);
+    const pid_t a = fork_with(*s);
+    REQUIRE(a >= 0);
+    if (a == 0) ::_exit(run_child_of_family(dev.ctx, true, fds));
+    const pid_t b = fork_with(*s);
+    REQUIRE(b >= 0);
+    if (b == 0) ::_exit(run_child_of_family(dev.ctx, false, fds));
+    for (const int fd : fds)
+        ::close(fd);
+    INFO("exit statuses (0 ok, 4 one QP number space, 7 no completion within 3 s)");
+    CHECK(wait_child(a) == 0);
+    CHECK(wait_child(b) == 0);
+}
 
 TEST_CASE("a forked child's RC SEND before its receive completes on the child's own engine",
           "[sim][fork]") {
