@@ -26,6 +26,8 @@ int create_id(rdma_event_channel* channel, rdma_cm_id** id, void* context,
 int destroy_id(rdma_cm_id* id) noexcept;
 int migrate_id(rdma_cm_id* id, rdma_event_channel* channel) noexcept;
 int set_option(rdma_cm_id* id, int level, int optname, void* optval, size_t optlen) noexcept;
+int set_local_ece(rdma_cm_id* id, ibv_ece* ece) noexcept;
+int get_remote_ece(rdma_cm_id* id, ibv_ece* ece) noexcept;
 ibv_context** get_devices(int* num_devices) noexcept;
 void free_devices(ibv_context** list) noexcept;
 __be16 get_src_port(rdma_cm_id* id) noexcept;

@@ -120,6 +120,8 @@ struct CmId final : datapath::cm::Handler, datapath::cm::AddressHandler {
     std::uint8_t rnr_retry_count = 7; // our QP's RNR retries
     std::uint8_t retry_count = 7;     // our QP's transport retries
     std::uint8_t tos = 0;
+    // rdma_set_local_ece's; not carried on the wire (device/README.md, "Connection manager").
+    ibv_ece local_ece{};
     std::uint8_t ack_timeout = 17; // RDMA_OPTION_ID_ACK_TIMEOUT; rdma_cm's RoCE default
     bool reuse_addr = false;
     bool afonly = false;

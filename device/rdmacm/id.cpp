@@ -182,4 +182,22 @@ __be16 get_dst_port(rdma_cm_id* id) noexcept {
     return id == nullptr ? 0 : id->route.addr.dst_sin.sin_port;
 }
 
+// As librdmacm checks them: only for an id without a QP of its own (an
+// external QP's ECE is the program's), a vendor set, no comp_mask.
+int set_local_ece(rdma_cm_id* cm_id, ibv_ece* ece) noexcept {
+    if (cm_id == nullptr || cm_id->qp != nullptr || ece == nullptr || ece->vendor_id == 0 ||
+        ece->comp_mask != 0)
+        return fail(EINVAL);
+    from_cm(cm_id)->local_ece = *ece;
+    return 0;
+}
+
+// The peer's ECE: rdmasim's CM sends none and reads none, so a peer is one
+// without ECE (vendor_id 0), as librdmacm reports a kernel CM's such peer.
+int get_remote_ece(rdma_cm_id* cm_id, ibv_ece* ece) noexcept {
+    if (cm_id == nullptr || cm_id->qp != nullptr || ece == nullptr) return fail(EINVAL);
+    *ece = ibv_ece{};
+    return 0;
+}
+
 } // namespace rdmasim::rdmacm

@@ -1,7 +1,7 @@
 // The table behind librdmacm.so.1 (device/rdmacm/ops.hpp), exported by the
 // drop-in libibverbs.so.1 as rdmasim_rdmacm_ops_v1@@RDMASIM_PRIVATE_1: rdma_cm
-// as device/rdmacm/api.hpp implements it. Slots still `enosys<...>` (ECE,
-// SRQs on ids) fail with ENOSYS as librdmacm reports failures
+// as device/rdmacm/api.hpp implements it. Slots still `enosys<...>`
+// (rdma_reject_ece, SRQs on ids) fail with ENOSYS as librdmacm reports failures
 // (device/rdmacm/fallback.hpp).
 #include "device/rdmacm/api.hpp"
 #include "device/rdmacm/fallback.hpp"
@@ -56,8 +56,8 @@ constexpr Ops table = {
     .getaddrinfo = rdmasim::rdmacm::getaddrinfo,
     .freeaddrinfo = rdmasim::rdmacm::freeaddrinfo,
     .init_qp_attr = rdmasim::rdmacm::init_qp_attr,
-    .set_local_ece = enosys<&Ops::set_local_ece>,
-    .get_remote_ece = enosys<&Ops::get_remote_ece>,
+    .set_local_ece = rdmasim::rdmacm::set_local_ece,
+    .get_remote_ece = rdmasim::rdmacm::get_remote_ece,
     .create_srq = enosys<&Ops::create_srq>,
     .create_srq_ex = enosys<&Ops::create_srq_ex>,
     .destroy_srq = enosys<&Ops::destroy_srq>,
