@@ -37,6 +37,8 @@ VENDOR = ("test_mlx5", "test_efa", "test_cuda")
 HUGE_PAGES = 16
 NO_HUGE = "There are no huge pages of size 2M allocated"  # the suite's skip reason
 NR_HUGEPAGES = "/proc/sys/vm/nr_hugepages"
+NO_NETDEV = "Device rdmasim0 doesn't have net interface"  # the suite's skip reason
+IP = "10.0.0.1"  # the device's and its interface's address in the namespace
 EXPECTED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rdma_core_expected.txt")
 HEADER = """\
 # The outcome of every test of rdma-core's suite on rdmasim0
@@ -113,6 +115,30 @@ def huge_pages():
                 f.write(str(before))
 
 
+@contextlib.contextmanager
+def net_interface():
+    """Yields the command prefix that runs a program in a network namespace
+    whose veth end holds IP (root), or None where none can be made. The
+    namespace, and with it the veth pair, is deleted on the way out."""
+    ns, made = f"rdmasim-suite-{os.getpid()}", False
+    ip = lambda *a: subprocess.run(["ip", *a], capture_output=True, text=True)
+    try:
+        if os.geteuid() == 0 and ip("netns", "add", ns).returncode == 0:
+            made = True
+            steps = [("netns", "exec", ns, "ip", "link", "add", "rds0", "type", "veth", "peer", "name", "rds1"),
+                     ("netns", "exec", ns, "ip", "addr", "add", f"{IP}/24", "dev", "rds0"),
+                     ("netns", "exec", ns, "ip", "link", "set", "rds1", "up"),
+                     ("netns", "exec", ns, "ip", "link", "set", "rds0", "up"),
+                     ("netns", "exec", ns, "ip", "link", "set", "lo", "up")]
+            failed = [r.stderr.strip() for r in (ip(*s) for s in steps) if r.returncode != 0]
+            if failed:
+                print(f"network namespace: {failed[0]}")
+        yield ["ip", "netns", "exec", ns] if made and not failed else None
+    finally:
+        if made:
+            ip("netns", "del", ns)
+
+
 def unpack(dst):
     """The suite ships gzipped: unpack a private copy as the package `tests`."""
     pkg = os.path.join(dst, "tests")
@@ -160,12 +186,15 @@ def main():
         if not chosen:
             print("FAIL: no test selected")
             return 1
-        with huge_pages() as huge:
+        with huge_pages() as huge, net_interface() as netns:
             print(f"huge pages: {HUGE_PAGES} of 2 MiB free for the run" if huge else
                   f"huge pages: fewer than {HUGE_PAGES} free (not root?): the suite's huge-page "
                   f"tests skip ({NO_HUGE!r}), as expected then")
-            proc = subprocess.run(base + ["-v"] + chosen, capture_output=True, text=True,
-                                  timeout=1800, cwd=tmp)
+            print(f"network interface: {IP} on a veth in a namespace of the run's own" if netns else
+                  f"network interface: none (not root?): the suite's rdma_cm tests skip "
+                  f"({NO_NETDEV!r}), as expected then")
+            proc = subprocess.run((netns or []) + base + ["-v"] + chosen, capture_output=True, text=True,
+                                  timeout=1800, cwd=tmp, env=dict(os.environ, RDMASIM_IP=IP))
     out = proc.stderr + proc.stdout
     results = collections.defaultdict(collections.Counter)
     bad = []
@@ -223,6 +252,8 @@ def main():
         want, got = expected.get(t), outcomes.get(t)
         if not huge and want == ("ok", "") and got == ("skip", NO_HUGE):
             continue  # a huge-page test on a run without them
+        if not netns and want == ("ok", "") and got == ("skip", NO_NETDEV):
+            continue  # an rdma_cm test on a run without an interface
         if want is None:
             differences.append(f"{t}: not in {os.path.basename(EXPECTED)}, got {describe(got or ('no verdict', ''))}")
         elif got is None:
