@@ -80,6 +80,10 @@ Result<std::unique_ptr<net::ShmWire>> FamilyBus::join() {
     if (!wire) return wire.error();
     member_ = wire.value()->host() + 1;
     wire_ = wire.value().get();
+    table_->acquire(); // what a member that died in this slot left listening
+    for (Table::Entry& e : table_->entries)
+        if (e.member_plus_one == member_ + 1) e.member_plus_one = 0;
+    table_->release();
     return wire;
 }
 
