@@ -117,6 +117,10 @@ void FamilyBus::listen(std::uint64_t service_id, bool on) noexcept {
 int FamilyBus::owner(std::span<const std::uint8_t> frame) const noexcept {
     net::RocePacket p;
     if (net::parse_roce_frame(frame, p) != net::RoceDrop::none) return static_cast<int>(member_);
+    return owner_of(p);
+}
+
+int FamilyBus::owner_of(const net::RocePacket& p) const noexcept {
     if (net::is_multicast_gid(p.dgid)) return -1;
     const std::uint32_t qpn = p.headers.bth.dest_qp;
     if (qpn != datapath::RocePort::kGsiQpn) return static_cast<int>(datapath::qpn_member(qpn));
@@ -146,7 +150,7 @@ int FamilyBus::route(std::span<const std::uint8_t> frame) const noexcept {
         return net::kRouteDrop; // ARP: no other host here
     if (net::is_multicast_gid(p.dgid)) return net::kRouteFlood;
     if (p.sgid != p.dgid) return net::kRouteDrop; // to another host: the bus reaches none
-    const int m = owner(frame);
+    const int m = owner_of(p);
     return m <= 0 ? net::kRouteDrop : m - 1; // member 0 reads no bus
 }
 

@@ -21,6 +21,7 @@
 
 #include "datapath/family.hpp"
 #include "net/result.hpp"
+#include "net/roce_frame.hpp"
 #include "net/shm_wire.hpp"
 
 namespace rdmasim::sim {
@@ -51,6 +52,7 @@ private:
     // The bus slot a frame goes to (net::ShmWireOptions::route): only frames
     // from the device's address to itself, and datagrams to a group.
     [[nodiscard]] int route(std::span<const std::uint8_t> frame) const noexcept;
+    [[nodiscard]] int owner_of(const net::RocePacket& p) const noexcept; // owner(), parsed
     [[nodiscard]] int listener(std::uint64_t service_id) const noexcept;
 
     std::string dir_;
