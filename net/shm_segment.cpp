@@ -57,7 +57,8 @@ Segment::~Segment() {
     if (fd_ >= 0) ::close(fd_); // drops the slot's lock
 }
 
-Result<Segment> Segment::open(const std::string& url, const std::string& path, std::uint32_t mode) {
+Result<Segment> Segment::open(const std::string& url, const std::string& path, std::uint32_t mode,
+                              bool prefault) {
     if (auto dir = check_socket_directory(socket_directory(path)); !dir) return dir.error();
     Segment s;
     s.path_ = path;
@@ -74,7 +75,7 @@ Result<Segment> Segment::open(const std::string& url, const std::string& path, s
     } else {
         return sys_error(url, "cannot create the segment");
     }
-    if (auto r = s.claim(url); !r) return r.error();
+    if (auto r = s.claim(url, prefault); !r) return r.error();
     return s;
 }
 
@@ -124,7 +125,7 @@ Result<void> Segment::map_existing(const std::string& url) {
     return {};
 }
 
-Result<void> Segment::claim(const std::string& url) {
+Result<void> Segment::claim(const std::string& url, bool prefault) {
     for (std::uint32_t h = 0; h < kHostSlots; ++h) {
         struct flock l{};
         l.l_type = F_WRLCK;
@@ -143,7 +144,7 @@ Result<void> Segment::claim(const std::string& url) {
         word(me.consumer).store(start, std::memory_order_release);
         word(me.sleeping).store(0, std::memory_order_relaxed);
         word(me.generation).fetch_add(1, std::memory_order_release);
-        prefault_ring(h);
+        if (prefault) prefault_ring(h);
         return {};
     }
     return make_error(EBUSY, fmt::format("wire {}: all {} host slots are taken", url, kHostSlots));

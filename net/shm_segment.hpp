@@ -63,10 +63,12 @@ template <class T> std::atomic_ref<T> word(T& w) noexcept { return std::atomic_r
 class Segment {
 public:
     // Opens or creates the file at `path` (`url` names it in errors) with
-    // `mode`, maps it and claims a free host slot. Errors: the directory's
+    // `mode`, maps it and claims a free host slot, whose ring it maps
+    // (prefault_ring) unless `prefault` is false. Errors: the directory's
     // (check_socket_directory), EINVAL for a file that is not a segment of
     // this version and size, EBUSY when every host slot is taken.
-    static Result<Segment> open(const std::string& url, const std::string& path, std::uint32_t mode);
+    static Result<Segment> open(const std::string& url, const std::string& path, std::uint32_t mode,
+                                bool prefault = true);
     Segment(Segment&& o) noexcept;
     Segment& operator=(Segment&&) = delete;
     ~Segment(); // forgets this host's MACs, gives the slot back (closing the file drops the lock)
@@ -105,7 +107,7 @@ private:
     Segment() = default;
     Result<void> map_new(const std::string& url, std::uint32_t mode);
     Result<void> map_existing(const std::string& url);
-    Result<void> claim(const std::string& url);
+    Result<void> claim(const std::string& url, bool prefault);
 
     std::string path_;
     int fd_ = -1;

@@ -55,7 +55,7 @@ Result<std::unique_ptr<ShmWire>> ShmWire::open(const std::string& url, const Shm
     if ((options.mode & 0600) != 0600)
         return make_error(EINVAL, fmt::format("wire {}: mode {:04o} lacks owner read and write", url, options.mode));
     const std::string path = url.substr(kScheme.size());
-    auto seg = shm::Segment::open(url, path, options.mode);
+    auto seg = shm::Segment::open(url, path, options.mode, options.prefault);
     if (!seg) return seg.error();
     std::unique_ptr<ShmWire> wire(new ShmWire(url, std::move(seg.value()), options));
     wire->bell_fd_ = open_bell(wire->seg_.bell_path(wire->host()), options.mode, true);
@@ -69,7 +69,7 @@ Result<std::unique_ptr<ShmWire>> ShmWire::open(const std::string& url, const Shm
 }
 
 ShmWire::ShmWire(std::string url, shm::Segment seg, ShmWireOptions options) noexcept
-    : url_(std::move(url)), seg_(std::move(seg)), route_(std::move(options.route)),
+    : url_(std::move(url)), seg_(std::move(seg)), route_(std::move(options.route)), prefault_(options.prefault),
       reader_(seg_, wire_.rx_corrupt) {
     peer_bells_.fill(-1);
 }
@@ -301,7 +301,7 @@ void ShmWire::refresh_peers() noexcept {
 void ShmWire::note_peer(std::uint32_t h, bool alive) noexcept {
     if (alive && !peer_alive_[h]) {
         wire_.peers_seen.fetch_add(1, std::memory_order_relaxed);
-        seg_.prefault_ring(h); // this program writes its frames there
+        if (prefault_) seg_.prefault_ring(h); // this program writes its frames there
     }
     if (!alive && peer_alive_[h]) { // a pulled cable: its MACs are forgotten
         wire_.peers_gone.fetch_add(1, std::memory_order_relaxed);

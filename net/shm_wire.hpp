@@ -33,6 +33,10 @@ struct ShmWireOptions {
     // or kRouteDrop (counted in tx_dropped). Called under the sender's lock,
     // again for a frame that waited in the backlog. Empty: the learning switch.
     std::function<int(std::span<const std::uint8_t>)> route;
+    // Map this host's ring, and each peer's when first seen alive, before
+    // the first frame (shm::Segment::prefault_ring). Off, the first lap of
+    // a ring costs faults instead: for a wire that may carry nothing.
+    bool prefault = true;
 };
 inline constexpr int kRouteFlood = -1;
 inline constexpr int kRouteDrop = -2;
@@ -129,6 +133,7 @@ private:
     std::string url_;
     shm::Segment seg_;
     std::function<int(std::span<const std::uint8_t>)> route_; // ShmWireOptions::route
+    bool prefault_;                                           // ShmWireOptions::prefault
     Claimed claimed_;
     shm::RingReader reader_;
     int bell_fd_ = -1;
