@@ -69,8 +69,8 @@ Result<std::unique_ptr<ShmWire>> ShmWire::open(const std::string& url, const Shm
 }
 
 ShmWire::ShmWire(std::string url, shm::Segment seg, ShmWireOptions options) noexcept
-    : url_(std::move(url)), seg_(std::move(seg)), route_(std::move(options.route)), prefault_(options.prefault),
-      reader_(seg_, wire_.rx_corrupt) {
+    : url_(std::move(url)), seg_(std::move(seg)), route_(std::move(options.route)),
+      prefault_(options.prefault), reader_(seg_, wire_.rx_corrupt) {
     peer_bells_.fill(-1);
 }
 

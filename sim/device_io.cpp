@@ -56,8 +56,8 @@ Result<DeviceIo> open_device_io(const Config& config, std::uint32_t index) {
         if (auto r = open_pcap_live(config, index, name, io); !r) return r.error();
     if (const std::string& url = slot(config.wire, index); url.starts_with("shm://")) {
         // One object receives and sends (net/README.md, "Shared-memory wire").
-        auto wire =
-            net::ShmWire::open(url, net::ShmWireOptions{.mode = config.wire_mode, .route = {}, .prefault = true});
+        auto wire = net::ShmWire::open(
+            url, net::ShmWireOptions{.mode = config.wire_mode, .route = {}, .prefault = true});
         if (!wire) return wire.error();
         io.sinks.push_back(borrowed_sink(*wire.value()));
         io.source = std::move(wire.value());
