@@ -90,6 +90,9 @@ public:
     // A claimed slot left unpublished this long: its producer died mid-copy
     // (or lies): skipped and counted as corrupt.
     static constexpr std::chrono::milliseconds kStallLimit{250};
+    // Empty pulls in a row between two looks at the producers' `reserve`
+    // (for a stalled claim or a lie): a few microseconds of polling.
+    static constexpr std::uint32_t kPullsPerLook = 64;
 
     RingReader(const Segment& s, std::atomic<std::uint64_t>& corrupt) noexcept
         : s_(s), hh_(s.host_header(s.host())), corrupt_(corrupt),
@@ -104,9 +107,15 @@ public:
         for (std::uint32_t guard = 0; guard < kRingSlots; ++guard) {
             std::uint8_t* slot = s_.slot(s_.host(), c_);
             if (word(slot_stamp(slot)).load(std::memory_order_acquire) != c_ + 1) {
+                // Most empty pulls look at the stamp alone: `reserve` is the
+                // producers' line, and a reader polling it takes it from
+                // them at every frame (a miss for their next claim).
+                if (++empty_pulls_ < kPullsPerLook) return false;
+                empty_pulls_ = 0;
                 if (!unstick()) return false;
                 continue;
             }
+            empty_pulls_ = 0;
             const std::uint32_t n = word(slot_len(slot)).load(std::memory_order_relaxed);
             ++c_;
             if (n == 0 || n > kMaxFrame) [[unlikely]] {
@@ -170,6 +179,7 @@ private:
     HostHeader& hh_;
     std::atomic<std::uint64_t>& corrupt_;
     std::uint64_t c_; // private: the next position to read
+    std::uint32_t empty_pulls_ = 0;               // in a row, since the last look at `reserve`
     std::uint64_t stall_pos_ = ~std::uint64_t{0}; // the unpublished position being timed
     std::uint64_t stall_reserve_ = 0;           // the producers' index when that began
     std::uint64_t stall_end_ = c_;              // unpublished positions below it: skipped at once

@@ -73,11 +73,19 @@ Bytes frame(std::uint8_t dst, std::uint8_t src, std::uint32_t seq, std::size_t s
     return b;
 }
 
-// Pulls every frame `w` has now (a reader that must survive), within bounds.
+// Pulls every frame `w` has now (a reader that must survive), within bounds:
+// until as many empty pulls in a row as make the reader look at the
+// producers' index (RingReader::kPullsPerLook) twice.
 std::size_t pull_all(ShmWire& w) {
     std::size_t n = 0;
     Frame f;
-    for (int i = 0; i < 100000 && w.next(f); ++i) {
+    for (std::uint32_t i = 0, empty = 0; i < 100000 && empty < 2 * shm::RingReader::kPullsPerLook;
+         ++i) {
+        if (!w.next(f)) {
+            ++empty;
+            continue;
+        }
+        empty = 0;
         REQUIRE(f.len >= 1);
         REQUIRE(f.len <= ShmWire::kMaxFrame);
         volatile std::uint8_t last = f.data[f.len - 1]; // inside the mapping, or ASan/segv says so
