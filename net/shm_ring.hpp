@@ -1,7 +1,7 @@
 // A host's receive ring in a shm:// segment (net/README.md, "Shared-memory
 // wire"): many producers (the other hosts' ports), one consumer (the host's
 // engine), lock-free. A producer claims a position with a CAS on `reserve`,
-// copies the frame into its slot and publishes it with ONE (seq_cst) store
+// copies the frame into its slot and publishes it with ONE (release) store
 // of the slot's stamp (position + 1): a producer that dies mid-copy leaves
 // nothing visible. The reader keeps its own index; the shared `consumer`
 // only tells producers which slots are free again. Every word the reader
@@ -55,11 +55,11 @@ inline std::uint8_t* ring_claim(const Segment& s, std::uint32_t h, std::uint64_t
 inline std::uint8_t* slot_frame(std::uint8_t* slot) noexcept { return slot + kSlotHeader; }
 
 // Producer, second half: the `len` bytes (1..kMaxFrame) written at
-// slot_frame(slot) become visible with ONE seq_cst store of the stamp
-// (seq_cst: ring_needs_bell).
+// slot_frame(slot) become visible with ONE release store of the stamp. A
+// reader that sleeps learns of it at the producer's next ring_needs_bell.
 inline void ring_publish(std::uint8_t* slot, std::uint64_t pos, std::uint32_t len) noexcept {
     word(slot_len(slot)).store(len, std::memory_order_relaxed);
-    word(slot_stamp(slot)).store(pos + 1, std::memory_order_seq_cst);
+    word(slot_stamp(slot)).store(pos + 1, std::memory_order_release);
 }
 
 // Producer: copies `frame` (at most kMaxFrame bytes) into host `h`'s ring;
@@ -74,14 +74,14 @@ inline bool ring_push(const Segment& s, std::uint32_t h, std::span<const std::ui
     return true;
 }
 
-// Producer, after publishing: true when host `h`'s reader sleeps and this
-// producer took the job of waking it (cleared the flag): ring its doorbell.
+// Producer, after publishing one frame or a batch to host `h`: true when
+// its reader sleeps and this producer took the job of waking it (cleared
+// the flag): ring its doorbell. Both sides swap the flag (RingReader::arm's
+// exchange(1)), so one swap reads the other's: this one reads 1 (the
+// reader sleeps: wake it), or the reader's reads this one's 0 and, acquiring
+// it, sees every stamp published before it.
 inline bool ring_needs_bell(const Segment& s, std::uint32_t h) noexcept {
-    HostHeader& hh = s.host_header(h);
-    // seq_cst, as the publish before it: the reader's flag store and its
-    // look at the ring (ShmWire::arm) are too, so one side sees the other.
-    if (word(hh.sleeping).load(std::memory_order_seq_cst) == 0) return false;
-    return word(hh.sleeping).exchange(0, std::memory_order_acq_rel) != 0;
+    return word(s.host_header(h).sleeping).exchange(0, std::memory_order_acq_rel) != 0;
 }
 
 // The consumer of this host's ring.
@@ -129,11 +129,17 @@ public:
         return false; // the rest on the next call
     }
 
-    // True when pull() may find something: a frame published, or a claim in progress.
-    [[nodiscard]] bool ready() const noexcept {
-        // seq_cst: the second half of ShmWire::arm's Dekker with ring_needs_bell.
-        if (word(slot_stamp(s_.slot(s_.host(), c_))).load(std::memory_order_seq_cst) == c_ + 1) return true;
-        return word(hh_.reserve).load(std::memory_order_seq_cst) != c_;
+    // Before sleeping: raises the `sleeping` flag, then looks at the ring.
+    // True (flag raised): nothing to read, sleep; false (flag lowered): a
+    // frame was published, or a claim is in progress. See ring_needs_bell.
+    [[nodiscard]] bool arm() noexcept {
+        auto sleeping = word(hh_.sleeping);
+        (void)sleeping.exchange(1, std::memory_order_acq_rel);
+        if (word(slot_stamp(s_.slot(s_.host(), c_))).load(std::memory_order_acquire) != c_ + 1 &&
+            word(hh_.reserve).load(std::memory_order_acquire) == c_)
+            return true;
+        sleeping.store(0, std::memory_order_relaxed);
+        return false;
     }
 
 private:

@@ -75,6 +75,7 @@ ShmWire::ShmWire(std::string url, shm::Segment seg, ShmWireOptions options) noex
 }
 
 ShmWire::~ShmWire() {
+    ring_bells(); // what was published since the last flush()
     for (const int fd : peer_bells_)
         if (fd >= 0) ::close(fd);
     if (bell_fd_ >= 0) ::close(bell_fd_);
@@ -131,15 +132,7 @@ bool ShmWire::arm() noexcept {
     char sink[64];
     while (::read(bell_fd_, sink, sizeof sink) > 0) {
     }
-    auto sleeping = shm::word(seg_.host_header(host()).sleeping);
-    // Dekker with the producers (shm::ring_needs_bell): the flag's store and
-    // the ring's loads in ready() are all seq_cst, as are the producer's
-    // publish and its load of the flag, so one of the two sees the other.
-    // (No fence: GCC's ThreadSanitizer cannot model one.)
-    sleeping.store(1, std::memory_order_seq_cst);
-    if (!reader_.ready()) return true;
-    sleeping.store(0, std::memory_order_relaxed);
-    return false;
+    return reader_.arm();
 }
 
 // --- sending ---
@@ -151,9 +144,12 @@ void ShmWire::send(std::span<const std::uint8_t> frame, std::uint64_t ts_ns) noe
 }
 
 std::size_t ShmWire::flush() noexcept {
-    return backlog_.flush([this](std::span<const std::uint8_t> f, std::uint64_t) {
-        return deliver(f) == Delivery::done;
-    });
+    const std::size_t waiting =
+        backlog_.flush([this](std::span<const std::uint8_t> f, std::uint64_t) {
+            return deliver(f) == Delivery::done;
+        });
+    ring_bells();
+    return waiting;
 }
 
 std::span<std::uint8_t> ShmWire::claim(std::size_t size, const std::uint8_t* dst_mac) noexcept {
@@ -269,12 +265,17 @@ bool ShmWire::unread() const noexcept {
     return false;
 }
 
-void ShmWire::published(std::uint32_t h) noexcept {
-    if (!shm::ring_needs_bell(seg_, h)) return;
-    if (peer_bells_[h] < 0) peer_bells_[h] = open_bell(seg_.bell_path(h), 0600, false);
-    if (peer_bells_[h] < 0) return; // no doorbell: the reader is not there yet
-    const char one = 1;
-    if (::write(peer_bells_[h], &one, 1) == 1) wire_.doorbells.fetch_add(1, std::memory_order_relaxed);
+void ShmWire::ring_bells() noexcept {
+    for (std::uint32_t due = bells_due_; due != 0; due &= due - 1) {
+        const auto h = static_cast<std::uint32_t>(__builtin_ctz(due));
+        if (!shm::ring_needs_bell(seg_, h)) continue;
+        if (peer_bells_[h] < 0) peer_bells_[h] = open_bell(seg_.bell_path(h), 0600, false);
+        if (peer_bells_[h] < 0) continue; // no doorbell: the reader is not there yet
+        const char one = 1;
+        if (::write(peer_bells_[h], &one, 1) == 1)
+            wire_.doorbells.fetch_add(1, std::memory_order_relaxed);
+    }
+    bells_due_ = 0;
 }
 
 // --- the other hosts ---

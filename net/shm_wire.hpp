@@ -86,7 +86,9 @@ public:
 
     // --- sink: a frame goes into the ring of the host its destination MAC
     // was learned from, or into every other live host's (flood). A ring
-    // that is full (or contended) keeps the frame, in order, in the backlog ---
+    // that is full (or contended) keeps the frame, in order, in the backlog.
+    // A sleeping reader is woken by the flush() after the frames (the
+    // FrameSink contract: the port flushes after every burst and verb) ---
     void send(std::span<const std::uint8_t> frame, std::uint64_t ts_ns) noexcept override;
     std::size_t flush() noexcept override;
     // One copy: room in the ring of the host `dst_mac` was learned from, if
@@ -115,7 +117,11 @@ private:
     Delivery routed(std::span<const std::uint8_t> frame) noexcept; // by route_
     Delivery unicast(std::uint32_t h, std::span<const std::uint8_t> frame) noexcept;
     Delivery flood(std::span<const std::uint8_t> frame) noexcept;
-    void published(std::uint32_t h) noexcept; // rings h's doorbell if it sleeps
+    // A frame published to host h: its reader, if it sleeps, is woken at
+    // the next flush() (as the port's sinks are flushed after every burst
+    // and verb), once for the whole batch.
+    void published(std::uint32_t h) noexcept { bells_due_ |= 1u << h; }
+    void ring_bells() noexcept; // wakes the sleeping readers of bells_due_'s hosts
     [[nodiscard]] bool peer_alive(std::uint32_t h) noexcept;
     void refresh_peers() noexcept;
     void note_peer(std::uint32_t h, bool alive) noexcept;
@@ -144,6 +150,7 @@ private:
     std::chrono::steady_clock::time_point peers_checked_{};
     // This sender's last read of each ring's `consumer` (shm::ring_claim).
     std::array<std::uint64_t, shm::kHostSlots> consumer_seen_{};
+    std::uint32_t bells_due_ = 0; // hosts published to since the last ring_bells()
     TxBacklog backlog_;
     ShmWireCounters wire_;
     SourceCounters counters_;

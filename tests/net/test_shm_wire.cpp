@@ -74,7 +74,12 @@ std::vector<std::pair<int, std::uint32_t>> drain(ShmWire& w) {
     return got;
 }
 
-void send(ShmWire& w, const Bytes& b) { w.send(b, 0); }
+// A burst of one, as the port sends: the frame, then the flush that wakes
+// a sleeping reader (FrameSink's contract).
+void send(ShmWire& w, const Bytes& b) {
+    w.send(b, 0);
+    (void)w.flush();
+}
 
 } // namespace
 
@@ -190,6 +195,15 @@ TEST_CASE("ShmWire: a sleeping reader is woken through its doorbell, a busy one 
     CHECK(drain(*b).size() == 1);
     CHECK(b->prepare_wait());
     CHECK(::poll(&p, 1, 0) == 0); // the doorbell was drained
+    // A batch wakes its sleeping reader once, at the flush after it.
+    for (std::uint32_t i = 51; i < 61; ++i)
+        a->send(frame(host_mac(2), host_mac(1), i), 0);
+    CHECK(::poll(&p, 1, 20) == 0);
+    CHECK(a->wire_counters().doorbells == 1);
+    CHECK(a->flush() == 0);
+    CHECK(::poll(&p, 1, 5000) == 1);
+    CHECK(a->wire_counters().doorbells == 2);
+    CHECK(drain(*b).size() == 10);
 }
 
 TEST_CASE("ShmWire: a host that died is a pulled cable, and its slot is taken again", "[net][shm]") {

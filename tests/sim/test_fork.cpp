@@ -300,6 +300,7 @@ TEST_CASE("a forked child neither reads the parent's shm:// ring nor forgets its
     constexpr int kFrames = 64;
     for (int i = 0; i < kFrames; ++i) {
         other.value()->send(frame_to(mac, kOtherHost), 0);
+        (void)other.value()->flush(); // wakes the parent's engine (FrameSink's contract)
         std::this_thread::sleep_for(std::chrono::milliseconds(3));
     }
     INFO("child exit status (0 ok, 3 its port took frames)");
