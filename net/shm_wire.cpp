@@ -178,8 +178,7 @@ void ShmWire::commit(std::size_t len, std::uint64_t) noexcept {
     shm::ring_publish(claimed_.slot, claimed_.pos, static_cast<std::uint32_t>(len));
     claimed_.slot = nullptr;
     published(claimed_.host);
-    wire_.tx_frames.fetch_add(1, std::memory_order_relaxed);
-    wire_.tx_bytes.fetch_add(len, std::memory_order_relaxed);
+    wire_.sent(len);
 }
 
 ShmWire::Delivery ShmWire::deliver(std::span<const std::uint8_t> frame) noexcept {
@@ -220,8 +219,7 @@ ShmWire::Delivery ShmWire::unicast(std::uint32_t h, std::span<const std::uint8_t
     }
     if (!shm::ring_push(seg_, h, frame, consumer_seen_[h])) return Delivery::wait;
     published(h);
-    wire_.tx_frames.fetch_add(1, std::memory_order_relaxed);
-    wire_.tx_bytes.fetch_add(frame.size(), std::memory_order_relaxed);
+    wire_.sent(frame.size());
     return Delivery::done;
 }
 
@@ -248,8 +246,7 @@ ShmWire::Delivery ShmWire::flood(std::span<const std::uint8_t> frame) noexcept {
             wire_.tx_dropped.fetch_add(1, std::memory_order_relaxed);
     }
     wire_.tx_floods.fetch_add(1, std::memory_order_relaxed);
-    wire_.tx_frames.fetch_add(1, std::memory_order_relaxed);
-    wire_.tx_bytes.fetch_add(frame.size(), std::memory_order_relaxed);
+    wire_.sent(frame.size());
     return Delivery::done;
 }
 

@@ -53,6 +53,14 @@ struct ShmWireCounters {
     std::atomic<std::uint64_t> rx_corrupt{0}; // ring entries not trusted (bad length, index, stalled claim)
     std::atomic<std::uint64_t> peers_seen{0}; // hosts seen arriving on the wire
     std::atomic<std::uint64_t> peers_gone{0}; // hosts seen leaving (pulled cables)
+
+    // A frame sent. The sender holds the port lock (one writer at a time):
+    // a load and a store, not a locked add, which would wait for the
+    // frame's bytes to leave the store buffer at every frame.
+    void sent(std::size_t len) noexcept {
+        tx_frames.store(tx_frames.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        tx_bytes.store(tx_bytes.load(std::memory_order_relaxed) + len, std::memory_order_relaxed);
+    }
 };
 
 class ShmWire final : public FrameSource, public FrameSink {
